@@ -1,0 +1,14 @@
+// The c10::DeviceAllocator for neuron tensors, over the runtime's caching allocators.
+#pragma once
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+namespace openneuron::bridge {
+
+// The registered allocator (also reachable as c10::GetAllocator(kPrivateUse1)).
+c10::DeviceAllocator* device_allocator();
+
+// Statistics of one device in c10's layout (what torch.accelerator.memory_stats reports).
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device);
+
+}  // namespace openneuron::bridge

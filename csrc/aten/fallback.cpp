@@ -1,0 +1,133 @@
+#include "aten/fallback.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <string>
+
+#include "aten/generator.h"
+#include "aten/op_tracking.h"
+#include "runtime/errors.h"
+#include "runtime/runtime.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+std::atomic<int> g_strict{-1};  // -1: not yet read from the environment
+
+std::string full_name(const c10::OperatorHandle& op) {
+  const auto& name = op.schema().operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+bool is_generator_type(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::GeneratorType) return true;
+  return type->kind() == c10::TypeKind::OptionalType &&
+         type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
+}
+
+// Ops whose CUDA kernels accept CPU index tensors beside device tensors.
+bool accepts_host_indices(const std::string& name) {
+  return name.rfind("aten::index", 0) == 0 || name.rfind("aten::_index_put_impl_", 0) == 0;
+}
+
+void check_devices(const std::string& name, const torch::jit::Stack& stack, size_t first,
+                   c10::Device* device_out) {
+  std::optional<c10::Device> device;
+  std::optional<c10::Device> host_tensor;
+  auto visit = [&](const at::Tensor& tensor) {
+    if (!tensor.defined()) return;
+    if (tensor.is_privateuseone()) {
+      if (device && *device != tensor.device()) {
+        TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
+                           "devices, ", *device, " and ", tensor.device(), "! (in ", name, ")");
+      }
+      device = tensor.device();
+    } else if (tensor.dim() > 0) {
+      host_tensor = tensor.device();
+    }
+  };
+  for (size_t i = first; i < stack.size(); ++i) {
+    const auto& value = stack[i];
+    if (value.isTensor()) {
+      visit(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList().vec()) visit(tensor);
+    } else if (value.isOptionalTensorList()) {
+      for (const auto& tensor : value.toOptionalTensorList().vec()) {
+        if (tensor.has_value()) visit(*tensor);
+      }
+    }
+  }
+  if (device && host_tensor && !accepts_host_indices(name)) {
+    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
+                       "devices, ", *device, " and ", *host_tensor, "! (in ", name, ")");
+  }
+  *device_out = device.value_or(c10::Device(c10::DeviceType::PrivateUse1,
+                                            static_cast<c10::DeviceIndex>(runtime::current_device())));
+}
+
+// Mixes a Philox (seed, offset) pair into a seed for a host generator.
+uint64_t mix_seed(uint64_t seed, uint64_t offset) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (offset + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Host kernels take CPU generators: derive one from the neuron generator, so fallback
+// random ops stay deterministic under neuron seeds and independent of the CPU generator.
+void replace_generators(const c10::OperatorHandle& op, torch::jit::Stack& stack, size_t first,
+                        c10::Device device) {
+  const auto& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (!is_generator_type(arguments[i].type())) continue;
+    auto& value = stack[first + i];
+    std::optional<at::Generator> given;
+    if (value.isGenerator()) given = value.toGenerator();
+    if (given && given->device().is_cpu()) continue;
+    NeuronGeneratorImpl* generator = resolve_generator(given, device.index());
+    auto [seed, offset] = generator->reserve(1);
+    value = c10::IValue(at::make_generator<at::CPUGeneratorImpl>(mix_seed(seed, offset)));
+  }
+}
+
+}  // namespace
+
+void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
+
+bool strict_mode() {
+  int strict = g_strict.load();
+  if (strict < 0) {
+    bool from_environment = false;
+    try {
+      from_environment = ::openneuron::runtime::Runtime::get().config().strict;
+    } catch (const ::openneuron::runtime::Error&) {
+      // An invalid configuration is reported where the runtime is first used.
+    }
+    strict = from_environment ? 1 : 0;
+    g_strict = strict;
+  }
+  return strict == 1;
+}
+
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = full_name(op);
+  TORCH_CHECK_NOT_IMPLEMENTED(!strict_mode(), "neuron: ", name,
+                              " has no native kernel and OPENNEURON_STRICT=1 forbids running it "
+                              "on the host (CPU fallback)");
+  const size_t first = stack->size() - op.schema().arguments().size();
+  c10::Device device(c10::DeviceType::PrivateUse1, 0);
+  check_devices(name, *stack, first, &device);
+  if (record_fallback(name)) {
+    TORCH_WARN("neuron: ", name, " has no native kernel for these inputs and runs on the host "
+               "(CPU fallback); counted in openneuron.get_fallback_ops(). Set OPENNEURON_STRICT=1 "
+               "to make this an error.");
+  }
+  replace_generators(op, *stack, first, device);
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace openneuron::bridge

@@ -1,0 +1,22 @@
+// The host fallback: runs an op without a native kernel on the CPU, visibly.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/CPUFallback.h>
+
+namespace openneuron::bridge {
+
+// Boxed kernel registered for every op the device does not implement. Counts the run,
+// warns the first time per op, refuses in strict mode (NotImplementedError naming the
+// op), rejects mixed-device inputs, and otherwise runs the CPU kernel on host copies.
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// Turns strict mode on or off for this process (initially OPENNEURON_STRICT).
+void set_strict_mode(bool strict);
+bool strict_mode();
+
+}  // namespace openneuron::bridge
+
+// From inside a native kernel, sends this call (e.g. a float64 input) to host_fallback.
+#define OPENNEURON_FALLBACK(op, ...) \
+  at::native::call_fallback_fn<&::openneuron::bridge::host_fallback, at::_ops::op>::call(__VA_ARGS__)

@@ -1,0 +1,39 @@
+// Shared checks and argument plumbing for native kernels.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstring>
+#include <initializer_list>
+
+#include "kernels/scalar.h"
+#include "kernels/tensor_view.h"
+
+namespace openneuron::bridge {
+
+// Fails like PyTorch ("Expected all tensors to be on the same device ...") unless every
+// defined tensor is on one neuron device or is a 0-dim CPU tensor (a wrapped scalar).
+// Returns the neuron device.
+c10::Device check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors);
+
+// True when every tensor's dtype is one the kernels compute with natively.
+bool all_native_dtypes(std::initializer_list<const at::Tensor*> tensors);
+
+kernels::Scalar kernel_scalar(const at::Scalar& value);
+
+// An operand broadcast to an output shape. A 0-dim CPU tensor is captured by value, so the
+// queued kernel never reads host memory the caller may free; bind() points the view at it.
+struct Operand {
+  kernels::TensorView view;
+  alignas(8) unsigned char host_value[16] = {};
+  bool on_host = false;
+
+  Operand(const at::Tensor& tensor, at::IntArrayRef shape);
+  // Call inside the queued work, on the copy the work owns.
+  const kernels::TensorView& bind() {
+    if (on_host) view.data = host_value;
+    return view;
+  }
+};
+
+}  // namespace openneuron::bridge

@@ -1,0 +1,224 @@
+// Elementwise arithmetic, fill and relu on the device.
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/fill.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/threshold_backward.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "aten/fallback.h"
+#include "aten/op_helpers.h"
+#include "aten/op_tracking.h"
+#include "aten/ops.h"
+#include "aten/tensor_views.h"
+#include "kernels/cast.h"
+#include "kernels/elementwise.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+using kernels::BinaryOp;
+
+at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
+  at::ScalarType type = at::result_type(a, b);
+  // True division of integers yields the default float type, as on every device.
+  if (op == BinaryOp::Div && at::isIntegralType(type, /*includeBool=*/true)) {
+    type = c10::typeMetaToScalarType(c10::get_default_dtype());
+  }
+  return type;
+}
+
+// out = op(a, b) where out already has the broadcast shape and a dtype the result casts to.
+void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
+                   const at::Scalar& alpha, const at::Tensor& out) {
+  if (out.numel() == 0) return;
+  const kernels::TensorView out_view = view_of(out);
+  Operand lhs(a, out.sizes());
+  Operand rhs(b, out.sizes());
+  const kernels::Scalar alpha_value = kernel_scalar(alpha);
+  stream_for(out).enqueue(name, [op, out_view, lhs, rhs, alpha_value]() mutable {
+    kernels::binary(op, out_view, lhs.bind(), rhs.bind(), alpha_value);
+  });
+}
+
+bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType result) {
+  return all_native_dtypes({&a, &b}) && is_native_compute_dtype(result);
+}
+
+at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
+                             const at::Tensor& b, const at::Scalar& alpha) {
+  const c10::Device device = check_same_device(name, {&a, &b});
+  const c10::DeviceGuard guard(device);
+  const at::ScalarType result = binary_result_type(op, a, b);
+  const auto shape = at::infer_size(a.sizes(), b.sizes());
+  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(result).device(device));
+  launch_binary(name, op, a, b, alpha, out);
+  return out;
+}
+
+at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
+                        const at::Scalar& alpha, at::Tensor& out) {
+  const c10::Device device = check_same_device(name, {&a, &b, &out});
+  const c10::DeviceGuard guard(device);
+  const at::ScalarType result = binary_result_type(op, a, b);
+  TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
+              " can't be cast to the desired output type ", out.scalar_type());
+  const auto shape = at::infer_size(a.sizes(), b.sizes());
+  if (!out.is_same(a)) {
+    at::native::resize_output(out, shape);
+  } else {
+    TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
+                " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  }
+  launch_binary(name, op, a, b, alpha, out);
+  return out;
+}
+
+}  // namespace
+
+at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
+  if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
+    return OPENNEURON_FALLBACK(fill__Scalar, self, value);
+  }
+  OPENNEURON_NATIVE_OP("aten::fill_.Scalar");
+  if (self.numel() == 0) return self;
+  const c10::DeviceGuard guard(self.device());
+  const kernels::TensorView view = view_of(self);
+  const kernels::Scalar fill_value = kernel_scalar(value);
+  stream_for(self).enqueue("aten::fill_", [view, fill_value] { kernels::fill(view, fill_value); });
+  return self;
+}
+
+at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
+  return fill_scalar_(self, value.item());
+}
+
+#define OPENNEURON_BINARY_WITH_ALPHA(fn, op_enum, aten_name, functional, inplace, out_variant)   \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {       \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
+      return OPENNEURON_FALLBACK(functional, self, other, alpha);                                \
+    }                                                                                             \
+    OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                          \
+    return binary_functional("aten::" aten_name, op_enum, self, other, alpha);                   \
+  }                                                                                               \
+  at::Tensor& fn##_(at::Tensor & self, const at::Tensor& other, const at::Scalar& alpha) {       \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
+      return OPENNEURON_FALLBACK(inplace, self, other, alpha);                                   \
+    }                                                                                             \
+    OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                         \
+    return binary_into("aten::" aten_name "_", op_enum, self, other, alpha, self);               \
+  }                                                                                               \
+  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, \
+                       at::Tensor& out) {                                                         \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||              \
+        !all_native_dtypes({&out})) {                                                             \
+      return OPENNEURON_FALLBACK(out_variant, self, other, alpha, out);                          \
+    }                                                                                             \
+    OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                             \
+    return binary_into("aten::" aten_name ".out", op_enum, self, other, alpha, out);             \
+  }
+
+#define OPENNEURON_BINARY(fn, op_enum, aten_name, functional, inplace, out_variant)               \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& other) {                                \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
+      return OPENNEURON_FALLBACK(functional, self, other);                                       \
+    }                                                                                             \
+    OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                          \
+    return binary_functional("aten::" aten_name, op_enum, self, other, 1);                       \
+  }                                                                                               \
+  at::Tensor& fn##_(at::Tensor & self, const at::Tensor& other) {                                \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
+      return OPENNEURON_FALLBACK(inplace, self, other);                                          \
+    }                                                                                             \
+    OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                         \
+    return binary_into("aten::" aten_name "_", op_enum, self, other, 1, self);                   \
+  }                                                                                               \
+  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {       \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||              \
+        !all_native_dtypes({&out})) {                                                             \
+      return OPENNEURON_FALLBACK(out_variant, self, other, out);                                 \
+    }                                                                                             \
+    OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                             \
+    return binary_into("aten::" aten_name ".out", op_enum, self, other, 1, out);                 \
+  }
+
+OPENNEURON_BINARY_WITH_ALPHA(add, BinaryOp::Add, "add", add_Tensor, add__Tensor, add_out)
+OPENNEURON_BINARY_WITH_ALPHA(sub, BinaryOp::Sub, "sub", sub_Tensor, sub__Tensor, sub_out)
+OPENNEURON_BINARY(mul, BinaryOp::Mul, "mul", mul_Tensor, mul__Tensor, mul_out)
+OPENNEURON_BINARY(div, BinaryOp::Div, "div", div_Tensor, div__Tensor, div_out)
+
+namespace {
+
+void launch_relu(const at::Tensor& self, const at::Tensor& out) {
+  if (out.numel() == 0) return;
+  const kernels::TensorView in_view = view_of(self);
+  const kernels::TensorView out_view = view_of(out);
+  stream_for(out).enqueue("aten::relu", [out_view, in_view] {
+    kernels::unary(kernels::UnaryOp::Relu, out_view, in_view);
+  });
+}
+
+}  // namespace
+
+at::Tensor relu(const at::Tensor& self) {
+  if (!all_native_dtypes({&self}) || self.scalar_type() == at::kBool) {
+    return OPENNEURON_FALLBACK(relu, self);
+  }
+  OPENNEURON_NATIVE_OP("aten::relu");
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  launch_relu(self, out);
+  return out;
+}
+
+at::Tensor& relu_(at::Tensor& self) {
+  if (!all_native_dtypes({&self}) || self.scalar_type() == at::kBool) {
+    return OPENNEURON_FALLBACK(relu_, self);
+  }
+  OPENNEURON_NATIVE_OP("aten::relu_");
+  const c10::DeviceGuard guard(self.device());
+  launch_relu(self, self);
+  return self;
+}
+
+at::Tensor& threshold_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                   const at::Scalar& threshold, at::Tensor& grad_input) {
+  if (!all_native_dtypes({&grad_output, &self, &grad_input})) {
+    return OPENNEURON_FALLBACK(threshold_backward_grad_input, grad_output, self, threshold,
+                               grad_input);
+  }
+  OPENNEURON_NATIVE_OP("aten::threshold_backward.grad_input");
+  const c10::Device device = check_same_device("aten::threshold_backward", {&grad_output, &self});
+  const c10::DeviceGuard guard(device);
+  const auto shape = at::infer_size(grad_output.sizes(), self.sizes());
+  at::native::resize_output(grad_input, shape);
+  if (grad_input.numel() == 0) return grad_input;
+  const kernels::TensorView out_view = view_of(grad_input);
+  const kernels::TensorView grad_view = broadcast_view(grad_output, shape);
+  const kernels::TensorView self_view = broadcast_view(self, shape);
+  const kernels::Scalar threshold_value = kernel_scalar(threshold);
+  stream_for(grad_input).enqueue("aten::threshold_backward", [=] {
+    kernels::threshold_backward(out_view, grad_view, self_view, threshold_value);
+  });
+  return grad_input;
+}
+
+at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                              const at::Scalar& threshold) {
+  if (!all_native_dtypes({&grad_output, &self})) {
+    return OPENNEURON_FALLBACK(threshold_backward, grad_output, self, threshold);
+  }
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor grad_input = at::empty({0}, grad_output.options());
+  return threshold_backward_out(grad_output, self, threshold, grad_input);
+}
+
+}  // namespace openneuron::bridge

@@ -1,0 +1,120 @@
+// The `openneuron._C` extension: what the Python device module needs from the runtime.
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "aten/device_allocator.h"
+#include "aten/fallback.h"
+#include "aten/generator.h"
+#include "aten/op_tracking.h"
+#include "aten/runtime_errors.h"
+#include "runtime/runtime.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+namespace py = pybind11;
+using runtime::Runtime;
+
+py::dict stat_dict(const c10::CachingAllocator::StatArray& stats, const std::string& name) {
+  static const char* kPools[] = {"all", "small_pool", "large_pool"};
+  static const char* kFields[] = {"current", "peak", "allocated", "freed"};
+  py::dict result;
+  for (size_t pool = 0; pool < 3; ++pool) {
+    const auto& stat = stats[pool];
+    const int64_t values[] = {stat.current, stat.peak, stat.allocated, stat.freed};
+    for (size_t field = 0; field < 4; ++field) {
+      result[py::str(name + "." + kPools[pool] + "." + kFields[field])] = values[field];
+    }
+  }
+  return result;
+}
+
+// The same keys as torch.cuda.memory_stats().
+py::dict memory_stats(int device) {
+  const auto stats = device_stats(static_cast<c10::DeviceIndex>(device));
+  py::dict result;
+  auto merge = [&](const py::dict& part) {
+    for (auto item : part) result[item.first] = item.second;
+  };
+  merge(stat_dict(stats.allocation, "allocation"));
+  merge(stat_dict(stats.segment, "segment"));
+  merge(stat_dict(stats.active, "active"));
+  merge(stat_dict(stats.inactive_split, "inactive_split"));
+  merge(stat_dict(stats.allocated_bytes, "allocated_bytes"));
+  merge(stat_dict(stats.reserved_bytes, "reserved_bytes"));
+  merge(stat_dict(stats.active_bytes, "active_bytes"));
+  merge(stat_dict(stats.inactive_split_bytes, "inactive_split_bytes"));
+  merge(stat_dict(stats.requested_bytes, "requested_bytes"));
+  result["num_alloc_retries"] = stats.num_alloc_retries;
+  result["num_ooms"] = stats.num_ooms;
+  result["num_sync_all_streams"] = stats.num_sync_all_streams;
+  result["num_device_alloc"] = stats.num_device_alloc;
+  result["num_device_free"] = stats.num_device_free;
+  return result;
+}
+
+py::dict counts_to_dict(const std::map<std::string, int64_t>& counts) {
+  py::dict result;
+  for (const auto& [name, count] : counts) result[py::str(name)] = count;
+  return result;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "OpenNeuron native extension: the neuron runtime as the Python device module sees it";
+
+  m.def("_init", [] { Runtime::get(); }, "Initialises the runtime; raises on an invalid configuration.");
+  m.def("_is_initialized", &Runtime::is_initialized);
+  m.def("_in_bad_fork", &Runtime::in_bad_fork);
+  m.def("_configured_device_count", &Runtime::device_count_or_zero);
+  m.def("_device_count", [] { return Runtime::get().device_count(); });
+  m.def("_current_device", [] { return runtime::current_device(); });
+  m.def("_set_device", [](int index) { runtime::set_current_device(index); });
+  m.def("_check_device", [](int index) { runtime::check_device_index(index); });
+  m.def("_synchronize", [](int device) {
+    py::gil_scoped_release no_gil;
+    Runtime::get().device(device).synchronize();
+  });
+  m.def("_config", [] {
+    const auto& config = Runtime::get().config();
+    py::dict result;
+    result["device_count"] = config.device_count;
+    result["profile"] = config.profile.name;
+    result["core_version"] = config.profile.core_version;
+    result["device_memory_bytes"] = config.device_memory_bytes;
+    result["profile_hbm_bytes"] = config.profile.hbm_bytes;
+    result["launch_blocking"] = config.launch_blocking;
+    return result;
+  });
+
+  m.def("_memory_stats", &memory_stats);
+  m.def("_reset_peak_memory_stats", [](int device) {
+    Runtime::get().device(device).allocator().reset_peak_stats();
+  });
+  m.def("_reset_accumulated_memory_stats", [](int device) {
+    Runtime::get().device(device).allocator().reset_accumulated_stats();
+  });
+  m.def("_empty_cache", [] {
+    py::gil_scoped_release no_gil;
+    device_allocator()->emptyCache({0, 0});
+  });
+  m.def("_mem_get_info", [](int device) {
+    auto& allocator = Runtime::get().device(device).allocator();
+    return std::make_pair(allocator.free_bytes(), allocator.capacity());
+  });
+
+  m.def("_default_generator", [](int device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(device))));
+  });
+
+  m.def("_get_fallback_ops", [] { return counts_to_dict(fallback_ops()); });
+  m.def("_get_executed_ops", [] { return counts_to_dict(executed_ops()); });
+  m.def("_clear_op_tracking", &clear_op_tracking);
+  m.def("_set_strict", &set_strict_mode);
+  m.def("_is_strict", &strict_mode);
+}
+
+}  // namespace openneuron::bridge

@@ -1,0 +1,27 @@
+// Describing ATen tensors to the torch-free kernel library.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "kernels/tensor_view.h"
+#include "runtime/stream.h"
+
+namespace openneuron::bridge {
+
+// True when the kernel library computes with this dtype natively (float64 and complex are
+// not NeuronCore types and run on the host fallback).
+bool is_native_compute_dtype(at::ScalarType dtype);
+
+// The kernel dtype of a ScalarType the device can store; throws for others.
+kernels::DType kernel_dtype(at::ScalarType dtype);
+
+// The tensor's data as a strided view (storage offset applied).
+kernels::TensorView view_of(const at::Tensor& tensor);
+
+// The tensor broadcast to `shape` (leading dims added, stride 0 where expanded).
+kernels::TensorView broadcast_view(const at::Tensor& tensor, at::IntArrayRef shape);
+
+// The calling thread's current stream on the tensor's device.
+runtime::Stream& stream_for(const at::Tensor& tensor);
+
+}  // namespace openneuron::bridge

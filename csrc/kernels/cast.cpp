@@ -1,0 +1,112 @@
+// copy() and fill(): dtype conversion over strided, broadcast views.
+#include "kernels/cast.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "kernels/element_types.h"
+#include "kernels/strided_loop.h"
+
+namespace openneuron::kernels {
+namespace {
+
+void check_same_shape(const TensorView& dst, const TensorView& src) {
+  bool same = dst.ndim == src.ndim;
+  for (int d = 0; same && d < dst.ndim; ++d) same = dst.sizes[d] == src.sizes[d];
+  if (!same) throw std::invalid_argument("openneuron kernels: copy() needs src shaped like dst");
+}
+
+// Same-dtype rows move bytes; T is an unsigned integer of the element's width.
+template <typename T>
+void move_row(char* dst, int64_t dst_stride, const char* src, int64_t src_stride, int64_t n) {
+  if (src_stride == 0) {
+    const T value = *reinterpret_cast<const T*>(src);
+    for (int64_t j = 0; j < n; ++j) *reinterpret_cast<T*>(dst + j * dst_stride) = value;
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    *reinterpret_cast<T*>(dst + j * dst_stride) =
+        *reinterpret_cast<const T*>(src + j * src_stride);
+  }
+}
+
+void copy_same_dtype(const TensorView& dst, const TensorView& src) {
+  const int64_t width = static_cast<int64_t>(element_size(dst.dtype));
+  for_each_row<2>({&dst, &src}, LoopOrder::kFirstOperandMemory,
+                  [&](const RowPointers<2>& row, int64_t n) {
+                    char* out = row.ptrs[0];
+                    const char* in = row.ptrs[1];
+                    if (row.strides[0] == width && row.strides[1] == width) {
+                      std::memmove(out, in, static_cast<size_t>(n * width));
+                      return;
+                    }
+                    switch (width) {
+                      case 1: move_row<uint8_t>(out, row.strides[0], in, row.strides[1], n); break;
+                      case 2: move_row<uint16_t>(out, row.strides[0], in, row.strides[1], n); break;
+                      case 4: move_row<uint32_t>(out, row.strides[0], in, row.strides[1], n); break;
+                      default: move_row<uint64_t>(out, row.strides[0], in, row.strides[1], n); break;
+                    }
+                  });
+}
+
+template <typename To, typename From>
+void convert_rows(const TensorView& dst, const TensorView& src) {
+  for_each_row<2>({&dst, &src}, LoopOrder::kFirstOperandMemory,
+                  [&](const RowPointers<2>& row, int64_t n) {
+                    char* out = row.ptrs[0];
+                    const char* in = row.ptrs[1];
+                    const int64_t out_stride = row.strides[0];
+                    const int64_t in_stride = row.strides[1];
+                    if (out_stride == sizeof(To) && in_stride == sizeof(From)) {
+                      To* typed_out = reinterpret_cast<To*>(out);
+                      const From* typed_in = reinterpret_cast<const From*>(in);
+                      for (int64_t j = 0; j < n; ++j) typed_out[j] = cast_value<To>(typed_in[j]);
+                      return;
+                    }
+                    for (int64_t j = 0; j < n; ++j) {
+                      *reinterpret_cast<To*>(out + j * out_stride) =
+                          cast_value<To>(*reinterpret_cast<const From*>(in + j * in_stride));
+                    }
+                  });
+}
+
+}  // namespace
+
+void copy(const TensorView& dst, const TensorView& src) {
+  check_same_shape(dst, src);
+  if (dst.numel() == 0) return;
+  if (dst.dtype == src.dtype) {
+    bool exact_alias = dst.data == src.data;
+    for (int d = 0; exact_alias && d < dst.ndim; ++d) exact_alias = dst.strides[d] == src.strides[d];
+    if (exact_alias) return;  // in-place same-dtype copy: nothing to move
+    copy_same_dtype(dst, src);
+    return;
+  }
+  visit_dtype(dst.dtype, [&](auto to_tag) {
+    visit_dtype(src.dtype, [&](auto from_tag) {
+      convert_rows<typename decltype(to_tag)::type, typename decltype(from_tag)::type>(dst, src);
+    });
+  });
+}
+
+void fill(const TensorView& dst, Scalar value) {
+  if (dst.numel() == 0) return;
+  visit_dtype(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T converted = value.is_integral ? cast_value<T>(value.i) : cast_value<T>(value.f);
+    for_each_row<1>({&dst}, LoopOrder::kFirstOperandMemory,
+                    [&](const RowPointers<1>& row, int64_t n) {
+                      char* out = row.ptrs[0];
+                      if (row.strides[0] == sizeof(T)) {
+                        T* typed = reinterpret_cast<T*>(out);
+                        for (int64_t j = 0; j < n; ++j) typed[j] = converted;
+                        return;
+                      }
+                      for (int64_t j = 0; j < n; ++j) {
+                        *reinterpret_cast<T*>(out + j * row.strides[0]) = converted;
+                      }
+                    });
+  });
+}
+
+}  // namespace openneuron::kernels

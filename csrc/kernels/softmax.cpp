@@ -1,0 +1,211 @@
+// Softmax along one dim: each slice is gathered into a compute buffer, normalised with the
+// max subtracted first, and scattered back rounded once.
+#include "kernels/softmax.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/element_types.h"
+#include "kernels/row_io.h"
+#include "kernels/strided_loop.h"
+#include "kernels/vector_exp.h"
+
+namespace openneuron::kernels {
+namespace {
+
+// The slices along `dim`: an outer shape with dim collapsed to 1, and the slice length.
+struct SliceLayout {
+  int ndim = 0;
+  int64_t outer_sizes[kMaxDims] = {};
+  int64_t length = 1;
+  int dim = -1;  // -1 for a 0-dim tensor (a single slice of one element)
+};
+
+SliceLayout slice_layout(const TensorView& view, int dim) {
+  SliceLayout layout;
+  layout.ndim = view.ndim;
+  if (view.ndim == 0) {
+    if (dim != 0 && dim != -1) throw std::invalid_argument("openneuron kernels: softmax dim");
+    return layout;
+  }
+  if (dim < 0) dim += view.ndim;
+  if (dim < 0 || dim >= view.ndim) throw std::invalid_argument("openneuron kernels: softmax dim");
+  for (int d = 0; d < view.ndim; ++d) layout.outer_sizes[d] = view.sizes[d];
+  layout.outer_sizes[dim] = 1;
+  layout.length = view.sizes[dim];
+  layout.dim = dim;
+  return layout;
+}
+
+void check_same_shape(const TensorView& a, const TensorView& b) {
+  bool same = a.ndim == b.ndim;
+  for (int d = 0; same && d < a.ndim; ++d) same = a.sizes[d] == b.sizes[d];
+  if (!same) throw std::invalid_argument("openneuron kernels: softmax operands differ in shape");
+}
+
+// Calls slice_fn(std::array<char*, N> slice_starts, std::array<int64_t, N> byte_strides)
+// for every slice along layout.dim of the N views.
+template <size_t N, typename SliceFn>
+void for_each_slice(const SliceLayout& layout, const std::array<const TensorView*, N>& views,
+                    SliceFn&& slice_fn) {
+  if (layout.length == 0) return;
+  std::array<char*, N> bases;
+  std::array<const int64_t*, N> strides;
+  std::array<size_t, N> sizes;
+  std::array<int64_t, N> dim_strides;
+  for (size_t k = 0; k < N; ++k) {
+    bases[k] = static_cast<char*>(views[k]->data);
+    strides[k] = views[k]->strides;
+    sizes[k] = element_size(views[k]->dtype);
+    dim_strides[k] =
+        layout.dim < 0 ? 0 : views[k]->strides[layout.dim] * static_cast<int64_t>(sizes[k]);
+  }
+  for_each_row<N>(layout.ndim, layout.outer_sizes, bases, strides, sizes,
+                  LoopOrder::kFirstOperandMemory, [&](const RowPointers<N>& row, int64_t n) {
+                    std::array<char*, N> starts;
+                    for (int64_t j = 0; j < n; ++j) {
+                      for (size_t k = 0; k < N; ++k) starts[k] = row.ptrs[k] + j * row.strides[k];
+                      slice_fn(starts, dim_strides);
+                    }
+                  });
+}
+
+// fp32 uses the vectorisable exp; float64 keeps libm's.
+inline float exp_of(float x) { return vector_exp(x); }
+inline double exp_of(double x) { return std::exp(x); }
+
+// Reductions with independent lanes, so they vectorise without reassociation flags.
+constexpr int kLanes = 8;
+
+template <typename C>
+C max_of(const C* values, int64_t length) {
+  C lanes[kLanes];
+  for (int lane = 0; lane < kLanes; ++lane) lanes[lane] = -std::numeric_limits<C>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= length; j += kLanes) {
+    for (int lane = 0; lane < kLanes; ++lane) {
+      lanes[lane] = values[j + lane] > lanes[lane] ? values[j + lane] : lanes[lane];
+    }
+  }
+  C max = -std::numeric_limits<C>::infinity();
+  for (; j < length; ++j) max = values[j] > max ? values[j] : max;
+  for (int lane = 0; lane < kLanes; ++lane) max = lanes[lane] > max ? lanes[lane] : max;
+  return max;
+}
+
+template <typename C>
+double sum_of(const C* values, int64_t length) {
+  double lanes[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= length; j += kLanes) {
+    for (int lane = 0; lane < kLanes; ++lane) lanes[lane] += values[j + lane];
+  }
+  double sum = 0.0;
+  for (; j < length; ++j) sum += values[j];
+  for (int lane = 0; lane < kLanes; ++lane) sum += lanes[lane];
+  return sum;
+}
+
+// NaN anywhere makes the slice NaN through exp; an all -inf slice gives NaN, as in PyTorch.
+template <typename C>
+void softmax_in_place(C* values, C* scratch, int64_t length, bool log) {
+  const C max = max_of(values, length);
+  for (int64_t j = 0; j < length; ++j) scratch[j] = exp_of(values[j] - max);
+  const double sum = sum_of(scratch, length);
+  if (log) {
+    const C log_sum = static_cast<C>(std::log(sum));
+    for (int64_t j = 0; j < length; ++j) values[j] = values[j] - max - log_sum;
+    return;
+  }
+  const C inverse_sum = static_cast<C>(1.0 / sum);
+  for (int64_t j = 0; j < length; ++j) values[j] = scratch[j] * inverse_sum;
+}
+
+template <typename C>
+void run_softmax(const TensorView& out, const TensorView& in, const SliceLayout& layout,
+                 bool log) {
+  std::vector<C> values(static_cast<size_t>(layout.length));
+  std::vector<C> scratch(static_cast<size_t>(layout.length));
+  for_each_slice<2>(layout, {&out, &in}, [&](const std::array<char*, 2>& starts,
+                                             const std::array<int64_t, 2>& strides) {
+    load_row<C>(values.data(), starts[1], strides[1], in.dtype, layout.length);
+    softmax_in_place(values.data(), scratch.data(), layout.length, log);
+    store_row<C>(starts[0], strides[0], out.dtype, values.data(), layout.length);
+  });
+}
+
+template <typename C>
+void run_softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
+                          const TensorView& out, const SliceLayout& layout, bool log) {
+  const size_t length = static_cast<size_t>(layout.length);
+  std::vector<C> grads(length), outputs(length);
+  for_each_slice<3>(layout, {&grad_in, &grad_out, &out},
+                    [&](const std::array<char*, 3>& starts, const std::array<int64_t, 3>& strides) {
+                      load_row<C>(grads.data(), starts[1], strides[1], grad_out.dtype,
+                                  layout.length);
+                      load_row<C>(outputs.data(), starts[2], strides[2], out.dtype, layout.length);
+                      if (log) {
+                        const C total = static_cast<C>(sum_of(grads.data(), layout.length));
+                        for (size_t j = 0; j < length; ++j) {
+                          grads[j] = grads[j] - exp_of(outputs[j]) * total;
+                        }
+                      } else {
+                        double dot_lanes[kLanes] = {};
+                        size_t j = 0;
+                        for (; j + kLanes <= length; j += kLanes) {
+                          for (int lane = 0; lane < kLanes; ++lane) {
+                            dot_lanes[lane] +=
+                                static_cast<double>(grads[j + lane]) * outputs[j + lane];
+                          }
+                        }
+                        double sum = 0.0;
+                        for (; j < length; ++j) sum += static_cast<double>(grads[j]) * outputs[j];
+                        for (int lane = 0; lane < kLanes; ++lane) sum += dot_lanes[lane];
+                        const C dot = static_cast<C>(sum);
+                        for (size_t j = 0; j < length; ++j) {
+                          grads[j] = outputs[j] * (grads[j] - dot);
+                        }
+                      }
+                      store_row<C>(starts[0], strides[0], grad_in.dtype, grads.data(),
+                                   layout.length);
+                    });
+}
+
+bool wants_double(DType a, DType b) { return a == DType::Float64 || b == DType::Float64; }
+
+}  // namespace
+
+void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
+  check_same_shape(out, in);
+  if (!is_floating(out.dtype) || !is_floating(in.dtype)) {
+    throw std::invalid_argument("openneuron kernels: softmax needs floating dtypes");
+  }
+  const SliceLayout layout = slice_layout(in, dim);
+  if (in.numel() == 0) return;
+  if (wants_double(out.dtype, in.dtype)) {
+    run_softmax<double>(out, in, layout, log);
+  } else {
+    run_softmax<float>(out, in, layout, log);
+  }
+}
+
+void softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
+                      const TensorView& out, int dim, bool log) {
+  check_same_shape(grad_in, grad_out);
+  check_same_shape(grad_in, out);
+  if (!is_floating(grad_in.dtype) || !is_floating(grad_out.dtype) || !is_floating(out.dtype)) {
+    throw std::invalid_argument("openneuron kernels: softmax_backward needs floating dtypes");
+  }
+  const SliceLayout layout = slice_layout(out, dim);
+  if (out.numel() == 0) return;
+  if (wants_double(grad_in.dtype, out.dtype)) {
+    run_softmax_backward<double>(grad_in, grad_out, out, layout, log);
+  } else {
+    run_softmax_backward<float>(grad_in, grad_out, out, layout, log);
+  }
+}
+
+}  // namespace openneuron::kernels

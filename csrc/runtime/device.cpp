@@ -1,0 +1,45 @@
+#include "runtime/device.h"
+
+#include <string>
+
+#include "runtime/errors.h"
+
+namespace openneuron::runtime {
+
+Device::Device(int index, const RuntimeConfig& config)
+    : index_(index),
+      launch_blocking_(config.launch_blocking),
+      allocator_(index, config.device_memory_bytes) {}
+
+Stream& Device::stream(int64_t id) {
+  if (id < 0 || id > kPoolSize) {
+    throw Error("neuron:" + std::to_string(index_) + " has no stream with id " +
+                std::to_string(id) + "; ids run from 0 to " + std::to_string(kPoolSize));
+  }
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  auto& slot = streams_[id];
+  if (!slot) slot = std::make_unique<Stream>(index_, id, launch_blocking_);
+  return *slot;
+}
+
+Stream& Device::next_pool_stream() {
+  // Unsigned, so the index stays in range when the counter wraps after 2^31 calls.
+  int index = static_cast<int>(static_cast<unsigned>(next_pool_index_.fetch_add(1)) % kPoolSize);
+  return stream(1 + index);
+}
+
+void Device::synchronize() {
+  std::array<Stream*, kPoolSize + 1> existing{};
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
+  }
+  for (Stream* stream : existing) {
+    if (stream) stream->wait_idle();
+  }
+  for (Stream* stream : existing) {
+    if (stream) stream->synchronize();  // idle now: raises a captured error, if any
+  }
+}
+
+}  // namespace openneuron::runtime

@@ -1,0 +1,44 @@
+// One logical NeuronCore: its memory allocator and its streams.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/config.h"
+#include "runtime/stream.h"
+
+namespace openneuron::runtime {
+
+class Device {
+ public:
+  // Stream ids 1..kPoolSize name the pool streams; 0 is the default stream.
+  static constexpr int kPoolSize = 32;
+
+  Device(int index, const RuntimeConfig& config);
+
+  int index() const { return index_; }
+  CachingAllocator& allocator() { return allocator_; }
+  Stream& default_stream() { return stream(0); }
+
+  // The stream with this id; throws Error for an id outside [0, kPoolSize].
+  Stream& stream(int64_t id);
+
+  // A pool stream, round robin, for callers asking for a "new" stream.
+  Stream& next_pool_stream();
+
+  // Waits for every stream of the device; throws the first queued error found.
+  void synchronize();
+
+ private:
+  const int index_;
+  const bool launch_blocking_;
+  CachingAllocator allocator_;
+  std::mutex streams_mutex_;
+  std::array<std::unique_ptr<Stream>, kPoolSize + 1> streams_;  // created on first use
+  std::atomic<int> next_pool_index_{0};
+};
+
+}  // namespace openneuron::runtime

@@ -1,0 +1,93 @@
+#include "runtime/stream.h"
+
+#include <exception>
+
+#include "runtime/errors.h"
+
+namespace openneuron::runtime {
+
+Stream::Stream(int device, int64_t id, bool launch_blocking)
+    : device_(device), id_(id), launch_blocking_(launch_blocking) {}
+
+Stream::~Stream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Stream::record_failure(const char* op_name, const char* what) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (first_error_.empty()) {
+    first_error_ = std::string("neuron:") + std::to_string(device_) + " queued op '" + op_name +
+                   "' failed: " + what;
+  }
+}
+
+void Stream::enqueue(const char* op_name, std::function<void()> work) {
+  if (launch_blocking_) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      throw QueuedWorkError(std::string("neuron:") + std::to_string(device_) + " op '" + op_name +
+                            "' failed: " + e.what());
+    } catch (...) {
+      throw QueuedWorkError(std::string("neuron:") + std::to_string(device_) + " op '" + op_name +
+                            "' failed: unknown exception");
+    }
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
+    queue_.push_back(Task{op_name, std::move(work)});
+  }
+  work_ready_.notify_one();
+}
+
+void Stream::run_worker() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping with nothing left to do
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    try {
+      task.work();
+    } catch (const std::exception& e) {
+      record_failure(task.op_name, e.what());
+    } catch (...) {
+      record_failure(task.op_name, "unknown exception");
+    }
+    task.work = nullptr;  // release captured state outside the lock
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) became_idle_.notify_all();
+  }
+}
+
+void Stream::wait_idle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  became_idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void Stream::synchronize() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  became_idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  if (!first_error_.empty()) {
+    std::string message = std::move(first_error_);
+    first_error_.clear();
+    throw QueuedWorkError(message);
+  }
+}
+
+bool Stream::query() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.empty() && !busy_;
+}
+
+}  // namespace openneuron::runtime

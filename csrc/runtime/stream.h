@@ -1,0 +1,62 @@
+// An in-order queue of device work, executed asynchronously by its own worker thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace openneuron::runtime {
+
+class Stream {
+ public:
+  // A stream of device `device`; `id` is 0 for the default stream. With launch_blocking,
+  // enqueue() runs work inline and throws its errors at once.
+  Stream(int device, int64_t id, bool launch_blocking);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  int device() const { return device_; }
+  int64_t id() const { return id_; }
+
+  // Queues `work` behind everything queued before and returns at once. If work throws,
+  // the error is kept and raised by the next synchronize() as a QueuedWorkError naming
+  // `op_name` (a string literal or other storage that outlives the stream).
+  void enqueue(const char* op_name, std::function<void()> work);
+
+  // Blocks until every queued item has run, then throws the first error captured since
+  // the last synchronize(), if any (and forgets it, so the stream stays usable).
+  void synchronize();
+
+  // Blocks until idle without raising captured errors (for the allocator and events).
+  void wait_idle();
+
+  // True when no queued work is pending or running.
+  bool query() const;
+
+ private:
+  struct Task {
+    const char* op_name;
+    std::function<void()> work;
+  };
+  void run_worker();
+  void record_failure(const char* op_name, const char* what);
+
+  const int device_;
+  const int64_t id_;
+  const bool launch_blocking_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable became_idle_;
+  std::deque<Task> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::string first_error_;
+  std::thread worker_;  // started by the first enqueue()
+};
+
+}  // namespace openneuron::runtime

@@ -1,0 +1,202 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/errors.h"
+#include "runtime/stream.h"
+#include "runtime/tests/test_helpers.h"
+
+namespace openneuron::runtime {
+namespace {
+
+using testing::becomes_true_within;
+using testing::Gate;
+using testing::OpenLater;
+
+// The QueuedWorkError message synchronize() raises, or "" when it raises nothing.
+std::string synchronize_error(Stream& stream) {
+  try {
+    stream.synchronize();
+  } catch (const QueuedWorkError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(StreamTest, ReportsDeviceAndId) {
+  Stream stream(1, 7, false);
+  EXPECT_EQ(stream.device(), 1);
+  EXPECT_EQ(stream.id(), 7);
+}
+
+TEST(StreamTest, RunsManyItemsInEnqueueOrder) {
+  Stream stream(0, 0, false);
+  std::vector<int> order;  // touched only by the stream's worker until synchronize()
+  constexpr int kItems = 2000;
+  for (int i = 0; i < kItems; ++i) stream.enqueue("append", [&order, i] { order.push_back(i); });
+  stream.synchronize();
+  ASSERT_EQ(order.size(), static_cast<size_t>(kItems));
+  for (int i = 0; i < kItems; ++i) ASSERT_EQ(order[i], i) << "item " << i << " ran out of order";
+}
+
+TEST(StreamTest, EnqueueReturnsBeforeTheWorkRuns) {
+  Stream stream(0, 0, false);
+  Gate gate;
+  std::atomic<bool> ran{false};
+  // Were enqueue synchronous, it would block in the gate until the gate timed out.
+  stream.enqueue("gated", gate.waiter());
+  stream.enqueue("mark", [&] { ran = true; });
+  EXPECT_FALSE(ran);
+  EXPECT_FALSE(stream.query());
+  gate.open();
+  stream.synchronize();
+  EXPECT_TRUE(ran);
+  EXPECT_FALSE(gate.timed_out()) << "enqueue ran the gated work inline";
+}
+
+TEST(StreamTest, SynchronizeWaitsForQueuedWork) {
+  Stream stream(0, 0, false);
+  Gate gate;
+  std::atomic<int> completed{0};
+  stream.enqueue("gated", gate.waiter());
+  for (int i = 0; i < 10; ++i) stream.enqueue("count", [&] { ++completed; });
+  {
+    OpenLater opener(gate);
+    stream.synchronize();
+    EXPECT_EQ(completed, 10);
+  }
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(StreamTest, WaitIdleWaitsWithoutRaising) {
+  Stream stream(0, 0, false);
+  Gate gate;
+  std::atomic<bool> later_ran{false};
+  stream.enqueue("gated", gate.waiter());
+  stream.enqueue("fails", [] { throw std::runtime_error("boom"); });
+  stream.enqueue("later", [&] { later_ran = true; });
+  {
+    OpenLater opener(gate);
+    EXPECT_NO_THROW(stream.wait_idle());
+    EXPECT_TRUE(later_ran);
+  }
+  // wait_idle() leaves the error for the next synchronize().
+  EXPECT_NE(synchronize_error(stream).find("fails"), std::string::npos);
+}
+
+TEST(StreamTest, QueryTracksPendingWork) {
+  Stream stream(0, 0, false);
+  EXPECT_TRUE(stream.query()) << "a new stream has nothing pending";
+  Gate gate;
+  stream.enqueue("gated", gate.waiter());
+  EXPECT_FALSE(stream.query());
+  EXPECT_FALSE(becomes_true_within([&] { return stream.query(); }))
+      << "the stream reported idle while its work was still blocked";
+  gate.open();
+  stream.synchronize();
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(StreamTest, FailedWorkIsRaisedOnceByTheNextSynchronize) {
+  Stream stream(1, 0, false);
+  std::atomic<bool> later_work_ran{false};
+  stream.enqueue("exploding_op", [] { throw std::runtime_error("kernel blew up"); });
+  stream.enqueue("later_op", [&] { later_work_ran = true; });
+
+  std::string message = synchronize_error(stream);
+  EXPECT_NE(message.find("exploding_op"), std::string::npos) << message;
+  EXPECT_NE(message.find("kernel blew up"), std::string::npos) << message;
+  EXPECT_NE(message.find("neuron:1"), std::string::npos) << message;
+  EXPECT_TRUE(later_work_ran) << "work queued after a failure must still run";
+
+  EXPECT_EQ(synchronize_error(stream), "") << "the error was raised twice";
+
+  // The stream stays usable.
+  std::atomic<int> value{0};
+  stream.enqueue("after_recovery", [&] { value = 5; });
+  EXPECT_EQ(synchronize_error(stream), "");
+  EXPECT_EQ(value, 5);
+}
+
+TEST(StreamTest, KeepsOnlyTheFirstErrorUntilSynchronize) {
+  Stream stream(0, 0, false);
+  stream.enqueue("first_failure", [] { throw std::runtime_error("one"); });
+  stream.enqueue("second_failure", [] { throw std::runtime_error("two"); });
+  std::string message = synchronize_error(stream);
+  EXPECT_NE(message.find("first_failure"), std::string::npos) << message;
+  EXPECT_EQ(message.find("second_failure"), std::string::npos) << message;
+  EXPECT_EQ(synchronize_error(stream), "");
+
+  // A failure after a synchronize is a new first error.
+  stream.enqueue("third_failure", [] { throw std::runtime_error("three"); });
+  EXPECT_NE(synchronize_error(stream).find("third_failure"), std::string::npos);
+}
+
+TEST(StreamTest, NonStandardExceptionsAreCapturedToo) {
+  Stream stream(0, 0, false);
+  stream.enqueue("throws_int", [] { throw 42; });
+  EXPECT_NE(synchronize_error(stream).find("throws_int"), std::string::npos);
+}
+
+TEST(StreamTest, LaunchBlockingRunsInlineAndThrowsAtOnce) {
+  Stream stream(0, 0, true);
+  int value = 0;
+  stream.enqueue("inline", [&] { value = 3; });
+  EXPECT_EQ(value, 3) << "a launch-blocking stream must run work before enqueue returns";
+  EXPECT_TRUE(stream.query());
+
+  try {
+    stream.enqueue("inline_failure", [] { throw std::runtime_error("bad input"); });
+    FAIL() << "the failure was not thrown by enqueue";
+  } catch (const QueuedWorkError& error) {
+    EXPECT_NE(std::string(error.what()).find("inline_failure"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("bad input"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(stream.enqueue("inline_int", [] { throw 7; }), QueuedWorkError);
+  // Already thrown, so nothing is left for synchronize.
+  EXPECT_EQ(synchronize_error(stream), "");
+  stream.enqueue("inline_again", [&] { value = 4; });
+  EXPECT_EQ(value, 4);
+}
+
+TEST(StreamTest, DestructorDrainsQueuedWork) {
+  std::atomic<int> completed{0};
+  Gate gate;
+  {
+    OpenLater opener(gate);  // declared first, so it is still waiting when ~Stream starts
+    Stream stream(0, 0, false);
+    stream.enqueue("gated", gate.waiter());
+    for (int i = 0; i < 100; ++i) stream.enqueue("count", [&] { ++completed; });
+    // ~Stream runs here, while the gate most likely still holds every counting item back.
+  }
+  EXPECT_EQ(completed, 100);
+  EXPECT_FALSE(gate.timed_out());
+}
+
+TEST(StreamTest, DestroyingAnUnusedStreamIsImmediate) {
+  auto stream = std::make_unique<Stream>(0, 3, false);
+  stream.reset();
+  SUCCEED();
+}
+
+TEST(StreamTest, ManyThreadsEnqueueConcurrently) {
+  Stream stream(0, 0, false);
+  std::atomic<int> completed{0};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 4; ++t) {
+    producers.emplace_back([&] {
+      for (int i = 0; i < 250; ++i) stream.enqueue("count", [&] { ++completed; });
+    });
+  }
+  for (auto& producer : producers) producer.join();
+  stream.synchronize();
+  EXPECT_EQ(completed, 1000);
+}
+
+}  // namespace
+}  // namespace openneuron::runtime

@@ -1,0 +1,189 @@
+"""``torch.neuron``: the device module of the neuron backend, shaped like ``torch.cuda``."""
+
+import threading
+from typing import Any
+
+import torch
+
+from openneuron import _C
+from openneuron.memory import (
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_accumulated_memory_stats,
+    reset_peak_memory_stats,
+)
+from openneuron.random import (
+    default_generators,
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
+from openneuron.streams import (
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+
+__all__ = [
+    "Event",
+    "Stream",
+    "StreamContext",
+    "current_device",
+    "current_stream",
+    "default_generators",
+    "default_stream",
+    "device",
+    "device_count",
+    "device_of",
+    "empty_cache",
+    "get_amp_supported_dtype",
+    "get_device_name",
+    "get_device_properties",
+    "get_rng_state",
+    "get_rng_state_all",
+    "init",
+    "initial_seed",
+    "is_available",
+    "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "seed",
+    "seed_all",
+    "set_device",
+    "set_rng_state",
+    "set_rng_state_all",
+    "set_stream",
+    "stream",
+    "synchronize",
+]
+
+_init_lock = threading.Lock()
+
+
+def _is_in_bad_fork() -> bool:
+    """True in a child process forked after the parent initialised the device."""
+    return _C._in_bad_fork()
+
+
+def init() -> None:
+    """Initialises the runtime now (it otherwise starts on first use).
+
+    Raises RuntimeError for an invalid ``OPENNEURON_*`` setting, or in a child forked after
+    initialisation (use the 'spawn' start method there).
+    """
+    with _init_lock:
+        _C._init()
+
+
+def is_initialized() -> bool:
+    return _C._is_initialized()
+
+
+def is_available() -> bool:
+    """True when at least one neuron device is configured; never raises."""
+    return _C._configured_device_count() > 0
+
+
+def device_count() -> int:
+    """Number of neuron devices (``OPENNEURON_DEVICES``, default 2)."""
+    return _C._configured_device_count()
+
+
+def _index(device: Any = None) -> int:
+    """The device index of ``device`` (int, str, torch.device or None for current)."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        index = device
+    else:
+        device = torch.device(device)
+        if device.type != "neuron":
+            raise ValueError(f"expected a neuron device, got {device}")
+        index = current_device() if device.index is None else device.index
+    _C._check_device(index)
+    return index
+
+
+def current_device() -> int:
+    init()
+    return _C._current_device()
+
+
+def set_device(device: Any) -> None:
+    """Makes ``device`` the calling thread's current neuron device."""
+    index = _index(device)
+    _C._set_device(index)
+
+
+class device:
+    """Context manager that makes ``device`` current for the block, then restores."""
+
+    def __init__(self, device: Any):
+        self.index = -1 if device is None else _index(device)
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        if self.index < 0:
+            return
+        self.previous = current_device()
+        _C._set_device(self.index)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous >= 0:
+            _C._set_device(self.previous)
+
+
+class device_of(device):
+    """Context manager that makes the device of ``tensor`` current (no-op for CPU tensors)."""
+
+    def __init__(self, tensor: torch.Tensor):
+        super().__init__(tensor.device.index if tensor.device.type == "neuron" else None)
+
+
+def synchronize(device: Any = None) -> None:
+    """Waits for all work queued on every stream of ``device``; raises a queued error."""
+    _C._synchronize(_index(device))
+
+
+def get_device_name(device: Any = None) -> str:
+    config = _C._config()
+    return f"Simulated NeuronCore-{config['core_version']} ({config['profile']})"
+
+
+def get_device_properties(device: Any = None) -> dict[str, Any]:
+    """Name, profile and memory capacity of ``device``."""
+    _index(device)
+    config = _C._config()
+    return {
+        "name": get_device_name(device),
+        "profile": config["profile"],
+        "total_memory": config["device_memory_bytes"],
+        "profile_hbm_bytes": config["profile_hbm_bytes"],
+    }
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.bfloat16, torch.float16]

@@ -1,0 +1,32 @@
+"""Printing a neuron tensor formats a host copy, as PyTorch does for XLA and MTIA tensors.
+
+PyTorch's formatter computes with float64 on the tensor's device; float64 is not a
+NeuronCore type, so formatting on the device would only exercise the host fallback.
+"""
+
+import torch
+import torch._tensor_str as tensor_str
+
+_original_str = tensor_str._str
+_PREFIX = "tensor("
+
+
+def _neuron_str(self: torch.Tensor, *, tensor_contents=None) -> str:
+    if self.device.type != "neuron" or self.is_sparse or tensor_contents is not None:
+        return _original_str(self, tensor_contents=tensor_contents)
+    host = self.detach().to("cpu")
+    if self.requires_grad:
+        host.requires_grad_(True)
+    text = _original_str(host)
+    with torch.no_grad():
+        data = tensor_str._tensor_str(host.detach(), len(_PREFIX)) if host.numel() else "[]"
+    if not text.startswith(_PREFIX + data):
+        return _original_str(self, tensor_contents=tensor_contents)
+    rest = text[len(_PREFIX + data) :]
+    if self.grad_fn is not None:
+        rest = rest.replace("requires_grad=True", f"grad_fn=<{type(self.grad_fn).__name__}>")
+    return f"{_PREFIX}{data}, device='{self.device}'{rest}"
+
+
+def install() -> None:
+    tensor_str._str = _neuron_str
