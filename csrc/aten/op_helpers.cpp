@@ -26,7 +26,8 @@ c10::Device check_same_device(const char* op, std::initializer_list<const at::Te
 
 bool all_native_dtypes(std::initializer_list<const at::Tensor*> tensors) {
   for (const at::Tensor* tensor : tensors) {
-    if (tensor->defined() && !is_native_compute_dtype(tensor->scalar_type())) return false;
+    if (!tensor->defined() || (tensor->is_cpu() && tensor->dim() == 0)) continue;
+    if (!is_native_compute_dtype(tensor->scalar_type())) return false;
   }
   return true;
 }
@@ -36,19 +37,20 @@ kernels::Scalar kernel_scalar(const at::Scalar& value) {
   return kernels::Scalar::from_double(value.toDouble());
 }
 
-Operand::Operand(const at::Tensor& tensor, at::IntArrayRef shape) {
+Operand::Operand(const at::Tensor& tensor, at::IntArrayRef shape, at::ScalarType host_dtype) {
   on_host = !tensor.is_privateuseone();
   if (!on_host) {
     view = broadcast_view(tensor, shape);
     return;
   }
-  view.dtype = kernel_dtype(tensor.scalar_type());
+  const at::Tensor value = tensor.to(host_dtype);
+  view.dtype = kernel_dtype(host_dtype);
   view.ndim = static_cast<int>(shape.size());
   for (int d = 0; d < view.ndim; ++d) {
     view.sizes[d] = shape[d];
     view.strides[d] = 0;
   }
-  std::memcpy(host_value, tensor.data_ptr(), tensor.element_size());
+  std::memcpy(host_value, value.data_ptr(), value.element_size());
 }
 
 }  // namespace openneuron::bridge

@@ -16,19 +16,21 @@ namespace openneuron::bridge {
 // Returns the neuron device.
 c10::Device check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors);
 
-// True when every tensor's dtype is one the kernels compute with natively.
+// True when every tensor's dtype is one the kernels compute with natively. 0-dim CPU
+// tensors (wrapped scalars) are exempt: Operand converts them to the compute dtype.
 bool all_native_dtypes(std::initializer_list<const at::Tensor*> tensors);
 
 kernels::Scalar kernel_scalar(const at::Scalar& value);
 
-// An operand broadcast to an output shape. A 0-dim CPU tensor is captured by value, so the
-// queued kernel never reads host memory the caller may free; bind() points the view at it.
+// An operand broadcast to an output shape. A 0-dim CPU tensor is captured by value, converted
+// to `host_dtype` (the op's compute dtype), so the queued kernel never reads host memory the
+// caller may free; bind() points the view at it.
 struct Operand {
   kernels::TensorView view;
   alignas(8) unsigned char host_value[16] = {};
   bool on_host = false;
 
-  Operand(const at::Tensor& tensor, at::IntArrayRef shape);
+  Operand(const at::Tensor& tensor, at::IntArrayRef shape, at::ScalarType host_dtype);
   // Call inside the queued work, on the copy the work owns.
   const kernels::TensorView& bind() {
     if (on_host) view.data = host_value;

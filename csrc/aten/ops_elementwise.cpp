@@ -39,8 +39,10 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
                    const at::Scalar& alpha, const at::Tensor& out) {
   if (out.numel() == 0) return;
   const kernels::TensorView out_view = view_of(out);
-  Operand lhs(a, out.sizes());
-  Operand rhs(b, out.sizes());
+  // Host scalars keep full compute precision (fp32 even for 16-bit outputs), as on CPU.
+  const at::ScalarType host_dtype = at::isFloatingType(out.scalar_type()) ? at::kFloat : at::kLong;
+  Operand lhs(a, out.sizes(), host_dtype);
+  Operand rhs(b, out.sizes(), host_dtype);
   const kernels::Scalar alpha_value = kernel_scalar(alpha);
   stream_for(out).enqueue(name, [op, out_view, lhs, rhs, alpha_value]() mutable {
     kernels::binary(op, out_view, lhs.bind(), rhs.bind(), alpha_value);

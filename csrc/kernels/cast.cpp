@@ -25,8 +25,7 @@ void move_row(char* dst, int64_t dst_stride, const char* src, int64_t src_stride
     return;
   }
   for (int64_t j = 0; j < n; ++j) {
-    *reinterpret_cast<T*>(dst + j * dst_stride) =
-        *reinterpret_cast<const T*>(src + j * src_stride);
+    *reinterpret_cast<T*>(dst + j * dst_stride) = *reinterpret_cast<const T*>(src + j * src_stride);
   }
 }
 
@@ -41,10 +40,18 @@ void copy_same_dtype(const TensorView& dst, const TensorView& src) {
                       return;
                     }
                     switch (width) {
-                      case 1: move_row<uint8_t>(out, row.strides[0], in, row.strides[1], n); break;
-                      case 2: move_row<uint16_t>(out, row.strides[0], in, row.strides[1], n); break;
-                      case 4: move_row<uint32_t>(out, row.strides[0], in, row.strides[1], n); break;
-                      default: move_row<uint64_t>(out, row.strides[0], in, row.strides[1], n); break;
+                      case 1:
+                        move_row<uint8_t>(out, row.strides[0], in, row.strides[1], n);
+                        break;
+                      case 2:
+                        move_row<uint16_t>(out, row.strides[0], in, row.strides[1], n);
+                        break;
+                      case 4:
+                        move_row<uint32_t>(out, row.strides[0], in, row.strides[1], n);
+                        break;
+                      default:
+                        move_row<uint64_t>(out, row.strides[0], in, row.strides[1], n);
+                        break;
                     }
                   });
 }
@@ -77,7 +84,8 @@ void copy(const TensorView& dst, const TensorView& src) {
   if (dst.numel() == 0) return;
   if (dst.dtype == src.dtype) {
     bool exact_alias = dst.data == src.data;
-    for (int d = 0; exact_alias && d < dst.ndim; ++d) exact_alias = dst.strides[d] == src.strides[d];
+    for (int d = 0; exact_alias && d < dst.ndim; ++d)
+      exact_alias = dst.strides[d] == src.strides[d];
     if (exact_alias) return;  // in-place same-dtype copy: nothing to move
     copy_same_dtype(dst, src);
     return;

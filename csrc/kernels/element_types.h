@@ -119,18 +119,30 @@ struct TypeTag {
 template <typename Fn>
 decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::Bool: return fn(TypeTag<bool>{});
-    case DType::UInt8: return fn(TypeTag<uint8_t>{});
-    case DType::Int8: return fn(TypeTag<int8_t>{});
-    case DType::Int16: return fn(TypeTag<int16_t>{});
-    case DType::Int32: return fn(TypeTag<int32_t>{});
-    case DType::Int64: return fn(TypeTag<int64_t>{});
-    case DType::Float16: return fn(TypeTag<Half>{});
-    case DType::BFloat16: return fn(TypeTag<BFloat16>{});
-    case DType::Float32: return fn(TypeTag<float>{});
-    case DType::Float64: return fn(TypeTag<double>{});
-    case DType::Float8E4M3: return fn(TypeTag<Float8E4M3>{});
-    case DType::Float8E5M2: return fn(TypeTag<Float8E5M2>{});
+    case DType::Bool:
+      return fn(TypeTag<bool>{});
+    case DType::UInt8:
+      return fn(TypeTag<uint8_t>{});
+    case DType::Int8:
+      return fn(TypeTag<int8_t>{});
+    case DType::Int16:
+      return fn(TypeTag<int16_t>{});
+    case DType::Int32:
+      return fn(TypeTag<int32_t>{});
+    case DType::Int64:
+      return fn(TypeTag<int64_t>{});
+    case DType::Float16:
+      return fn(TypeTag<Half>{});
+    case DType::BFloat16:
+      return fn(TypeTag<BFloat16>{});
+    case DType::Float32:
+      return fn(TypeTag<float>{});
+    case DType::Float64:
+      return fn(TypeTag<double>{});
+    case DType::Float8E4M3:
+      return fn(TypeTag<Float8E4M3>{});
+    case DType::Float8E5M2:
+      return fn(TypeTag<Float8E5M2>{});
   }
   throw std::invalid_argument("openneuron kernels: unknown dtype " +
                               std::to_string(static_cast<int>(dtype)));

@@ -19,11 +19,17 @@ constexpr int64_t kChunk = 256;
 template <typename C>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::Float32; }
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::Float64; }
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
 
 // fp32 for fp32 and narrower floats, double for fp64, int64 for integers and bool.
 template <typename Fn>
@@ -117,26 +123,22 @@ void binary_row_direct(const RowPointers<3>& row, int64_t n, const Op& op) {
 template <typename C, typename Op>
 void run_binary(const TensorView& out, const TensorView& x, const TensorView& y, const Op& op) {
   if (out.dtype == dtype_of<C>() && x.dtype == out.dtype && y.dtype == out.dtype) {
-    for_each_row<3>({&out, &x, &y}, LoopOrder::kFirstOperandMemory,
-                    [&](const RowPointers<3>& row, int64_t n) {
-                      binary_row_direct<C>(row, n, op);
-                    });
+    for_each_row<3>(
+        {&out, &x, &y}, LoopOrder::kFirstOperandMemory,
+        [&](const RowPointers<3>& row, int64_t n) { binary_row_direct<C>(row, n, op); });
     return;
   }
-  for_each_row<3>({&out, &x, &y}, LoopOrder::kFirstOperandMemory,
-                  [&](const RowPointers<3>& row, int64_t n) {
-                    C xs[kChunk], ys[kChunk], results[kChunk];
-                    for (int64_t start = 0; start < n; start += kChunk) {
-                      const int64_t m = std::min(kChunk, n - start);
-                      load_row<C>(xs, row.ptrs[1] + start * row.strides[1], row.strides[1],
-                                  x.dtype, m);
-                      load_row<C>(ys, row.ptrs[2] + start * row.strides[2], row.strides[2],
-                                  y.dtype, m);
-                      for (int64_t j = 0; j < m; ++j) results[j] = op(xs[j], ys[j]);
-                      store_row<C>(row.ptrs[0] + start * row.strides[0], row.strides[0],
-                                   out.dtype, results, m);
-                    }
-                  });
+  for_each_row<3>(
+      {&out, &x, &y}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<3>& row, int64_t n) {
+        C xs[kChunk], ys[kChunk], results[kChunk];
+        for (int64_t start = 0; start < n; start += kChunk) {
+          const int64_t m = std::min(kChunk, n - start);
+          load_row<C>(xs, row.ptrs[1] + start * row.strides[1], row.strides[1], x.dtype, m);
+          load_row<C>(ys, row.ptrs[2] + start * row.strides[2], row.strides[2], y.dtype, m);
+          for (int64_t j = 0; j < m; ++j) results[j] = op(xs[j], ys[j]);
+          store_row<C>(row.ptrs[0] + start * row.strides[0], row.strides[0], out.dtype, results, m);
+        }
+      });
 }
 
 template <typename T, typename Op>
@@ -156,23 +158,19 @@ template <typename C, typename Op>
 void run_unary(const TensorView& out, const TensorView& x, const Op& op) {
   if (out.dtype == dtype_of<C>() && x.dtype == out.dtype) {
     for_each_row<2>({&out, &x}, LoopOrder::kFirstOperandMemory,
-                    [&](const RowPointers<2>& row, int64_t n) {
-                      unary_row_direct<C>(row, n, op);
-                    });
+                    [&](const RowPointers<2>& row, int64_t n) { unary_row_direct<C>(row, n, op); });
     return;
   }
-  for_each_row<2>({&out, &x}, LoopOrder::kFirstOperandMemory,
-                  [&](const RowPointers<2>& row, int64_t n) {
-                    C xs[kChunk], results[kChunk];
-                    for (int64_t start = 0; start < n; start += kChunk) {
-                      const int64_t m = std::min(kChunk, n - start);
-                      load_row<C>(xs, row.ptrs[1] + start * row.strides[1], row.strides[1],
-                                  x.dtype, m);
-                      for (int64_t j = 0; j < m; ++j) results[j] = op(xs[j]);
-                      store_row<C>(row.ptrs[0] + start * row.strides[0], row.strides[0],
-                                   out.dtype, results, m);
-                    }
-                  });
+  for_each_row<2>(
+      {&out, &x}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<2>& row, int64_t n) {
+        C xs[kChunk], results[kChunk];
+        for (int64_t start = 0; start < n; start += kChunk) {
+          const int64_t m = std::min(kChunk, n - start);
+          load_row<C>(xs, row.ptrs[1] + start * row.strides[1], row.strides[1], x.dtype, m);
+          for (int64_t j = 0; j < m; ++j) results[j] = op(xs[j]);
+          store_row<C>(row.ptrs[0] + start * row.strides[0], row.strides[0], out.dtype, results, m);
+        }
+      });
 }
 
 }  // namespace

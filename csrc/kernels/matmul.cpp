@@ -84,20 +84,20 @@ BlasMatrix as_blas_matrix(const TensorView& m, std::vector<C>& scratch) {
   return {scratch.data(), CblasNoTrans, std::max<int64_t>(cols, 1)};
 }
 
-void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n,
-               int64_t k, double alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-               double beta, float* c, int64_t ldc) {
+void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n, int64_t k,
+               double alpha, const float* a, int64_t lda, const float* b, int64_t ldb, double beta,
+               float* c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), static_cast<float>(alpha), a, static_cast<int>(lda), b,
               static_cast<int>(ldb), static_cast<float>(beta), c, static_cast<int>(ldc));
 }
 
-void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n,
-               int64_t k, double alpha, const double* a, int64_t lda, const double* b,
-               int64_t ldb, double beta, double* c, int64_t ldc) {
+void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n, int64_t k,
+               double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
+               double beta, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
-              beta, c, static_cast<int>(ldc));
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
 }
 
 template <typename C>
@@ -116,8 +116,7 @@ void gemm_matrix(const TensorView& out, const TensorView& a, const TensorView& b
 
   // Write straight into out when BLAS can address it; otherwise into dense scratch.
   const bool direct = out.dtype == dtype_of<C>() && (n <= 1 || out.strides[1] == 1) &&
-                      (m <= 1 || out.strides[0] >= n) &&
-                      fits_blas_int(m <= 1 ? n : out.strides[0]);
+                      (m <= 1 || out.strides[0] >= n) && fits_blas_int(m <= 1 ? n : out.strides[0]);
   C* c_data;
   int64_t ldc;
   TensorView c_view;

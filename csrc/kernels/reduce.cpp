@@ -79,8 +79,8 @@ void store_dense(const TensorView& out, const Value* values) {
 }
 
 template <typename Acc>
-void reduce_with(ReduceOp op, const TensorView& out, const TensorView& in,
-                 const bool* reduced, int64_t reduced_count) {
+void reduce_with(ReduceOp op, const TensorView& out, const TensorView& in, const bool* reduced,
+                 int64_t reduced_count) {
   std::vector<Acc> accumulator(static_cast<size_t>(out.numel()), Acc{0});
   int64_t acc_strides[kMaxDims];
   int64_t step = 1;
@@ -117,7 +117,8 @@ void reduce(ReduceOp op, const TensorView& out, const TensorView& in, uint32_t r
     reduced[d] = ((reduce_dims >> d) & 1u) != 0 || (out.sizes[d] == 1 && in.sizes[d] != 1);
     if (reduced[d]) {
       if (out.sizes[d] != 1) {
-        throw std::invalid_argument("openneuron kernels: reduce() out must have size 1 on reduced dims");
+        throw std::invalid_argument(
+            "openneuron kernels: reduce() out must have size 1 on reduced dims");
       }
       reduced_count *= in.sizes[d];
     } else if (out.sizes[d] != in.sizes[d]) {

@@ -2,8 +2,10 @@
 // max subtracted first, and scattered back rounded once.
 #include "kernels/softmax.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -46,11 +48,12 @@ void check_same_shape(const TensorView& a, const TensorView& b) {
   if (!same) throw std::invalid_argument("openneuron kernels: softmax operands differ in shape");
 }
 
-// Calls slice_fn(std::array<char*, N> slice_starts, std::array<int64_t, N> byte_strides)
-// for every slice along layout.dim of the N views.
-template <size_t N, typename SliceFn>
-void for_each_slice(const SliceLayout& layout, const std::array<const TensorView*, N>& views,
-                    SliceFn&& slice_fn) {
+// Calls group_fn(starts, dim_strides, neighbour_strides, count) for groups of `count` slices
+// along layout.dim of the N views; slice s of a group starts at starts[k] + s *
+// neighbour_strides[k]. All strides are in bytes.
+template <size_t N, typename GroupFn>
+void for_each_slice_group(const SliceLayout& layout, const std::array<const TensorView*, N>& views,
+                          GroupFn&& group_fn) {
   if (layout.length == 0) return;
   std::array<char*, N> bases;
   std::array<const int64_t*, N> strides;
@@ -65,12 +68,16 @@ void for_each_slice(const SliceLayout& layout, const std::array<const TensorView
   }
   for_each_row<N>(layout.ndim, layout.outer_sizes, bases, strides, sizes,
                   LoopOrder::kFirstOperandMemory, [&](const RowPointers<N>& row, int64_t n) {
-                    std::array<char*, N> starts;
-                    for (int64_t j = 0; j < n; ++j) {
-                      for (size_t k = 0; k < N; ++k) starts[k] = row.ptrs[k] + j * row.strides[k];
-                      slice_fn(starts, dim_strides);
-                    }
+                    group_fn(row.ptrs, dim_strides, row.strides, n);
                   });
+}
+
+template <size_t N>
+std::array<char*, N> offset_starts(const std::array<char*, N>& starts,
+                                   const std::array<int64_t, N>& strides, int64_t steps) {
+  std::array<char*, N> result;
+  for (size_t k = 0; k < N; ++k) result[k] = starts[k] + steps * strides[k];
+  return result;
 }
 
 // fp32 uses the vectorisable exp; float64 keeps libm's.
@@ -124,17 +131,85 @@ void softmax_in_place(C* values, C* scratch, int64_t length, bool log) {
   for (int64_t j = 0; j < length; ++j) values[j] = scratch[j] * inverse_sum;
 }
 
+// Slices processed side by side when they interleave in memory (softmax over a dim that is
+// not innermost): loading a [length, kTileWidth] tile reads whole cache lines.
+constexpr int64_t kTileWidth = 16;
+
+// Softmax of each column of tile ([length, kTileWidth] row-major), vectorised across columns.
 template <typename C>
-void run_softmax(const TensorView& out, const TensorView& in, const SliceLayout& layout,
-                 bool log) {
-  std::vector<C> values(static_cast<size_t>(layout.length));
-  std::vector<C> scratch(static_cast<size_t>(layout.length));
-  for_each_slice<2>(layout, {&out, &in}, [&](const std::array<char*, 2>& starts,
-                                             const std::array<int64_t, 2>& strides) {
-    load_row<C>(values.data(), starts[1], strides[1], in.dtype, layout.length);
-    softmax_in_place(values.data(), scratch.data(), layout.length, log);
-    store_row<C>(starts[0], strides[0], out.dtype, values.data(), layout.length);
-  });
+void softmax_tile_in_place(C* tile, int64_t length, bool log) {
+  C max[kTileWidth];
+  double sum[kTileWidth] = {};
+  for (int64_t w = 0; w < kTileWidth; ++w) max[w] = -std::numeric_limits<C>::infinity();
+  for (int64_t i = 0; i < length; ++i) {
+    const C* row = tile + i * kTileWidth;
+    for (int64_t w = 0; w < kTileWidth; ++w) max[w] = row[w] > max[w] ? row[w] : max[w];
+  }
+  if (log) {
+    for (int64_t i = 0; i < length; ++i) {
+      const C* row = tile + i * kTileWidth;
+      for (int64_t w = 0; w < kTileWidth; ++w) sum[w] += exp_of(row[w] - max[w]);
+    }
+    C log_sum[kTileWidth];
+    for (int64_t w = 0; w < kTileWidth; ++w) log_sum[w] = static_cast<C>(std::log(sum[w]));
+    for (int64_t i = 0; i < length; ++i) {
+      C* row = tile + i * kTileWidth;
+      for (int64_t w = 0; w < kTileWidth; ++w) row[w] = row[w] - max[w] - log_sum[w];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < length; ++i) {
+    C* row = tile + i * kTileWidth;
+    for (int64_t w = 0; w < kTileWidth; ++w) {
+      row[w] = exp_of(row[w] - max[w]);
+      sum[w] += row[w];
+    }
+  }
+  C inverse_sum[kTileWidth];
+  for (int64_t w = 0; w < kTileWidth; ++w) inverse_sum[w] = static_cast<C>(1.0 / sum[w]);
+  for (int64_t i = 0; i < length; ++i) {
+    C* row = tile + i * kTileWidth;
+    for (int64_t w = 0; w < kTileWidth; ++w) row[w] *= inverse_sum[w];
+  }
+}
+
+template <typename C>
+void run_softmax(const TensorView& out, const TensorView& in, const SliceLayout& layout, bool log) {
+  const size_t length = static_cast<size_t>(layout.length);
+  std::vector<C> values, scratch, tile;
+  for_each_slice_group<2>(
+      layout, {&out, &in},
+      [&](const std::array<char*, 2>& starts, const std::array<int64_t, 2>& dim_strides,
+          const std::array<int64_t, 2>& neighbours, int64_t count) {
+        const bool interleaved =
+            count > 1 && std::llabs(neighbours[1]) < std::llabs(dim_strides[1]);
+        if (!interleaved) {
+          values.resize(length);
+          scratch.resize(length);
+          for (int64_t s = 0; s < count; ++s) {
+            const auto slice = offset_starts(starts, neighbours, s);
+            load_row<C>(values.data(), slice[1], dim_strides[1], in.dtype, layout.length);
+            softmax_in_place(values.data(), scratch.data(), layout.length, log);
+            store_row<C>(slice[0], dim_strides[0], out.dtype, values.data(), layout.length);
+          }
+          return;
+        }
+        // Zero-initialised so unused columns of a partial tile hold harmless values.
+        tile.resize(length * kTileWidth, C(0));
+        for (int64_t first = 0; first < count; first += kTileWidth) {
+          const int64_t width = std::min(kTileWidth, count - first);
+          const auto group = offset_starts(starts, neighbours, first);
+          for (int64_t i = 0; i < layout.length; ++i) {
+            load_row<C>(tile.data() + i * kTileWidth, group[1] + i * dim_strides[1], neighbours[1],
+                        in.dtype, width);
+          }
+          softmax_tile_in_place(tile.data(), layout.length, log);
+          for (int64_t i = 0; i < layout.length; ++i) {
+            store_row<C>(group[0] + i * dim_strides[0], neighbours[0], out.dtype,
+                         tile.data() + i * kTileWidth, width);
+          }
+        }
+      });
 }
 
 template <typename C>
@@ -142,36 +217,39 @@ void run_softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
                           const TensorView& out, const SliceLayout& layout, bool log) {
   const size_t length = static_cast<size_t>(layout.length);
   std::vector<C> grads(length), outputs(length);
-  for_each_slice<3>(layout, {&grad_in, &grad_out, &out},
-                    [&](const std::array<char*, 3>& starts, const std::array<int64_t, 3>& strides) {
-                      load_row<C>(grads.data(), starts[1], strides[1], grad_out.dtype,
-                                  layout.length);
-                      load_row<C>(outputs.data(), starts[2], strides[2], out.dtype, layout.length);
-                      if (log) {
-                        const C total = static_cast<C>(sum_of(grads.data(), layout.length));
-                        for (size_t j = 0; j < length; ++j) {
-                          grads[j] = grads[j] - exp_of(outputs[j]) * total;
-                        }
-                      } else {
-                        double dot_lanes[kLanes] = {};
-                        size_t j = 0;
-                        for (; j + kLanes <= length; j += kLanes) {
-                          for (int lane = 0; lane < kLanes; ++lane) {
-                            dot_lanes[lane] +=
-                                static_cast<double>(grads[j + lane]) * outputs[j + lane];
-                          }
-                        }
-                        double sum = 0.0;
-                        for (; j < length; ++j) sum += static_cast<double>(grads[j]) * outputs[j];
-                        for (int lane = 0; lane < kLanes; ++lane) sum += dot_lanes[lane];
-                        const C dot = static_cast<C>(sum);
-                        for (size_t j = 0; j < length; ++j) {
-                          grads[j] = outputs[j] * (grads[j] - dot);
-                        }
-                      }
-                      store_row<C>(starts[0], strides[0], grad_in.dtype, grads.data(),
-                                   layout.length);
-                    });
+  const auto slice_fn = [&](const std::array<char*, 3>& starts,
+                            const std::array<int64_t, 3>& strides) {
+    load_row<C>(grads.data(), starts[1], strides[1], grad_out.dtype, layout.length);
+    load_row<C>(outputs.data(), starts[2], strides[2], out.dtype, layout.length);
+    if (log) {
+      const C total = static_cast<C>(sum_of(grads.data(), layout.length));
+      for (size_t j = 0; j < length; ++j) {
+        grads[j] = grads[j] - exp_of(outputs[j]) * total;
+      }
+    } else {
+      double dot_lanes[kLanes] = {};
+      size_t j = 0;
+      for (; j + kLanes <= length; j += kLanes) {
+        for (int lane = 0; lane < kLanes; ++lane) {
+          dot_lanes[lane] += static_cast<double>(grads[j + lane]) * outputs[j + lane];
+        }
+      }
+      double sum = 0.0;
+      for (; j < length; ++j) sum += static_cast<double>(grads[j]) * outputs[j];
+      for (int lane = 0; lane < kLanes; ++lane) sum += dot_lanes[lane];
+      const C dot = static_cast<C>(sum);
+      for (size_t i = 0; i < length; ++i) grads[i] = outputs[i] * (grads[i] - dot);
+    }
+    store_row<C>(starts[0], strides[0], grad_in.dtype, grads.data(), layout.length);
+  };
+  for_each_slice_group<3>(
+      layout, {&grad_in, &grad_out, &out},
+      [&](const std::array<char*, 3>& starts, const std::array<int64_t, 3>& dim_strides,
+          const std::array<int64_t, 3>& neighbours, int64_t count) {
+        for (int64_t s = 0; s < count; ++s) {
+          slice_fn(offset_starts(starts, neighbours, s), dim_strides);
+        }
+      });
 }
 
 bool wants_double(DType a, DType b) { return a == DType::Float64 || b == DType::Float64; }
@@ -192,8 +270,8 @@ void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
   }
 }
 
-void softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
-                      const TensorView& out, int dim, bool log) {
+void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, const TensorView& out,
+                      int dim, bool log) {
   check_same_shape(grad_in, grad_out);
   check_same_shape(grad_in, out);
   if (!is_floating(grad_in.dtype) || !is_floating(grad_out.dtype) || !is_floating(out.dtype)) {

@@ -13,7 +13,7 @@
 namespace openneuron::kernels {
 
 enum class LoopOrder {
-  kRowMajor,        // rows visited in the shape's row-major order (element order matters)
+  kRowMajor,            // rows visited in the shape's row-major order (element order matters)
   kFirstOperandMemory,  // dims reordered to follow operand 0's memory layout (faster)
 };
 
@@ -105,8 +105,7 @@ void for_each_row(int ndim, const int64_t* sizes, const std::array<char*, N>& ba
 
 // Convenience form: the shape is views[0]'s; every view must have that ndim and sizes.
 template <size_t N, typename RowFn>
-void for_each_row(const std::array<const TensorView*, N>& views, LoopOrder order,
-                  RowFn&& row_fn) {
+void for_each_row(const std::array<const TensorView*, N>& views, LoopOrder order, RowFn&& row_fn) {
   std::array<char*, N> bases;
   std::array<const int64_t*, N> strides;
   std::array<size_t, N> element_sizes;

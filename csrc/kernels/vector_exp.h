@@ -16,8 +16,8 @@ inline float vector_exp(float x) {
   constexpr float kRoundingShift = 12582912.0f;
   const float shifted = clamped * 1.44269504088896341f + kRoundingShift;
   const float n = shifted - kRoundingShift;
-  const int32_t exponent =
-      static_cast<int32_t>(float_to_bits(shifted)) - static_cast<int32_t>(float_to_bits(kRoundingShift));
+  const int32_t exponent = static_cast<int32_t>(float_to_bits(shifted)) -
+                           static_cast<int32_t>(float_to_bits(kRoundingShift));
   const float r = (clamped - n * 0.693359375f) + n * 2.12194440e-4f;
   // Minimax polynomial for e^r on [-ln2/2, ln2/2] (Cephes coefficients).
   float p = 1.9875691500e-4f;

@@ -1,11 +1,12 @@
 // Conversions (bit-exact against values PyTorch 2.13 produces) and copy()/fill().
+#include "kernels/cast.h"
+
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <cmath>
 #include <limits>
 
-#include "kernels/cast.h"
 #include "kernels/float_conversions.h"
 #include "kernels/tests/test_util.h"
 
@@ -38,20 +39,20 @@ TEST(FloatConversions, BFloat16MatchesPyTorch) {
 }
 
 TEST(FloatConversions, HalfMatchesPyTorch) {
-  const KnownBits cases[] = {{65520.f, 0x7C00}, {65519.f, 0x7BFF}, {65504.f, 0x7BFF},
-                             {kNaN, 0x7E00},    {-kNaN, 0xFE00},   {1e-8f, 0x0000},
+  const KnownBits cases[] = {{65520.f, 0x7C00},  {65519.f, 0x7BFF},  {65504.f, 0x7BFF},
+                             {kNaN, 0x7E00},     {-kNaN, 0xFE00},    {1e-8f, 0x0000},
                              {2.98e-8f, 0x0000}, {5.96e-8f, 0x0001}, {1e-7f, 0x0002},
-                             {-0.0f, 0x8000},   {kInf, 0x7C00},    {-kInf, 0xFC00}};
+                             {-0.0f, 0x8000},    {kInf, 0x7C00},     {-kInf, 0xFC00}};
   for (const auto& c : cases) EXPECT_EQ(float_to_half_bits(c.value), c.bits) << c.value;
 }
 
 TEST(FloatConversions, Float8E4M3FnMatchesPyTorch) {
   // PyTorch 2.13 saturates finite overflow and infinities to +-448 for e4m3fn.
-  const KnownBits cases[] = {{448.f, 0x7E},  {464.f, 0x7E},  {465.f, 0x7E},     {479.f, 0x7E},
-                             {480.f, 0x7E},  {500.f, 0x7E},  {-500.f, 0xFE},    {kNaN, 0x7F},
-                             {-kNaN, 0xFF},  {kInf, 0x7E},   {-kInf, 0xFE},     {0x1p-9f, 0x01},
-                             {0x1p-10f, 0x00}, {3 * 0x1p-11f, 0x01}, {0.001f, 0x01}, {1e-5f, 0x00},
-                             {240.f, 0x77},  {17.f, 0x58}};
+  const KnownBits cases[] = {
+      {448.f, 0x7E}, {464.f, 0x7E},   {465.f, 0x7E},    {479.f, 0x7E},        {480.f, 0x7E},
+      {500.f, 0x7E}, {-500.f, 0xFE},  {kNaN, 0x7F},     {-kNaN, 0xFF},        {kInf, 0x7E},
+      {-kInf, 0xFE}, {0x1p-9f, 0x01}, {0x1p-10f, 0x00}, {3 * 0x1p-11f, 0x01}, {0.001f, 0x01},
+      {1e-5f, 0x00}, {240.f, 0x77},   {17.f, 0x58}};
   for (const auto& c : cases) EXPECT_EQ(float_to_e4m3fn_bits(c.value), c.bits) << c.value;
   EXPECT_EQ(e4m3fn_bits_to_float(0x7E), 448.f);
   EXPECT_TRUE(std::isnan(e4m3fn_bits_to_float(0x7F)));
@@ -59,9 +60,9 @@ TEST(FloatConversions, Float8E4M3FnMatchesPyTorch) {
 }
 
 TEST(FloatConversions, Float8E5M2MatchesPyTorch) {
-  const KnownBits cases[] = {{57344.f, 0x7B}, {61439.f, 0x7B},  {61440.f, 0x7C},
-                             {70000.f, 0x7C}, {kNaN, 0x7F},     {-kNaN, 0xFF},
-                             {kInf, 0x7C},    {-kInf, 0xFC},    {0x1p-16f, 0x01},
+  const KnownBits cases[] = {{57344.f, 0x7B},  {61439.f, 0x7B}, {61440.f, 0x7C},
+                             {70000.f, 0x7C},  {kNaN, 0x7F},    {-kNaN, 0xFF},
+                             {kInf, 0x7C},     {-kInf, 0xFC},   {0x1p-16f, 0x01},
                              {0x1p-17f, 0x00}, {1.3e-5f, 0x01}, {3 * 0x1p-18f, 0x01}};
   for (const auto& c : cases) EXPECT_EQ(float_to_e5m2_bits(c.value), c.bits) << c.value;
 }
@@ -73,7 +74,8 @@ double reference_decode(uint32_t code, int exp_bits, int man_bits) {
   const uint32_t mantissa = code & ((1u << man_bits) - 1);
   const double sign = (code >> (exp_bits + man_bits)) & 1 ? -1.0 : 1.0;
   if (exponent == 0) return sign * std::ldexp(mantissa, 1 - bias - man_bits);
-  return sign * std::ldexp((1u << man_bits) + mantissa, static_cast<int>(exponent) - bias - man_bits);
+  return sign *
+         std::ldexp((1u << man_bits) + mantissa, static_cast<int>(exponent) - bias - man_bits);
 }
 
 // Checks decoding of every finite positive code, and round-to-nearest-even at, just below and
@@ -85,8 +87,9 @@ void check_format(int exp_bits, int man_bits, uint32_t max_finite_code, Encode e
     ASSERT_EQ(decode(code), reference_decode(code, exp_bits, man_bits)) << code;
     ASSERT_EQ(encode(decode(code)), code) << code;
     if (code == max_finite_code) break;
-    const float midpoint = static_cast<float>(
-        (reference_decode(code, exp_bits, man_bits) + reference_decode(code + 1, exp_bits, man_bits)) / 2);
+    const float midpoint = static_cast<float>((reference_decode(code, exp_bits, man_bits) +
+                                               reference_decode(code + 1, exp_bits, man_bits)) /
+                                              2);
     ASSERT_EQ(encode(midpoint), (code & 1) ? code + 1 : code) << code;
     ASSERT_EQ(encode(std::nextafter(midpoint, 0.f)), code) << code;
     ASSERT_EQ(encode(std::nextafter(midpoint, kInf)), code + 1) << code;
@@ -95,20 +98,24 @@ void check_format(int exp_bits, int man_bits, uint32_t max_finite_code, Encode e
 }
 
 TEST(FloatConversions, HalfRoundsToNearestEvenEverywhere) {
-  check_format(5, 10, 0x7BFF, [](float v) { return uint32_t{float_to_half_bits(v)}; },
-               [](uint32_t c) { return half_bits_to_float(static_cast<uint16_t>(c)); });
+  check_format(
+      5, 10, 0x7BFF, [](float v) { return uint32_t{float_to_half_bits(v)}; },
+      [](uint32_t c) { return half_bits_to_float(static_cast<uint16_t>(c)); });
 }
 
 TEST(FloatConversions, BFloat16RoundsToNearestEvenEverywhere) {
-  check_format(8, 7, 0x7F7F, [](float v) { return uint32_t{float_to_bfloat16_bits(v)}; },
-               [](uint32_t c) { return bfloat16_bits_to_float(static_cast<uint16_t>(c)); });
+  check_format(
+      8, 7, 0x7F7F, [](float v) { return uint32_t{float_to_bfloat16_bits(v)}; },
+      [](uint32_t c) { return bfloat16_bits_to_float(static_cast<uint16_t>(c)); });
 }
 
 TEST(FloatConversions, Float8RoundsToNearestEvenEverywhere) {
-  check_format(4, 3, 0x7E, [](float v) { return uint32_t{float_to_e4m3fn_bits(v)}; },
-               [](uint32_t c) { return e4m3fn_bits_to_float(static_cast<uint8_t>(c)); });
-  check_format(5, 2, 0x7B, [](float v) { return uint32_t{float_to_e5m2_bits(v)}; },
-               [](uint32_t c) { return e5m2_bits_to_float(static_cast<uint8_t>(c)); });
+  check_format(
+      4, 3, 0x7E, [](float v) { return uint32_t{float_to_e4m3fn_bits(v)}; },
+      [](uint32_t c) { return e4m3fn_bits_to_float(static_cast<uint8_t>(c)); });
+  check_format(
+      5, 2, 0x7B, [](float v) { return uint32_t{float_to_e5m2_bits(v)}; },
+      [](uint32_t c) { return e5m2_bits_to_float(static_cast<uint8_t>(c)); });
 }
 
 TEST(CastValue, FollowsPyTorchIntegerSemantics) {
@@ -127,9 +134,9 @@ TEST(CastValue, FollowsPyTorchIntegerSemantics) {
 }
 
 TEST(Copy, ConvertsBetweenAllDtypes) {
-  const DType dtypes[] = {DType::Bool,     DType::UInt8,     DType::Int8,      DType::Int16,
-                          DType::Int32,    DType::Int64,     DType::Float16,   DType::BFloat16,
-                          DType::Float32,  DType::Float64,   DType::Float8E4M3, DType::Float8E5M2};
+  const DType dtypes[] = {DType::Bool,    DType::UInt8,   DType::Int8,       DType::Int16,
+                          DType::Int32,   DType::Int64,   DType::Float16,    DType::BFloat16,
+                          DType::Float32, DType::Float64, DType::Float8E4M3, DType::Float8E5M2};
   const double values[] = {0, 1, -2, 3.5, 100, -7.25, 0.5};
   for (DType from : dtypes) {
     for (DType to : dtypes) {

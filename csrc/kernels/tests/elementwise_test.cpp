@@ -1,11 +1,12 @@
 // binary/unary/threshold_backward against double-precision reference loops.
+#include "kernels/elementwise.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
-#include "kernels/elementwise.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -27,10 +28,14 @@ using Index = std::vector<int64_t>;
 double reference_binary(BinaryOp op, double x, double y, double alpha, DType out) {
   const bool integral = !is_floating(out);
   switch (op) {
-    case BinaryOp::Add: return x + alpha * y;
-    case BinaryOp::Sub: return x - alpha * y;
-    case BinaryOp::Mul: return x * y;
-    case BinaryOp::Div: return integral ? std::trunc(x / y) : x / y;
+    case BinaryOp::Add:
+      return x + alpha * y;
+    case BinaryOp::Sub:
+      return x - alpha * y;
+    case BinaryOp::Mul:
+      return x * y;
+    case BinaryOp::Div:
+      return integral ? std::trunc(x / y) : x / y;
   }
   return 0;
 }
@@ -40,8 +45,8 @@ void expect_binary_matches(BinaryOp op, const TensorView& out, const TensorView&
                            const TensorView& b_before) {
   for_each_index(out, [&](const Index& index) {
     const double expected = round_to(
-        out.dtype, reference_binary(op, get(a_before, index), get(b_before, index), alpha,
-                                    out.dtype));
+        out.dtype,
+        reference_binary(op, get(a_before, index), get(b_before, index), alpha, out.dtype));
     EXPECT_TRUE(testing::close(out.dtype, get(out, index), expected))
         << dtype_name(out.dtype) << " op " << static_cast<int>(op) << " got " << get(out, index)
         << " want " << expected;
@@ -53,8 +58,10 @@ struct BinaryCase {
   double alpha;
 };
 
-const BinaryCase kBinaryCases[] = {{BinaryOp::Add, 1.0}, {BinaryOp::Add, 2.0},
-                                   {BinaryOp::Sub, 3.0}, {BinaryOp::Mul, 1.0},
+const BinaryCase kBinaryCases[] = {{BinaryOp::Add, 1.0},
+                                   {BinaryOp::Add, 2.0},
+                                   {BinaryOp::Sub, 3.0},
+                                   {BinaryOp::Mul, 1.0},
                                    {BinaryOp::Div, 1.0}};
 
 class BinaryByDtype : public ::testing::TestWithParam<DType> {};
@@ -105,8 +112,7 @@ TEST_P(BinaryByDtype, ContiguousBroadcastAndStrided) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, BinaryByDtype,
                          ::testing::Values(DType::Float32, DType::BFloat16, DType::Float16,
-                                           DType::Float64, DType::Int32, DType::Int64,
-                                           DType::Bool),
+                                           DType::Float64, DType::Int32, DType::Int64, DType::Bool),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Binary, InPlaceAliasing) {
@@ -201,8 +207,8 @@ TEST(Binary, LargeFloat32FastPathWithScalarOperand) {
 }
 
 TEST(Unary, ReluAndNegAcrossDtypes) {
-  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16, DType::Int32,
-                      DType::Int64, DType::Float64}) {
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16, DType::Int32, DType::Int64,
+                      DType::Float64}) {
     std::mt19937 rng(5);
     auto in = make_tensor(dtype, {7, 41});
     testing::fill_random(in.view, rng, -10, 10);

@@ -1,11 +1,12 @@
 // gemm() against a double-precision triple loop, over layouts BLAS reads in place and ones
 // that need packing.
+#include "kernels/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "kernels/matmul.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -117,10 +118,10 @@ TEST(Gemm, StridedOperandsAreCopiedAndStridedOutputWritten) {
   auto big = make_tensor(DType::Float32, {10, 12});
   testing::fill_random(big.view, rng, -1, 1);
   // Every other column: neither row-major nor transposed-contiguous.
-  const TensorView a = slice(big.view, 1, 0, 6, 2);             // [10, 6]
+  const TensorView a = slice(big.view, 1, 0, 6, 2);               // [10, 6]
   const TensorView b = slice(slice(big.view, 0, 1, 6), 1, 3, 4);  // [6, 4], padded rows
   auto out_storage = make_tensor(DType::Float32, {4, 10});
-  const TensorView out = permute(out_storage.view, {1, 0});     // transposed output
+  const TensorView out = permute(out_storage.view, {1, 0});  // transposed output
   gemm(out, a, b, nullptr, -1.5, 0.0);
   expect_gemm(out, a, b, nullptr, -1.5, 0.0);
   // Sliced output rows (ldc > N) are written in place.

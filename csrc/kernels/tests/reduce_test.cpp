@@ -1,10 +1,11 @@
 // reduce() against a double-precision reference over every kind of dim selection.
+#include "kernels/reduce.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "kernels/reduce.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -63,7 +64,8 @@ TEST_P(ReduceByDtype, EveryDimSubsetOfA3dTensor) {
   const DtypePair dtypes = GetParam();
   std::mt19937 rng(3);
   auto in = make_tensor(dtypes.in, {4, 5, 37});
-  testing::fill_random(in.view, rng, dtypes.in == DType::Bool ? 0 : -5, dtypes.in == DType::Bool ? 2 : 5);
+  testing::fill_random(in.view, rng, dtypes.in == DType::Bool ? 0 : -5,
+                       dtypes.in == DType::Bool ? 2 : 5);
   for (uint32_t subset = 0; subset < 8; ++subset) {
     const std::vector<bool> reduced = {(subset & 1) != 0, (subset & 2) != 0, (subset & 4) != 0};
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean}) {
@@ -83,8 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
                       DtypePair{DType::Float16, DType::Float16},
                       DtypePair{DType::Float64, DType::Float64},
                       DtypePair{DType::Int32, DType::Int32}, DtypePair{DType::Int64, DType::Int64},
-                      DtypePair{DType::Bool, DType::Int64},
-                      DtypePair{DType::Int32, DType::Float32},
+                      DtypePair{DType::Bool, DType::Int64}, DtypePair{DType::Int32, DType::Float32},
                       DtypePair{DType::BFloat16, DType::Float32}),
     [](const auto& info) {
       return std::string(dtype_name(info.param.in)) + "_to_" + dtype_name(info.param.out);

@@ -1,13 +1,14 @@
 // softmax/log_softmax forward and backward against double-precision reference loops.
+#include "kernels/softmax.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
 
-#include "kernels/softmax.h"
-#include "kernels/vector_exp.h"
 #include "kernels/tests/test_util.h"
+#include "kernels/vector_exp.h"
 
 namespace openneuron::kernels {
 namespace {
@@ -72,7 +73,8 @@ void expect_softmax_backward(const TensorView& grad_in, const TensorView& grad_o
 TEST(VectorExp, WithinTwoUlpAndExactSpecials) {
   // Every 97th fp32 value in [-104, 89]: error measured against double exp, in fp32 ulps.
   double worst_ulps = 0;
-  for (float x = -104.0f; x < 89.0f; x = std::nextafter(x + 97 * (std::fabs(x) * 0x1p-23f + 0x1p-126f), 100.f)) {
+  for (float x = -104.0f; x < 89.0f;
+       x = std::nextafter(x + 97 * (std::fabs(x) * 0x1p-23f + 0x1p-126f), 100.f)) {
     const double exact = std::exp(static_cast<double>(x));
     const float got = vector_exp(x);
     if (exact > std::numeric_limits<float>::max()) {

@@ -122,13 +122,19 @@ inline void fill_random(const TensorView& view, std::mt19937& rng, double low, d
 inline double tolerance(DType dtype, double reference) {
   const double magnitude = std::fabs(reference);
   switch (dtype) {
-    case DType::Float32: return 1e-5 + 1e-5 * magnitude;
-    case DType::Float64: return 1e-12 + 1e-12 * magnitude;
-    case DType::BFloat16: return 1e-2 + 8e-3 * magnitude;
-    case DType::Float16: return 1e-3 + 1e-3 * magnitude;
+    case DType::Float32:
+      return 1e-5 + 1e-5 * magnitude;
+    case DType::Float64:
+      return 1e-12 + 1e-12 * magnitude;
+    case DType::BFloat16:
+      return 1e-2 + 8e-3 * magnitude;
+    case DType::Float16:
+      return 1e-3 + 1e-3 * magnitude;
     case DType::Float8E4M3:
-    case DType::Float8E5M2: return 0.13 * magnitude + 1e-2;
-    default: return 0.0;
+    case DType::Float8E5M2:
+      return 0.13 * magnitude + 1e-2;
+    default:
+      return 0.0;
   }
 }
 

@@ -81,7 +81,7 @@ TEST(EventTest, BlockMakesAnotherStreamWait) {
 
   EXPECT_FALSE(becomes_true_within([&] { return consumer.query(); }))
       << "the consumer ran ahead of the event it was told to wait for";
-  EXPECT_TRUE(producer.query() == false);
+  EXPECT_FALSE(producer.query());
 
   gate.open();
   consumer.synchronize();

@@ -16,7 +16,7 @@
 namespace openneuron::runtime::testing {
 
 // Upper bound on any wait in these suites: a broken implementation fails, it never hangs.
-constexpr std::chrono::seconds kWaitLimit{10};
+constexpr std::chrono::seconds kWaitLimit{5};
 
 // A one-shot gate. Work queued on a stream waits on it, so the test decides when the stream
 // may proceed. Opening on destruction lets a stream drain even when an assertion bailed out.

@@ -1,0 +1,103 @@
+"""The host fallback is never silent: counted per op, warned once, an error in strict mode."""
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import openneuron
+
+
+def test_native_op_is_counted_as_executed_not_fallback():
+    openneuron.clear_op_tracking()
+    x = torch.ones(4, device="neuron")
+    (x + x).cpu()
+    executed = openneuron.get_executed_ops()
+    assert executed.get("aten::add.Tensor", 0) == 1
+    assert "aten::add.Tensor" not in openneuron.get_fallback_ops()
+
+
+def test_fallback_op_is_counted_and_correct():
+    openneuron.clear_op_tracking()
+    x = torch.linspace(-2, 2, 9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = torch.atan(x.to("neuron"))
+        torch.atan(x.to("neuron"))
+    torch.testing.assert_close(result.cpu(), torch.atan(x))
+    assert result.device.type == "neuron"
+    # Structured ops without a kernel decompose to their out= variant, which falls back.
+    assert openneuron.get_fallback_ops()["aten::atan.out"] == 2
+    assert openneuron.get_executed_ops()["aten::atan.out"] == 2
+
+
+def test_first_fallback_of_an_op_warns_once():
+    x = torch.arange(6.0, device="neuron")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.special.erfcx(x)
+        torch.special.erfcx(x)
+    messages = [str(w.message) for w in caught if "erfcx" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert "host" in messages[0] and "OPENNEURON_STRICT" in messages[0]
+
+
+def test_clear_op_tracking_resets_counts():
+    torch.ones(2, device="neuron").cpu()
+    assert openneuron.get_executed_ops()
+    openneuron.clear_op_tracking()
+    assert openneuron.get_executed_ops() == {} and openneuron.get_fallback_ops() == {}
+
+
+def test_strict_mode_raises_naming_the_op_and_process_stays_usable():
+    x = torch.arange(4.0, device="neuron")
+    with openneuron.strict(), pytest.raises(NotImplementedError, match="aten::cosh"):
+        torch.cosh(x)
+    # Native ops still run under strict mode, and everything runs again afterwards.
+    with openneuron.strict():
+        torch.testing.assert_close((x * 2).cpu(), torch.arange(4.0) * 2)
+    torch.testing.assert_close(torch.cosh(x).cpu(), torch.cosh(torch.arange(4.0)))
+
+
+def test_strict_mode_from_environment():
+    script = (
+        "import torch\n"
+        "x = torch.ones(2, device='neuron')\n"
+        "print((x + 1).cpu().tolist())\n"
+        "try:\n"
+        "    torch.sinh(x)\n"
+        "except NotImplementedError as e:\n"
+        "    print('strict:', e)\n"
+    )
+    env = dict(os.environ, OPENNEURON_STRICT="1")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "[2.0, 2.0]" in done.stdout
+    assert "strict:" in done.stdout and "aten::sinh" in done.stdout
+
+
+def test_float64_runs_on_host_fallback_and_is_correct():
+    openneuron.clear_op_tracking()
+    a = torch.randn(5, dtype=torch.float64)
+    b = torch.randn(5, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = a.to("neuron") + b.to("neuron")
+    assert result.dtype == torch.float64 and result.device.type == "neuron"
+    torch.testing.assert_close(result.cpu(), a + b, rtol=0, atol=0)
+    assert openneuron.get_fallback_ops().get("aten::add.Tensor") == 1
+
+
+def test_fallback_random_op_uses_the_neuron_generator():
+    # bernoulli_ has no native kernel yet: its host run must still follow neuron seeds.
+    draws = []
+    for _ in range(2):
+        generator = torch.Generator(device="neuron").manual_seed(7)
+        x = torch.full((64,), 0.5, device="neuron")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            draws.append(torch.bernoulli(x, generator=generator).cpu())
+    torch.testing.assert_close(draws[0], draws[1])
