@@ -121,11 +121,12 @@ void CachingAllocator::release_cached_blocks() {
   }
 }
 
-std::string CachingAllocator::describe_oom(size_t requested) const {
+std::string CachingAllocator::describe_oom(size_t requested, size_t rounded) const {
   const uint64_t reserved = stats_.reserved_bytes[kAllPools].current;
   const uint64_t allocated = stats_.allocated_bytes[kAllPools].current;
   return "neuron:" + std::to_string(device_) + " out of memory: tried to allocate " +
-         format_bytes(requested) + " (" + std::to_string(requested) + " bytes); " +
+         format_bytes(requested) + " (" + std::to_string(requested) + " bytes, a block of " +
+         std::to_string(rounded) + " bytes); " +
          format_bytes(capacity_ - reserved) + " (" + std::to_string(capacity_ - reserved) +
          " bytes) free of " + format_bytes(capacity_) + " (" + std::to_string(capacity_) +
          " bytes) capacity; " + format_bytes(allocated) + " allocated by tensors, " +
@@ -151,7 +152,7 @@ void* CachingAllocator::allocate(size_t bytes, Stream& stream) {
     void* memory = reserved + size <= capacity_ ? std::aligned_alloc(kAlignment, size) : nullptr;
     if (!memory) {
       ++stats_.num_ooms;
-      throw OutOfMemoryError(describe_oom(bytes), bytes, capacity_ - reserved, capacity_);
+      throw OutOfMemoryError(describe_oom(bytes, size), bytes, capacity_ - reserved, capacity_);
     }
     block = new Block{memory, size, 0, &stream, {}};
     ++stats_.num_device_alloc;

@@ -70,7 +70,7 @@ class CachingAllocator {
   void process_pending_frees();
   void release_cached_blocks();
   void update_stat(StatArray MemoryStats::*stat, int pool, int64_t delta);
-  std::string describe_oom(size_t requested) const;
+  std::string describe_oom(size_t requested, size_t rounded) const;
 
   const int device_;
   const uint64_t capacity_;
