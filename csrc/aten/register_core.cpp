@@ -1,5 +1,6 @@
-// Every ATen registration of the neuron device, in one place: native kernels by name,
-// and the host fallback for everything else.
+// Registrations of the core native kernels (storage, copies, first arithmetic) and of the
+// host fallback for every op without a native kernel. Each kernel family has its own
+// register_<family>.cpp beside this file.
 #include <torch/library.h>
 
 #include "aten/fallback.h"
