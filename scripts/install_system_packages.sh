@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build needs (GoogleTest, OpenBLAS, Ninja, ccache),
+# Installs the Debian packages the build needs (GoogleTest, OpenBLAS, oneDNN, Ninja, ccache),
 # skipping the package manager entirely when they are already present.
 set -euo pipefail
 
-packages=(libgtest-dev libopenblas-dev ninja-build ccache g++ cmake)
+packages=(libgtest-dev libopenblas-dev libdnnl-dev ninja-build ccache g++ cmake)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

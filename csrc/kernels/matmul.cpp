@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cast.h"
+#include "kernels/dnnl_matmul.h"
 #include "kernels/element_types.h"
 
 namespace openneuron::kernels {
@@ -220,6 +221,7 @@ void run_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
 void gemm(const TensorView& out, const TensorView& a, const TensorView& b_mat,
           const TensorView* bias, double alpha, double beta) {
   check_shapes(out, a, b_mat, bias);
+  if (dnnl_gemm(out, a, b_mat, bias, alpha, beta)) return;
   if (out.dtype == DType::Float64) {
     run_gemm<double>(out, a, b_mat, bias, alpha, beta);
   } else {

@@ -39,21 +39,46 @@ void Stream::enqueue(const char* op_name, std::function<void()> work) {
     }
     return;
   }
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
     queue_.push_back(Task{op_name, std::move(work)});
+    queued_.store(queue_.size(), std::memory_order_release);
+    wake = worker_sleeping_;
   }
-  work_ready_.notify_one();
+  if (wake) work_ready_.notify_one();
+}
+
+bool Stream::spin_for_work() {
+  // Eager code enqueues op after op a few microseconds apart: a short spin catches the
+  // next one without a sleep/wake round trip through the kernel.
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (queued_.load(std::memory_order_acquire) != 0) return true;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return false;
 }
 
 void Stream::run_worker() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty() && !stopping_) {
+      lock.unlock();
+      spin_for_work();
+      lock.lock();
+    }
+    if (queue_.empty() && !stopping_) {
+      worker_sleeping_ = true;
+      work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      worker_sleeping_ = false;
+    }
     if (queue_.empty()) return;  // stopping with nothing left to do
     Task task = std::move(queue_.front());
     queue_.pop_front();
+    queued_.store(queue_.size(), std::memory_order_release);
     busy_ = true;
     lock.unlock();
     try {
@@ -66,18 +91,24 @@ void Stream::run_worker() {
     task.work = nullptr;  // release captured state outside the lock
     lock.lock();
     busy_ = false;
-    if (queue_.empty()) became_idle_.notify_all();
+    if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
   }
 }
 
 void Stream::wait_idle() {
   std::unique_lock<std::mutex> lock(mutex_);
+  wait_idle_locked(lock);
+}
+
+void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
+  ++idle_waiters_;
   became_idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  --idle_waiters_;
 }
 
 void Stream::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
-  became_idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  wait_idle_locked(lock);
   if (!first_error_.empty()) {
     std::string message = std::move(first_error_);
     first_error_.clear();

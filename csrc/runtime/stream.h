@@ -1,6 +1,7 @@
 // An in-order queue of device work, executed asynchronously by its own worker thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,7 +44,11 @@ class Stream {
     const char* op_name;
     std::function<void()> work;
   };
+  static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
   void run_worker();
+  // Spins briefly until work is queued; true if some arrived.
+  bool spin_for_work();
+  void wait_idle_locked(std::unique_lock<std::mutex>& lock);
   void record_failure(const char* op_name, const char* what);
 
   const int device_;
@@ -55,6 +60,10 @@ class Stream {
   std::deque<Task> queue_;
   bool busy_ = false;
   bool stopping_ = false;
+  // Notifications cost a futex call: send them only to threads that are actually asleep.
+  bool worker_sleeping_ = false;
+  int idle_waiters_ = 0;
+  std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock while spinning
   std::string first_error_;
   std::thread worker_;  // started by the first enqueue()
 };

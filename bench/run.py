@@ -1,0 +1,181 @@
+"""Side-by-side benchmark: `neuron` eager against PyTorch CPU eager, in one process.
+
+    make bench            # or: .venv/bin/python bench/run.py [--quick] [--json PATH]
+
+Prints a table per section and writes JSON (default bench/results/latest.json). Ratios are
+CPU time / neuron time (or neuron rate / CPU rate): above 1.0 means neuron is faster. Timings
+are medians of repeated runs; nothing here is a test, and no timing fails a build.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def sync(device: str) -> None:
+    if device == "neuron":
+        torch.neuron.synchronize()
+
+
+def median_seconds(fn: Callable[[], None], device: str, repeats: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def dispatch_overhead(quick: bool) -> list[dict]:
+    """Time per op of 10,000 adds of 1-element tensors (host dispatch cost)."""
+    count = 2_000 if quick else 10_000
+    row = {"case": f"{count} adds of 1-element tensors"}
+    for device in ("cpu", "neuron"):
+        x = torch.ones(1, device=device)
+        y = torch.ones(1, device=device)
+
+        def loop() -> None:
+            for _ in range(count):
+                x.add(y)
+
+        row[f"{device}_us_per_op"] = median_seconds(loop, device, repeats=5) / count * 1e6
+    row["ratio"] = row["cpu_us_per_op"] / row["neuron_us_per_op"]
+    row["target"] = ">= 0.67 (neuron <= 1.5x CPU per op)"
+    return [row]
+
+
+def gemm(quick: bool) -> list[dict]:
+    rows = []
+    sizes = [1024] if quick else [1024, 2048]
+    for n in sizes:
+        for dtype in (torch.float32, torch.bfloat16):
+            row = {"case": f"mm {n}^3 {str(dtype).replace('torch.', '')}"}
+            for device in ("cpu", "neuron"):
+                a = torch.randn(n, n, dtype=dtype, device=device)
+                b = torch.randn(n, n, dtype=dtype, device=device)
+                seconds = median_seconds(lambda a=a, b=b: torch.mm(a, b), device, repeats=3 if quick else 5)
+                row[f"{device}_gflops"] = 2 * n**3 / seconds / 1e9
+            row["ratio"] = row["neuron_gflops"] / row["cpu_gflops"]
+            row["target"] = ">= 0.9"
+            rows.append(row)
+    return rows
+
+
+def bandwidth(quick: bool) -> list[dict]:
+    """out = a + b on 64 MiB float32 operands: bytes moved (2 reads, 1 write) per second."""
+    elements = (64 << 20) // 4
+    row = {"case": "add, 64 MiB fp32 operands"}
+    for device in ("cpu", "neuron"):
+        a = torch.randn(elements, device=device)
+        b = torch.randn(elements, device=device)
+        out = torch.empty(elements, device=device)
+        seconds = median_seconds(lambda a=a, b=b, out=out: torch.add(a, b, out=out), device, repeats=5 if quick else 10)
+        row[f"{device}_gb_per_s"] = 3 * elements * 4 / seconds / 1e9
+    row["ratio"] = row["neuron_gb_per_s"] / row["cpu_gb_per_s"]
+    row["target"] = ">= 0.85"
+    return [row]
+
+
+def workloads(quick: bool) -> list[dict]:
+    try:
+        from bench.workloads import WORKLOADS
+    except ImportError as error:
+        print(f"(workloads unavailable: {error})")
+        return []
+    import openneuron
+
+    rows = []
+    for name, workload in WORKLOADS.items():
+        row = {"case": name}
+        for device in ("cpu", "neuron"):
+            step = workload.build(device=device, size="benchmark" if not quick else "test")
+            openneuron.clear_op_tracking()
+            row[f"{device}_ms_per_step"] = median_seconds(step, device, repeats=3 if quick else 7) * 1e3
+            if device == "neuron":
+                row["fallback_ops"] = sorted(openneuron.get_fallback_ops())
+        row["ratio"] = row["cpu_ms_per_step"] / row["neuron_ms_per_step"]
+        row["target"] = ">= 1.0 geomean, none below 0.8"
+        rows.append(row)
+    return rows
+
+
+def print_table(title: str, rows: list[dict]) -> None:
+    print(f"\n## {title}")
+    if not rows:
+        return
+    keys = [k for k in rows[0] if k not in ("fallback_ops",)]
+    widths = {k: max(len(k), *(len(format_value(r.get(k))) for r in rows)) for k in keys}
+    print("  ".join(k.ljust(widths[k]) for k in keys))
+    for r in rows:
+        print("  ".join(format_value(r.get(k)).ljust(widths[k]) for k in keys))
+        if r.get("fallback_ops"):
+            print(f"    fallback ops: {', '.join(r['fallback_ops'])}")
+
+
+def format_value(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def machine() -> dict:
+    cpu_model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu_model": cpu_model,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
+    parser.add_argument("--sections", default="dispatch,gemm,bandwidth,workloads")
+    args = parser.parse_args()
+
+    import openneuron  # noqa: F401  (registers the device even with autoload disabled)
+
+    sections = {"dispatch": dispatch_overhead, "gemm": gemm, "bandwidth": bandwidth, "workloads": workloads}
+    results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "sections": {}}
+    print(f"machine: {results['machine']}")
+    for name in args.sections.split(","):
+        rows = sections[name](args.quick)
+        results["sections"][name] = rows
+        print_table(name, rows)
+    ratios = [r["ratio"] for r in results["sections"].get("workloads", [])]
+    if ratios:
+        geomean = statistics.geometric_mean(ratios)
+        results["workload_geomean_ratio"] = geomean
+        print(f"\nworkload geomean ratio (cpu/neuron): {geomean:.3f}; min {min(ratios):.3f}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2))
+    print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
