@@ -98,7 +98,7 @@ PrimitiveCache& cache() {
 
 bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
                const TensorView* bias, double alpha, double beta) {
-  if (out.dtype != DType::BFloat16 || a.dtype != out.dtype || b.dtype != out.dtype) return false;
+  if ((out.dtype != DType::BFloat16 && out.dtype != DType::Float32) || a.dtype != out.dtype || b.dtype != out.dtype) return false;
   for (int d = 0; d < out.ndim; ++d) {
     if (out.sizes[d] == 0 || a.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0) return false;
   }
