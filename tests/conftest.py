@@ -25,7 +25,7 @@ def second_device() -> torch.device:
     return torch.device("neuron", 1)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def run_python():
     """Runs a Python snippet in a fresh interpreter with the given OPENNEURON_* settings.
 

@@ -2,6 +2,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -27,8 +28,12 @@ memory::desc describe(const TensorView& view) {
   memory::dims dims(view.sizes, view.sizes + view.ndim);
   memory::dims strides(view.strides, view.strides + view.ndim);
   if (view.ndim == 3 && view.strides[0] == 0) dims[0] = 1;
-  for (int d = 0; d < view.ndim; ++d) {
-    if (dims[d] == 1) strides[d] = 1;  // any stride is valid for a size-1 dim
+  // A size-1 dim's stride is arbitrary in PyTorch; oneDNN wants it to span the inner dims.
+  for (int d = view.ndim - 1; d >= 0; --d) {
+    if (dims[d] != 1) continue;
+    memory::dim span = 1;
+    for (int inner = d + 1; inner < view.ndim; ++inner) span = std::max(span, dims[inner] * strides[inner]);
+    strides[d] = span;
   }
   return memory::desc(dims, dnnl_type(view.dtype), strides);
 }
@@ -111,10 +116,14 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
   memory a_memory(describe(a), engine, a.data);
   memory b_memory(describe(b), engine, b.data);
   memory out_memory(describe(out), engine, out.data);
-  primitive->matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
-                                     {DNNL_ARG_WEIGHTS, b_memory},
-                                     {DNNL_ARG_DST, out_memory}});
-  stream.wait();
+  try {
+    primitive->matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
+                                       {DNNL_ARG_WEIGHTS, b_memory},
+                                       {DNNL_ARG_DST, out_memory}});
+    stream.wait();
+  } catch (const dnnl::error&) {
+    return false;  // the BLAS path recomputes out from scratch (bias never aliases out)
+  }
   return true;
 }
 

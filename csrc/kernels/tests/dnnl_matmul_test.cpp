@@ -1,0 +1,86 @@
+// The oneDNN path of gemm: unusual but valid layouts must either run correctly or decline.
+#include "kernels/dnnl_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/matmul.h"
+#include "test_util.h"
+
+namespace openneuron::kernels {
+namespace {
+
+using testing::get;
+using testing::make_tensor;
+
+// out[b] = a[b] @ w[b] in double, for 3-D views.
+double reference(const TensorView& a, const TensorView& w, int64_t b, int64_t i, int64_t j) {
+  double sum = 0;
+  for (int64_t k = 0; k < a.sizes[2]; ++k) sum += get(a, {b, i, k}) * get(w, {b, k, j});
+  return sum;
+}
+
+void check_batched(DType dtype, TensorView a, TensorView w) {
+  auto out = make_tensor(dtype, {a.sizes[0], a.sizes[1], w.sizes[2]});
+  gemm(out.view, a, w, nullptr, 1.0, 0.0);
+  for (int64_t b = 0; b < out.view.sizes[0]; ++b) {
+    for (int64_t i = 0; i < out.view.sizes[1]; ++i) {
+      for (int64_t j = 0; j < out.view.sizes[2]; ++j) {
+        const double expected = reference(a, w, b, i, j);
+        EXPECT_TRUE(testing::close(dtype, get(out.view, {b, i, j}), expected))
+            << "batch " << b << " [" << i << "," << j << "]";
+      }
+    }
+  }
+}
+
+class DnnlLayouts : public ::testing::TestWithParam<DType> {};
+
+TEST_P(DnnlLayouts, SizeOneBatchWithArbitraryStride) {
+  std::mt19937 rng(1);
+  auto a = make_tensor(GetParam(), {4, 8});
+  auto w = make_tensor(GetParam(), {8, 3});
+  testing::fill_random(a.view, rng, -1, 1);
+  testing::fill_random(w.view, rng, -1, 1);
+  // A 2-D matrix seen as a batch of one, as x[None] gives (batch stride = numel).
+  TensorView a3 = a.view, w3 = w.view;
+  a3.ndim = w3.ndim = 3;
+  a3.sizes[0] = w3.sizes[0] = 1;
+  for (int d = 2; d >= 1; --d) {
+    a3.sizes[d] = a.view.sizes[d - 1];
+    a3.strides[d] = a.view.strides[d - 1];
+    w3.sizes[d] = w.view.sizes[d - 1];
+    w3.strides[d] = w.view.strides[d - 1];
+  }
+  a3.strides[0] = 32;
+  w3.strides[0] = 24;
+  check_batched(GetParam(), a3, w3);
+}
+
+TEST_P(DnnlLayouts, TransposedAndBroadcastBatches) {
+  std::mt19937 rng(2);
+  auto a = make_tensor(GetParam(), {3, 5, 7});
+  auto w = make_tensor(GetParam(), {1, 6, 7});
+  testing::fill_random(a.view, rng, -1, 1);
+  testing::fill_random(w.view, rng, -1, 1);
+  TensorView wt = testing::permute(w.view, {0, 2, 1});  // [1, 7, 6], transposed strides
+  wt = testing::expand(wt, {3, 7, 6});                  // batch stride 0
+  check_batched(GetParam(), a.view, wt);
+}
+
+TEST(DnnlMatmul, RunsContiguousFloat32) {
+  auto a = make_tensor(DType::Float32, {16, 16});
+  auto w = make_tensor(DType::Float32, {16, 16});
+  auto out = make_tensor(DType::Float32, {16, 16});
+  EXPECT_TRUE(dnnl_gemm(out.view, a.view, w.view, nullptr, 1.0, 0.0));
+}
+
+TEST(DnnlMatmul, DeclinesDtypesItDoesNotHandle) {
+  auto a = make_tensor(DType::Float16, {4, 4});
+  auto out = make_tensor(DType::Float16, {4, 4});
+  EXPECT_FALSE(dnnl_gemm(out.view, a.view, a.view, nullptr, 1.0, 0.0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DnnlLayouts, ::testing::Values(DType::Float32, DType::BFloat16));
+
+}  // namespace
+}  // namespace openneuron::kernels

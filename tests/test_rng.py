@@ -1,0 +1,199 @@
+"""Device random numbers: per-device default generators, explicit generators, seeding, state."""
+
+import pytest
+import torch
+
+
+def draw(*shape: int, device: str = "neuron", **kwargs) -> torch.Tensor:
+    return torch.rand(*shape, device=device, **kwargs).cpu()
+
+
+def draw_normal(*shape: int, device: str = "neuron", **kwargs) -> torch.Tensor:
+    return torch.randn(*shape, device=device, **kwargs).cpu()
+
+
+def test_manual_seed_reproduces_rand_and_randn():
+    torch.neuron.manual_seed(1234)
+    first = draw(1000), draw_normal(1000)
+    torch.neuron.manual_seed(1234)
+    second = draw(1000), draw_normal(1000)
+    assert torch.equal(first[0], second[0])
+    assert torch.equal(first[1], second[1])
+    assert torch.neuron.initial_seed() == 1234
+
+
+def test_successive_draws_differ():
+    torch.neuron.manual_seed(0)
+    assert not torch.equal(draw(64), draw(64))
+
+
+def test_different_seeds_give_different_draws():
+    torch.neuron.manual_seed(1)
+    one = draw(256)
+    torch.neuron.manual_seed(2)
+    assert not torch.equal(one, draw(256))
+
+
+def test_manual_seed_seeds_only_the_current_device(restore_device, second_device):
+    torch.neuron.manual_seed_all(10)
+    with torch.neuron.device(1):
+        torch.neuron.manual_seed(11)
+        assert torch.neuron.initial_seed() == 11
+    assert torch.neuron.initial_seed() == 10
+    assert torch.neuron.default_generators[1].initial_seed() == 11
+
+
+def test_manual_seed_all_seeds_every_device(second_device):
+    torch.neuron.manual_seed_all(77)
+    assert all(g.initial_seed() == 77 for g in torch.neuron.default_generators)
+    on_zero = draw(128, device="neuron:0")
+    torch.neuron.manual_seed_all(77)
+    assert torch.equal(draw(128, device="neuron:0"), on_zero)
+
+
+def test_seed_picks_a_new_seed_that_reproduces():
+    torch.neuron.manual_seed(5)
+    torch.neuron.seed()
+    chosen = torch.neuron.initial_seed()
+    assert chosen != 5  # a 64-bit random seed; equal to 5 with probability 2**-64
+    drawn = draw(100)
+    torch.neuron.manual_seed(chosen)
+    assert torch.equal(draw(100), drawn)
+
+
+def test_rng_state_round_trip_reproduces_draws():
+    torch.neuron.manual_seed(42)
+    draw(10)  # move the offset away from zero
+    state = torch.neuron.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    expected = draw(1000), draw_normal(1000)
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(draw(1000), expected[0])
+    assert torch.equal(draw_normal(1000), expected[1])
+
+
+def test_rng_state_of_the_second_device(second_device):
+    torch.neuron.manual_seed_all(3)
+    state = torch.neuron.get_rng_state(1)
+    expected = draw(50, device="neuron:1")
+    draw(50, device="neuron:0")  # draws on neuron:0 do not move neuron:1's state
+    torch.neuron.set_rng_state(state, 1)
+    assert torch.equal(draw(50, device="neuron:1"), expected)
+
+
+def test_get_and_set_rng_state_all(second_device):
+    torch.neuron.manual_seed_all(8)
+    states = torch.neuron.get_rng_state_all()
+    assert len(states) == torch.neuron.device_count()
+    expected = [draw(20, device=f"neuron:{i}") for i in range(2)]
+    torch.neuron.set_rng_state_all(states)
+    assert all(torch.equal(draw(20, device=f"neuron:{i}"), expected[i]) for i in range(2))
+
+
+def test_set_rng_state_rejects_a_malformed_state():
+    with pytest.raises(RuntimeError, match="16 bytes"):
+        torch.neuron.set_rng_state(torch.zeros(3, dtype=torch.uint8))
+
+
+def test_explicit_generator_is_deterministic():
+    g = torch.Generator(device="neuron")
+    assert g.device == torch.device("neuron", 0)
+    g.manual_seed(99)
+    first = draw(500, generator=g), draw_normal(500, generator=g)
+    g.manual_seed(99)
+    assert torch.equal(draw(500, generator=g), first[0])
+    assert torch.equal(draw_normal(500, generator=g), first[1])
+    g.manual_seed(100)
+    assert not torch.equal(draw(500, generator=g), first[0])
+
+
+def test_explicit_generator_leaves_the_default_generator_alone():
+    torch.neuron.manual_seed(7)
+    state = torch.neuron.get_rng_state()
+    g = torch.Generator(device="neuron").manual_seed(7)
+    draw(100, generator=g)
+    assert torch.equal(torch.neuron.get_rng_state(), state)
+    # Same seed, same offset: the explicit generator matches the default one.
+    g.manual_seed(7)
+    assert torch.equal(draw(100, generator=g), draw(100))
+
+
+def test_explicit_generator_state_round_trip():
+    g = torch.Generator(device="neuron").manual_seed(3)
+    state = g.get_state()
+    expected = draw(64, generator=g)
+    g.set_state(state)
+    assert torch.equal(draw(64, generator=g), expected)
+
+
+def test_generator_on_the_second_device(second_device):
+    g = torch.Generator(device=second_device).manual_seed(5)
+    first = torch.rand(64, device=second_device, generator=g)
+    assert first.device == second_device
+    g.manual_seed(5)
+    assert torch.equal(torch.rand(64, device=second_device, generator=g).cpu(), first.cpu())
+
+
+def test_neuron_draws_are_independent_of_the_cpu_generator():
+    torch.neuron.manual_seed(2024)
+    torch.default_generator.manual_seed(1)
+    torch.rand(10)
+    first = draw(256)
+    torch.neuron.manual_seed(2024)
+    torch.default_generator.manual_seed(2)
+    torch.rand(1000)
+    assert torch.equal(draw(256), first)
+
+
+def test_torch_manual_seed_seeds_every_neuron_device():
+    torch.manual_seed(31)
+    assert all(g.initial_seed() == 31 for g in torch.neuron.default_generators)
+    first = draw(64)
+    torch.manual_seed(31)
+    assert torch.equal(draw(64), first)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_uniform_values_lie_in_the_unit_interval(dtype):
+    torch.neuron.manual_seed(0)
+    values = draw(100_000, dtype=dtype)
+    assert values.dtype == dtype
+    assert values.min() >= 0 and values.max() < 1
+    # Roughly uniform: each tenth of the interval holds about a tenth of the samples.
+    counts = torch.histc(values.float(), bins=10, min=0, max=1)
+    torch.testing.assert_close(counts / values.numel(), torch.full((10,), 0.1), rtol=0, atol=0.01)
+
+
+def test_uniform_respects_a_custom_range():
+    torch.neuron.manual_seed(0)
+    values = torch.empty(10_000, device="neuron").uniform_(-3, 5).cpu()
+    assert values.min() >= -3 and values.max() < 5
+
+
+def test_randn_has_zero_mean_and_unit_std():
+    torch.neuron.manual_seed(0)
+    values = draw_normal(100_000)
+    # Standard errors: 0.003 for the mean and 0.002 for the std at this sample size.
+    torch.testing.assert_close(values.mean(), torch.tensor(0.0), rtol=0, atol=0.02)
+    torch.testing.assert_close(values.std(), torch.tensor(1.0), rtol=0, atol=0.02)
+
+
+def test_normal_respects_mean_and_std():
+    torch.neuron.manual_seed(0)
+    values = torch.empty(100_000, device="neuron").normal_(3.0, 0.5).cpu()
+    torch.testing.assert_close(values.mean(), torch.tensor(3.0), rtol=0, atol=0.02)
+    torch.testing.assert_close(values.std(), torch.tensor(0.5), rtol=0, atol=0.01)
+
+
+def test_per_device_default_generators_are_distinct(second_device):
+    zero, one = torch.neuron.default_generators[0], torch.neuron.default_generators[1]
+    assert zero is not one
+    assert zero.device == torch.device("neuron", 0) and one.device == second_device
+    zero.manual_seed(1)
+    one.manual_seed(2)
+    assert zero.initial_seed() == 1 and one.initial_seed() == 2
+    # The default generators are the ones factory calls use.
+    zero.manual_seed(6)
+    expected = draw(32, device="neuron:0")
+    torch.neuron.manual_seed(6)
+    assert torch.equal(draw(32, device="neuron:0"), expected)
