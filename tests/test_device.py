@@ -123,11 +123,6 @@ def test_device_name_and_properties():
     assert props["total_memory"] <= props["profile_hbm_bytes"]
 
 
-@pytest.mark.xfail(
-    reason="torch.neuron.get_device_name ignores its argument: get_device_name(7) returns a "
-    "name instead of raising for a device that does not exist (get_device_properties(7) raises)",
-    strict=True,
-)
 def test_get_device_name_rejects_a_missing_device():
     with pytest.raises(RuntimeError, match="neuron:0, neuron:1"):
         torch.neuron.get_device_name(7)

@@ -74,12 +74,6 @@ def test_set_stream_makes_the_stream_current():
     assert torch.neuron.current_stream().stream_id == 0
 
 
-@pytest.mark.xfail(
-    reason="torch.neuron.stream(s) for a stream of another device makes that device current "
-    "(through torch.accelerator.set_stream) but does not restore the previous device on exit, "
-    "unlike torch.cuda.stream",
-    strict=True,
-)
 def test_stream_context_for_another_device_restores_the_current_device(
     restore_device, second_device
 ):
@@ -131,11 +125,6 @@ def test_stream_record_event_and_wait():
     torch.testing.assert_close((product * 3).cpu(), (a @ b) * 3, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.xfail(
-    reason="Tensor.record_stream on a neuron tensor raises NotImplementedError: "
-    "aten::record_stream has no neuron kernel, goes to the CPU fallback, and has no CPU kernel",
-    strict=True,
-)
 def test_record_stream_keeps_a_tensor_alive_for_its_other_stream():
     a, b = big_operands(3)
     side = torch.neuron.Stream()
@@ -222,12 +211,6 @@ def test_timing_events_measure_a_non_negative_interval():
     assert start.elapsed_time(end) >= 0.0
 
 
-@pytest.mark.xfail(
-    reason="torch.neuron.Event.elapsed_time(other) raises 'expected other to be a torch.Event "
-    "object' when `other` is a torch.neuron.Event: torch.Event's C++ check accepts only the "
-    "exact torch.Event type, not the torch.neuron.Event subclass",
-    strict=True,
-)
 def test_neuron_timing_events_measure_a_non_negative_interval():
     start = torch.neuron.Event(enable_timing=True)
     end = torch.neuron.Event(enable_timing=True)

@@ -25,6 +25,7 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
 at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source);
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
+void record_stream(at::Tensor& self, c10::Stream stream);
 
 // Copies (ops_copy.cpp).
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);

@@ -139,4 +139,11 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_source_storage_offset(self, std::move(empty_storage), 0, {0}, {});
 }
 
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  OPENNEURON_NATIVE_OP("aten::record_stream");
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a neuron stream, got one on ", stream.device());
+  device_allocator()->recordStream(self.storage().data_ptr(), stream);
+}
+
 }  // namespace openneuron::bridge

@@ -20,6 +20,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
   m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
   m.impl("set_", TORCH_FN(set_empty));
+  m.impl("record_stream", TORCH_FN(record_stream));
 
   // Copies.
   m.impl("_copy_from", TORCH_FN(copy_from));

@@ -169,6 +169,7 @@ def synchronize(device: Any = None) -> None:
 
 
 def get_device_name(device: Any = None) -> str:
+    _index(device)
     config = _C._config()
     return f"Simulated NeuronCore-{config['core_version']} ({config['profile']})"
 

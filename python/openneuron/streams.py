@@ -23,11 +23,15 @@ class Stream(torch.Stream):
         return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
 
 
-class Event(torch.Event):
-    """A marker in a stream: record, wait, query, synchronize, elapsed_time."""
+class Event:
+    """A marker in a stream: record, wait, query, synchronize, elapsed_time.
+
+    Constructing one returns a plain ``torch.Event`` on the neuron device: PyTorch's
+    ``Event.elapsed_time`` accepts only that exact type, so a subclass could not be timed.
+    """
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        return super().__new__(cls, device="neuron", enable_timing=enable_timing, blocking=blocking)
+        return torch.Event(device="neuron", enable_timing=enable_timing, blocking=blocking)
 
 
 def _wrap(stream: torch.Stream) -> Stream:
@@ -57,9 +61,12 @@ class StreamContext:
     def __init__(self, stream: torch.Stream | None):
         self.stream = stream
         self.previous: torch.Stream | None = None
+        self.previous_device = -1
 
     def __enter__(self) -> torch.Stream | None:
         if self.stream is not None:
+            # Setting a stream also makes its device current: remember both, as CUDA does.
+            self.previous_device = torch.accelerator.current_device_index()
             self.previous = torch.accelerator.current_stream(self.stream.device)
             torch.accelerator.set_stream(self.stream)
         return self.stream
@@ -67,6 +74,7 @@ class StreamContext:
     def __exit__(self, *exc: object) -> None:
         if self.previous is not None:
             torch.accelerator.set_stream(self.previous)
+            torch.accelerator.set_device_index(self.previous_device)
 
 
 def stream(stream: torch.Stream | None) -> StreamContext:
