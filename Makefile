@@ -5,13 +5,17 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test build system venv test-cpp test-python format lint clean
+.PHONY: demo test bench build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
 
 test: build
-	$(MAKE) test-cpp test-python
+	$(MAKE) test-cpp test-python lint
+
+# Not a test: neuron eager against PyTorch CPU eager, side by side; prints tables, writes JSON.
+bench: build
+	$(PYTHON) bench/run.py
 
 system:
 	bash scripts/install_system_packages.sh

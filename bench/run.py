@@ -49,7 +49,7 @@ def dispatch_overhead(quick: bool) -> list[dict]:
         x = torch.ones(1, device=device)
         y = torch.ones(1, device=device)
 
-        def loop() -> None:
+        def loop(x: torch.Tensor = x, y: torch.Tensor = y) -> None:
             for _ in range(count):
                 x.add(y)
 
@@ -68,7 +68,9 @@ def gemm(quick: bool) -> list[dict]:
             for device in ("cpu", "neuron"):
                 a = torch.randn(n, n, dtype=dtype, device=device)
                 b = torch.randn(n, n, dtype=dtype, device=device)
-                seconds = median_seconds(lambda a=a, b=b: torch.mm(a, b), device, repeats=3 if quick else 5)
+                seconds = median_seconds(
+                    lambda a=a, b=b: torch.mm(a, b), device, repeats=3 if quick else 5
+                )
                 row[f"{device}_gflops"] = 2 * n**3 / seconds / 1e9
             row["ratio"] = row["neuron_gflops"] / row["cpu_gflops"]
             row["target"] = ">= 0.9"
@@ -84,7 +86,9 @@ def bandwidth(quick: bool) -> list[dict]:
         a = torch.randn(elements, device=device)
         b = torch.randn(elements, device=device)
         out = torch.empty(elements, device=device)
-        seconds = median_seconds(lambda a=a, b=b, out=out: torch.add(a, b, out=out), device, repeats=5 if quick else 10)
+        seconds = median_seconds(
+            lambda a=a, b=b, out=out: torch.add(a, b, out=out), device, repeats=5 if quick else 10
+        )
         row[f"{device}_gb_per_s"] = 3 * elements * 4 / seconds / 1e9
     row["ratio"] = row["neuron_gb_per_s"] / row["cpu_gb_per_s"]
     row["target"] = ">= 0.85"
@@ -105,7 +109,9 @@ def workloads(quick: bool) -> list[dict]:
         for device in ("cpu", "neuron"):
             step = workload.build(device=device, size="benchmark" if not quick else "test")
             openneuron.clear_op_tracking()
-            row[f"{device}_ms_per_step"] = median_seconds(step, device, repeats=3 if quick else 7) * 1e3
+            row[f"{device}_ms_per_step"] = (
+                median_seconds(step, device, repeats=3 if quick else 7) * 1e3
+            )
             if device == "neuron":
                 row["fallback_ops"] = sorted(openneuron.get_fallback_ops())
         row["ratio"] = row["cpu_ms_per_step"] / row["neuron_ms_per_step"]
@@ -152,7 +158,9 @@ def machine() -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     parser.add_argument("--sections", default="dispatch,gemm,bandwidth,workloads")
@@ -160,7 +168,12 @@ def main() -> None:
 
     import openneuron  # noqa: F401  (registers the device even with autoload disabled)
 
-    sections = {"dispatch": dispatch_overhead, "gemm": gemm, "bandwidth": bandwidth, "workloads": workloads}
+    sections = {
+        "dispatch": dispatch_overhead,
+        "gemm": gemm,
+        "bandwidth": bandwidth,
+        "workloads": workloads,
+    }
     results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "sections": {}}
     print(f"machine: {results['machine']}")
     for name in args.sections.split(","):

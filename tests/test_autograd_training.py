@@ -21,7 +21,9 @@ class TransformerBlock(nn.Module):
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
         self.norm2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+        )
         self.head = nn.Linear(width, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -37,7 +39,9 @@ class TransformerBlock(nn.Module):
 
 
 def make_mlp() -> nn.Module:
-    return nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    return nn.Sequential(
+        nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)
+    )
 
 
 def train_losses(model: nn.Module, device: str, optimizer_name: str, steps: int = 20):
@@ -104,8 +108,10 @@ def test_gradients_match_cpu(dtype):
         out = torch.softmax(torch.relu(leaves[0] @ leaves[1] + leaves[2]) * 2 - 1, dim=-1)
         out.sum().backward()
         results[device] = [out.detach().cpu()] + [leaf.grad.cpu() for leaf in leaves]
-    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
-    for got, expected in zip(results["neuron"], results["cpu"]):
+    tolerance = (
+        {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 2e-2}
+    )
+    for got, expected in zip(results["neuron"], results["cpu"], strict=True):
         torch.testing.assert_close(got, expected, **tolerance)
 
 
@@ -133,7 +139,9 @@ def test_no_grad_disables_graph_recording():
 
 def test_dataloader_with_pinned_memory_and_non_blocking_copies():
     generator = torch.Generator().manual_seed(5)
-    data = TensorDataset(torch.randn(64, 16, generator=generator), torch.randint(0, 10, (64,), generator=generator))
+    data = TensorDataset(
+        torch.randn(64, 16, generator=generator), torch.randint(0, 10, (64,), generator=generator)
+    )
     loader = DataLoader(data, batch_size=16, pin_memory=True)
     total = torch.zeros((), device="neuron")
     for x, y in loader:

@@ -7,7 +7,9 @@ import sys
 
 def run(script: str, **env_overrides: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, **env_overrides)
-    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_import_torch_alone_provides_the_neuron_device():

@@ -5,10 +5,9 @@ import subprocess
 import sys
 import warnings
 
+import openneuron
 import pytest
 import torch
-
-import openneuron
 
 
 def test_native_op_is_counted_as_executed_not_fallback():
@@ -73,7 +72,9 @@ def test_strict_mode_from_environment():
         "    print('strict:', e)\n"
     )
     env = dict(os.environ, OPENNEURON_STRICT="1")
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "[2.0, 2.0]" in done.stdout
     assert "strict:" in done.stdout and "aten::sinh" in done.stdout

@@ -8,7 +8,7 @@ simulated NeuronCore that runs on any Linux machine.
 
 import torch
 
-from openneuron import _C  # registers the guard, hooks, allocators and kernels
+from openneuron import _C  # noqa: F401  (loading it registers guard, hooks, allocators, kernels)
 from openneuron import device as _device_module
 from openneuron import printing as _printing
 from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, strict

@@ -30,7 +30,9 @@ class Event:
     ``Event.elapsed_time`` accepts only that exact type, so a subclass could not be timed.
     """
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ):
         return torch.Event(device="neuron", enable_timing=enable_timing, blocking=blocking)
 
 
