@@ -67,6 +67,9 @@ class ForeachKernel final : public c10::OperatorKernel {
   NativeOpCounter* counter_;
 };
 
+// zero_ (ops_elementwise_zero.cpp).
+at::Tensor& zero_(at::Tensor& self);
+
 // torch's _fused_adam_ / _fused_adamw_ (ops_elementwise_fused_adam.cpp).
 void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
                  at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,

@@ -213,6 +213,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
              {Op::Addcmul, R::Common, /*extra_is_operand=*/false});
   foreach_op(m, {"_foreach_addcdiv.Scalar", "_foreach_addcdiv_.Scalar", "_foreach_addcdiv.ScalarList", "_foreach_addcdiv_.ScalarList"},
              {Op::Addcdiv, R::Common, /*extra_is_operand=*/false});
+  m.impl("zero_", TORCH_FN(zero_));
   m.impl("_fused_adam_", TORCH_FN(fused_adam_));
   m.impl("_fused_adamw_", TORCH_FN(fused_adamw_));
 }
