@@ -25,7 +25,7 @@ void run_forward(PointwiseOp op, const TensorView& out, const TensorView& xv,
       if (p.values[0].to_double() != 0) {
         map<C, C>(out, in, [](C a) {
           const C inner = C(kSqrt2OverPi) * (a + C(kGeluTanhCoefficient) * a * a * a);
-          return C(0.5) * a * (C(1) + std::tanh(inner));
+          return C(0.5) * a * (C(1) + fast_tanh(inner));
         });
       } else {
         map<C, C>(out, in, [](C a) { return a * C(0.5) * (C(1) + std::erf(a * C(kSqrtHalf))); });
@@ -35,7 +35,7 @@ void run_forward(PointwiseOp op, const TensorView& out, const TensorView& xv,
       map<C, C>(out, in, [](C a) { return a / (C(1) + fast_exp(-a)); });
       return;
     case PointwiseOp::Mish:
-      map<C, C>(out, in, [](C a) { return a * std::tanh(std::log1p(fast_exp(a))); });
+      map<C, C>(out, in, [](C a) { return a * fast_tanh(std::log1p(fast_exp(a))); });
       return;
     case PointwiseOp::Hardsigmoid:
       map<C, C>(out, in, [](C a) { return std::min(std::max(a + C(3), C(0)), C(6)) / C(6); });
@@ -79,7 +79,7 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
         map<C, C>(out, in, [](C g, C a) {
           const C beta = C(kSqrt2OverPi), kappa = C(kGeluTanhCoefficient);
           const C a_sq = a * a;
-          const C tanh_inner = std::tanh(beta * (a + kappa * a_sq * a));
+          const C tanh_inner = fast_tanh(beta * (a + kappa * a_sq * a));
           const C left = C(0.5) * a;
           const C right = C(1) + tanh_inner;
           const C right_derivative = (C(1) - tanh_inner * tanh_inner) * beta * (C(1) + C(3) * kappa * a_sq);
@@ -101,7 +101,7 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
       return;
     case PointwiseOp::MishBackward:
       map<C, C>(out, in, [](C g, C a) {
-        const C t = std::tanh(std::log1p(fast_exp(a)));
+        const C t = fast_tanh(std::log1p(fast_exp(a)));
         const C s = sigmoid(a);
         return g * (t + a * s * (C(1) - t * t));
       });

@@ -135,6 +135,26 @@ inline int64_t int_pow(int64_t base, int64_t exponent) {
   return result;
 }
 
+// fp32 tanh that vectorizes (libm's tanhf does not): an odd polynomial near 0 (Cephes tanhf
+// coefficients), 1 - 2 / (e^2|x| + 1) elsewhere; a few ulp. Double uses libm.
+template <typename C>
+inline C fast_tanh(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    const float a = std::fabs(x);
+    const float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const float small = x + x * z * p;
+    const float large = std::copysign(1.0f - 2.0f / (vector_exp(2.0f * a) + 1.0f), x);
+    return a < 0.625f ? small : large;
+  } else {
+    return std::tanh(x);
+  }
+}
+
 template <typename C>
 inline C sigmoid(C x) {
   return C(1) / (C(1) + fast_exp(-x));

@@ -121,7 +121,7 @@ bool run_float_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
     OPENNEURON_FLOAT_UNARY(Sin, std::sin(a))
     OPENNEURON_FLOAT_UNARY(Cos, std::cos(a))
     OPENNEURON_FLOAT_UNARY(Tan, std::tan(a))
-    OPENNEURON_FLOAT_UNARY(Tanh, std::tanh(a))
+    OPENNEURON_FLOAT_UNARY(Tanh, fast_tanh(a))
     OPENNEURON_FLOAT_UNARY(Sigmoid, sigmoid(a))
     OPENNEURON_FLOAT_UNARY(Erf, std::erf(a))
     OPENNEURON_FLOAT_UNARY(Frac, a - std::trunc(a))
