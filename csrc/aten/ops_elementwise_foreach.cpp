@@ -1,0 +1,133 @@
+// The boxed _foreach_* kernel: checks and allocates per tensor on the host, then queues ONE task
+// that runs the pointwise kernel over the whole list (the point of foreach: one launch).
+#include <c10/core/DeviceGuard.h>
+
+#include <array>
+
+#include "aten/op_helpers.h"
+#include "aten/fallback.h"
+#include "aten/ops_elementwise_common.h"
+#include "aten/ops_elementwise_pointwise.h"
+
+namespace openneuron::bridge {
+
+using namespace elementwise;
+
+namespace {
+
+struct ForeachJob {
+  kernels::TensorView out;
+  std::vector<Operand> inputs;
+  kernels::DType compute;
+  kernels::PointwiseParams params;
+};
+
+}  // namespace
+
+ForeachKernel::ForeachKernel(ForeachSpec spec, const std::string& op_name)
+    : spec_(spec), name_("aten::" + op_name), counter_(new NativeOpCounter(name_.c_str())) {}
+
+void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                               torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const bool in_place = schema.name().back() == '_';
+  auto args = torch::jit::last(*stack, num_args);
+
+  std::vector<std::vector<at::Tensor>> lists;
+  const c10::IValue* extra = nullptr;
+  std::vector<const c10::IValue*> trailing;  // alpha
+  for (size_t pos = 0; pos < num_args; ++pos) {
+    const c10::IValue& value = args[pos];
+    if (value.isTensorList()) {
+      lists.push_back(value.toTensorVector());
+    } else if (!extra && schema.arguments()[pos].name() != "alpha") {
+      extra = &value;
+    } else {
+      trailing.push_back(&value);
+    }
+  }
+  const std::vector<at::Tensor>& self = lists.front();
+  const size_t count = self.size();
+  for (const auto& list : lists) {
+    TORCH_CHECK(list.size() == count, "Tensor lists must have the same number of tensors, got ",
+                count, " and ", list.size());
+  }
+  if (extra && extra->isList()) {
+    TORCH_CHECK(extra->toListRef().size() == count, "Tensor list must have same number of elements as scalar list.");
+  }
+
+  bool native = true;
+  for (const auto& list : lists) {
+    for (const at::Tensor& t : list) native = native && is_native_compute_dtype(t.scalar_type());
+  }
+  if (extra && extra->isTensor()) {
+    const at::Tensor& t = extra->toTensor();
+    native = native && (t.dim() == 0) && (t.is_privateuseone() || t.is_cpu()) &&
+             (is_native_compute_dtype(t.scalar_type()) || t.is_cpu());
+  }
+  if (!native) {
+    host_fallback(op, stack);
+    return;
+  }
+
+  std::vector<at::Tensor> results;
+  std::vector<ForeachJob> jobs;
+  jobs.reserve(count);
+  if (count > 0) {
+    const c10::DeviceGuard guard(self.front().device());
+    counter_->hit();
+    for (size_t i = 0; i < count; ++i) {
+      std::vector<at::Tensor> operands;
+      for (const auto& list : lists) operands.push_back(list[i]);
+      kernels::PointwiseParams params;
+      int num_params = 0;
+      if (extra) {
+        c10::IValue item = extra->isList() ? extra->toListRef()[i] : *extra;
+        if (spec_.extra_is_operand) {
+          operands.push_back(item.isTensor() ? item.toTensor() : wrap_scalar(item.toScalar()));
+        } else {
+          params.values[num_params] = scalar_param(item, &params.present[num_params]);
+          ++num_params;
+        }
+      }
+      for (const c10::IValue* value : trailing) {
+        if (num_params == 4) break;
+        params.values[num_params] = scalar_param(*value, &params.present[num_params]);
+        ++num_params;
+      }
+      at::native::ResultTypeState state{};
+      for (const at::Tensor& t : operands) state = at::native::update_result_type_state(t, state);
+      const at::ScalarType promoted = at::native::result_type(state);
+      const at::ScalarType result = result_dtype(spec_.result, promoted, self[i].scalar_type());
+      const at::ScalarType compute = compute_dtype(spec_.result, promoted, result);
+      const c10::Device device = check_operand_devices(name_.c_str(), operands, at::Tensor());
+      at::Tensor out;
+      if (in_place) {
+        out = self[i];
+        TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
+                    " can't be cast to the desired output type ", out.scalar_type());
+      } else {
+        out = at::empty(self[i].sizes(), at::TensorOptions().dtype(result).device(device));
+        results.push_back(out);
+      }
+      if (out.numel() == 0) continue;
+      ForeachJob job{view_of(out), {}, kernel_dtype(compute), params};
+      for (const at::Tensor& t : operands) job.inputs.emplace_back(t, out.sizes(), host_scalar_dtype(compute));
+      jobs.push_back(std::move(job));
+    }
+    const kernels::PointwiseOp kernel_op = spec_.op;
+    stream_for(self.front()).enqueue(name_.c_str(), [kernel_op, jobs = std::move(jobs)]() mutable {
+      for (ForeachJob& job : jobs) {
+        std::array<kernels::TensorView, 3> views;
+        for (size_t k = 0; k < job.inputs.size(); ++k) views[k] = job.inputs[k].bind();
+        kernels::pointwise(kernel_op, job.out, views.data(), static_cast<int>(job.inputs.size()),
+                           job.compute, job.params);
+      }
+    });
+  }
+  torch::jit::drop(*stack, num_args);
+  if (!in_place) torch::jit::push(*stack, c10::IValue(results));
+}
+
+}  // namespace openneuron::bridge

@@ -1,0 +1,87 @@
+// A boxed kernel that implements any pointwise ATen op (functional, in-place and out=) from a
+// one-line PointwiseSpec: the registration table in register_elementwise.cpp is the op list.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aten/op_tracking.h"
+#include "kernels/pointwise.h"
+
+namespace openneuron::bridge {
+
+// How an op's result dtype follows from the promoted dtype of its operands.
+enum class ResultRule : uint8_t {
+  Common,        // the promoted dtype (add, maximum, where)
+  FloatPromote,  // the promoted dtype, integers and bool becoming the default float (exp, div)
+  Bool,          // bool (comparisons, isnan)
+  Self,          // operand 0's dtype (masked_fill)
+};
+
+// Which promoted dtypes the device computes the op for; others go to the host fallback,
+// which raises PyTorch's own error for unsupported dtypes.
+enum DtypeClass : uint8_t { kFloats = 1, kIntegers = 2, kBool = 4, kAllTypes = 7, kNumbers = 3 };
+
+struct PointwiseSpec {
+  kernels::PointwiseOp op;
+  ResultRule result = ResultRule::Common;
+  uint8_t dtypes = kAllTypes;
+  // Schema positions of the operands (Tensor or Scalar); every other non-out argument is a
+  // scalar parameter, in order (None -> absent, str -> 1 for "tanh"/"floor", 2 for "trunc").
+  std::vector<int> operand_args = {0};
+  // Bit k set: operand k takes part in type promotion (all by default).
+  uint32_t promote_mask = ~0u;
+};
+
+class PointwiseKernel final : public c10::OperatorKernel {
+ public:
+  PointwiseKernel(PointwiseSpec spec, const std::string& op_name);
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack);
+
+ private:
+  PointwiseSpec spec_;
+  std::string name_;
+  NativeOpCounter* counter_;  // lives for the process, like every native op counter
+};
+
+// Boxed kernel for the _foreach_* ops: one queued task loops over the whole tensor list.
+struct ForeachSpec {
+  kernels::PointwiseOp op;
+  ResultRule result = ResultRule::Common;
+  bool extra_is_operand = true;  // the Scalar/Scalar[]/Tensor after the lists: operand or param
+};
+
+class ForeachKernel final : public c10::OperatorKernel {
+ public:
+  ForeachKernel(ForeachSpec spec, const std::string& op_name);
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack);
+
+ private:
+  ForeachSpec spec_;
+  std::string name_;
+  NativeOpCounter* counter_;
+};
+
+// zero_ (ops_elementwise_zero.cpp).
+at::Tensor& zero_(at::Tensor& self);
+
+// torch's _fused_adam_ / _fused_adamw_ (ops_elementwise_fused_adam.cpp).
+void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                 at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
+                 at::TensorList state_steps, double lr, double beta1, double beta2,
+                 double weight_decay, double eps, bool amsgrad, bool maximize,
+                 const std::optional<at::Tensor>& grad_scale,
+                 const std::optional<at::Tensor>& found_inf);
+void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
+                  at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
+                  at::TensorList state_steps, double lr, double beta1, double beta2,
+                  double weight_decay, double eps, bool amsgrad, bool maximize,
+                  const std::optional<at::Tensor>& grad_scale,
+                  const std::optional<at::Tensor>& found_inf);
+
+}  // namespace openneuron::bridge
