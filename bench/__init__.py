@@ -1,0 +1,1 @@
+"""Benchmarks and shared representative workloads of the neuron backend."""

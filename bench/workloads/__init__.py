@@ -1,0 +1,80 @@
+"""The representative workloads, shared by tests, benchmarks and the demo.
+
+Each workload builds its model on the CPU from a fixed seed (random weights, synthetic data,
+nothing downloaded), then moves it to the requested device, so every device starts from the
+same parameters and sees the same batches. ``build`` returns a ``Built``: the model, the
+optimizer (None for inference) and ``step(i)``, which runs training step ``i`` (or forward
+pass ``i``) and returns the loss (or output) as a tensor on the device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+
+
+@dataclasses.dataclass
+class Built:
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer | None
+    step: Callable[[int], torch.Tensor]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """How closely neuron must match the CPU on this workload, and why."""
+
+    rtol: float
+    atol: float
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    training: bool
+    # build(device, size, seed) -> Built; size is a key of `sizes`.
+    builder: Callable[..., Built]
+    sizes: dict[str, dict]
+    tolerance: Tolerance
+
+    def build(self, device: str | torch.device, size: str = "small", seed: int = 0) -> Built:
+        return self.builder(torch.device(device), seed=seed, **self.sizes[size])
+
+
+WORKLOADS: dict[str, Workload] = {}
+
+
+def register(workload: Workload) -> Workload:
+    WORKLOADS[workload.name] = workload
+    return workload
+
+
+def get_workload(name: str) -> Workload:
+    return WORKLOADS[name]
+
+
+def cycling_batches(batches: list, device: torch.device) -> Callable[[int], tuple]:
+    """Moves the pre-drawn CPU batches to `device` once; batch(i) cycles through them."""
+    on_device = [tuple(t.to(device) for t in batch) for batch in batches]
+    return lambda i: on_device[i % len(on_device)]
+
+
+def to_device(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """model.to(device), keeping tied weights tied.
+
+    Module.to() replaces each parameter by a new one when the CPU and device tensor types are
+    not "shallow-copy compatible", which PyTorch reports for every PrivateUse1 backend; tied
+    weights (GPT-2's lm_head and wte) then become two independent copies. Re-tie them.
+    """
+    model.to(device)
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+    return model
+
+
+# Importing the modules registers the workloads in a fixed order.
+from bench.workloads import mlp, cnn, gpt2, bert, llama  # noqa: E402,F401
