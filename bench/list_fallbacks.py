@@ -1,6 +1,6 @@
 """Runs every workload for 2 steps on neuron and prints the ops that fell back to the host.
 
-    PYTHONPATH=python python -m bench.list_fallbacks [workload ...]
+PYTHONPATH=python python -m bench.list_fallbacks [workload ...]
 """
 
 import os
@@ -9,7 +9,6 @@ import warnings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402  (autoloads the neuron backend)
 
 import openneuron  # noqa: E402
 from bench.workloads import WORKLOADS  # noqa: E402
@@ -29,8 +28,10 @@ def main(names):
         except Exception as exc:  # report and keep going: the list is the point
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         fallbacks = openneuron.get_fallback_ops()
-        print(f"{name}: {len(fallbacks)} op(s) on the host fallback"
-              + (f"  [stopped: {error}]" if error else ""))
+        print(
+            f"{name}: {len(fallbacks)} op(s) on the host fallback"
+            + (f"  [stopped: {error}]" if error else "")
+        )
         for op, count in sorted(fallbacks.items(), key=lambda item: (-item[1], item[0])):
             print(f"  {count:6d}  {op}")
 

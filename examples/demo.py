@@ -6,9 +6,10 @@ Run with `make demo` (or `.venv/bin/python examples/demo.py` once built).
 
 import time
 
-import openneuron
 import torch
 from torch import nn
+
+import openneuron
 
 STEPS = 8
 BATCH, FEATURES, HIDDEN, CLASSES = 64, 32, 128, 10

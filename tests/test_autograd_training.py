@@ -158,3 +158,23 @@ def test_module_neuron_moves_parameters_and_buffers():
     model = nn.BatchNorm1d(4).neuron()
     assert all(p.is_neuron for p in model.parameters())
     assert all(b.is_neuron for b in model.buffers())
+
+
+def test_tied_weights_stay_tied_after_moving_to_the_device():
+    # Module.to() must keep one Parameter for weights shared by two modules (as on CUDA),
+    # or each copy gets half the gradient.
+    torch.manual_seed(0)
+    embedding = nn.Embedding(10, 4)
+    head = nn.Linear(4, 10, bias=False)
+    head.weight = embedding.weight
+    model = nn.ModuleList([embedding, head]).to("neuron")
+    assert model[0].weight is model[1].weight and model[0].weight.is_neuron
+    tokens = torch.tensor([1, 2, 3], device="neuron")
+    model[1](model[0](tokens)).sum().backward()
+
+    torch.manual_seed(0)  # the same initial weights, on the CPU
+    cpu_embedding = nn.Embedding(10, 4)
+    cpu_head = nn.Linear(4, 10, bias=False)
+    cpu_head.weight = cpu_embedding.weight
+    cpu_head(cpu_embedding(tokens.cpu())).sum().backward()
+    torch.testing.assert_close(model[0].weight.grad.cpu(), cpu_embedding.weight.grad)

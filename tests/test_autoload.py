@@ -39,3 +39,9 @@ def test_explicit_import_after_disabled_autoload():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "neuron:0"
+
+
+def test_importing_openneuron_before_torch():
+    done = run("import openneuron, torch; print(torch.ones(1, device='neuron').device)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "neuron:0"

@@ -5,9 +5,10 @@ import subprocess
 import sys
 import warnings
 
-import openneuron
 import pytest
 import torch
+
+import openneuron
 
 
 def test_native_op_is_counted_as_executed_not_fallback():

@@ -92,8 +92,24 @@ UNARY = {
     "hardswish": (F.hardswish, (-5, 5), False),
     "relu6": (F.relu6, (-3, 8), False),
 }
-DIFFERENTIABLE = [n for n in UNARY if n not in ("logical_not", "isnan", "isinf", "isfinite", "sign", "sgn",
-                                                  "floor", "ceil", "round", "round_decimals", "trunc")]
+DIFFERENTIABLE = [
+    n
+    for n in UNARY
+    if n
+    not in (
+        "logical_not",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "sign",
+        "sgn",
+        "floor",
+        "ceil",
+        "round",
+        "round_decimals",
+        "trunc",
+    )
+]
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -156,8 +172,19 @@ def test_nan_to_num_and_special_values(no_fallbacks):
     for dtype in FLOAT_DTYPES:
         xd = x.to(dtype)
         check(torch.nan_to_num(xd.to("neuron")), torch.nan_to_num(xd), dtype)
-        check(torch.nan_to_num(xd.to("neuron"), nan=1.0, posinf=2.0), torch.nan_to_num(xd, nan=1.0, posinf=2.0), dtype)
-        for fn in (torch.isnan, torch.isinf, torch.isfinite, torch.isposinf, torch.isneginf, torch.sign):
+        check(
+            torch.nan_to_num(xd.to("neuron"), nan=1.0, posinf=2.0),
+            torch.nan_to_num(xd, nan=1.0, posinf=2.0),
+            dtype,
+        )
+        for fn in (
+            torch.isnan,
+            torch.isinf,
+            torch.isfinite,
+            torch.isposinf,
+            torch.isneginf,
+            torch.sign,
+        ):
             check(fn(xd.to("neuron")), fn(xd))
 
 
@@ -205,12 +232,16 @@ def test_binary_forward_broadcast(name, dtype, no_fallbacks):
         pytest.skip("float-only op")
     a = make((4, 1, 5), dtype, low, high, seed=1)
     b = make((3, 1), dtype, low, high, seed=2)
-    if name in ("remainder", "fmod", "floor_divide", "div_trunc", "div_floor") or (name == "pow" and not dtype.is_floating_point):
+    if name in ("remainder", "fmod", "floor_divide", "div_trunc", "div_floor") or (
+        name == "pow" and not dtype.is_floating_point
+    ):
         b = nonzero_divisor(b).abs() if name == "pow" else nonzero_divisor(b)
     check(fn(a.to("neuron"), b.to("neuron")), fn(a, b), dtype)
 
 
-@pytest.mark.parametrize("name", ["pow", "maximum", "atan2", "remainder", "fmod", "eq", "lt", "clamp_min", "lerp"])
+@pytest.mark.parametrize(
+    "name", ["pow", "maximum", "atan2", "remainder", "fmod", "eq", "lt", "clamp_min", "lerp"]
+)
 def test_binary_gradient_and_scalar_overloads(name, no_fallbacks):
     fn, (low, high), _ = BINARY[name]
     a = make((3, 4), torch.float32, low, high, seed=3)
@@ -246,7 +277,10 @@ def test_bitwise_binary(dtype, no_fallbacks):
     a, b = make((6, 5), dtype, seed=6), make((5,), dtype, seed=7)
     for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
         check(fn(a.to("neuron"), b.to("neuron")), fn(a, b))
-    check(a.to("neuron") & 3 if dtype != torch.bool else a.to("neuron") & True, a & 3 if dtype != torch.bool else a & True)
+    check(
+        a.to("neuron") & 3 if dtype != torch.bool else a.to("neuron") & True,
+        a & 3 if dtype != torch.bool else a & True,
+    )
 
 
 def test_comparison_variants(no_fallbacks):
@@ -292,7 +326,11 @@ def test_where_clamp_lerp_addc_masked_fill(no_fallbacks):
         check(torch.addcmul(n(x), n(y), n(z), value=0.5), torch.addcmul(x, y, z, value=0.5), dtype)
         check(torch.addcdiv(n(x), n(y), n(z), value=-2), torch.addcdiv(x, y, z, value=-2), dtype)
         check(n(x).masked_fill(n(cond), 7.0), x.masked_fill(cond, 7.0), dtype)
-        check(n(x).masked_fill(n(cond), torch.tensor(-1.0)), x.masked_fill(cond, torch.tensor(-1.0)), dtype)
+        check(
+            n(x).masked_fill(n(cond), torch.tensor(-1.0)),
+            x.masked_fill(cond, torch.tensor(-1.0)),
+            dtype,
+        )
         inplace = n(x)
         inplace.masked_fill_(n(cond), 3.0).clamp_(-2, 2).addcmul_(n(y), n(y))
         check(inplace, x.masked_fill(cond, 3.0).clamp(-2, 2).addcmul(y, y), dtype)
@@ -300,7 +338,10 @@ def test_where_clamp_lerp_addc_masked_fill(no_fallbacks):
     check(torch.clamp(ints.to("neuron"), -2, 3), torch.clamp(ints, -2, 3))
     check(torch.clamp(ints.to("neuron"), -2.5, 3.5), torch.clamp(ints, -2.5, 3.5))
     check(ints.to("neuron").masked_fill(ints.to("neuron") > 0, 9), ints.masked_fill(ints > 0, 9))
-    check(torch.addcmul(ints.to("neuron"), ints.to("neuron"), ints.to("neuron"), value=2), torch.addcmul(ints, ints, ints, value=2))
+    check(
+        torch.addcmul(ints.to("neuron"), ints.to("neuron"), ints.to("neuron"), value=2),
+        torch.addcmul(ints, ints, ints, value=2),
+    )
     out = torch.empty(10, device="neuron", dtype=torch.int64)
     torch.where(ints.to("neuron") > 0, ints.to("neuron"), -ints.to("neuron"), out=out)
     check(out, torch.where(ints > 0, ints, -ints))
@@ -323,7 +364,7 @@ def test_ternary_gradients(no_fallbacks):
         dev = [t.to("neuron").requires_grad_() for t in (x, y, w)]
         fn(*cpu).sum().backward()
         fn(*dev).sum().backward()
-        for c, d in zip(cpu, dev):
+        for c, d in zip(cpu, dev, strict=False):
             if c.grad is not None:
                 torch.testing.assert_close(d.grad.cpu(), c.grad, **GRAD_TOL)
 
@@ -360,11 +401,11 @@ def test_foreach_single_task_and_matches_cpu(no_fallbacks):
         lambda a, b: torch._foreach_addcdiv(a, a, b, [0.1, 0.2, 0.3, 0.4]),
         lambda a, b: torch._foreach_neg(a),
     ):
-        for got, want in zip(fn(nx, ny), fn(xs, ys)):
+        for got, want in zip(fn(nx, ny), fn(xs, ys), strict=False):
             check(got, want)
     torch._foreach_add_(nx, ny, alpha=-1)
     torch._foreach_add_(xs, ys, alpha=-1)
-    for got, want in zip(nx, xs):
+    for got, want in zip(nx, xs, strict=False):
         check(got, want)
     executed = openneuron.get_executed_ops()
     assert executed.get("aten::_foreach_add_.List") == 1

@@ -44,18 +44,26 @@ def se_bound(std):
 DRAWS = {
     "bernoulli_float": lambda g: torch.empty(1000, device=DEVICE).bernoulli_(0.3, generator=g),
     "bernoulli_tensor": lambda g: torch.empty(1000, device=DEVICE).bernoulli_(
-        torch.full((1000,), 0.4, device=DEVICE), generator=g),
+        torch.full((1000,), 0.4, device=DEVICE), generator=g
+    ),
     "bernoulli": lambda g: torch.bernoulli(torch.full((1000,), 0.4, device=DEVICE), generator=g),
-    "bernoulli_p": lambda g: torch.bernoulli(torch.full((1000,), 0.0, device=DEVICE), 0.5, generator=g),
+    "bernoulli_p": lambda g: torch.bernoulli(
+        torch.full((1000,), 0.0, device=DEVICE), 0.5, generator=g
+    ),
     "randint": lambda g: torch.randint(-7, 9, (1000,), device=DEVICE, generator=g),
     "random_": lambda g: torch.empty(1000, device=DEVICE, dtype=torch.int32).random_(generator=g),
     "random_to": lambda g: torch.empty(1000, device=DEVICE).random_(10, generator=g),
     "randperm": lambda g: torch.randperm(500, device=DEVICE, generator=g),
     "exponential_": lambda g: torch.empty(1000, device=DEVICE).exponential_(2.0, generator=g),
-    "normal_tensor_float": lambda g: torch.normal(torch.full((1000,), 0.0, device=DEVICE), 2.0, generator=g),
-    "normal_float_tensor": lambda g: torch.normal(1.0, torch.ones(1000, device=DEVICE), generator=g),
-    "normal_tensor_tensor": lambda g: torch.normal(torch.full((1000,), 0.0, device=DEVICE),
-                                                   torch.ones(1000, device=DEVICE), generator=g),
+    "normal_tensor_float": lambda g: torch.normal(
+        torch.full((1000,), 0.0, device=DEVICE), 2.0, generator=g
+    ),
+    "normal_float_tensor": lambda g: torch.normal(
+        1.0, torch.ones(1000, device=DEVICE), generator=g
+    ),
+    "normal_tensor_tensor": lambda g: torch.normal(
+        torch.full((1000,), 0.0, device=DEVICE), torch.ones(1000, device=DEVICE), generator=g
+    ),
     "multinomial": lambda g: torch.multinomial(torch.ones(4, 50, device=DEVICE), 20, generator=g),
 }
 
@@ -82,6 +90,7 @@ def test_independent_of_cpu_generator(name):
 
 
 # ---- statistics, shapes, dtypes -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 def test_bernoulli_float_statistics(dtype):
@@ -123,17 +132,31 @@ def test_randint_bounds_and_mean(dtype):
     assert abs(values.mean().item() - (low + high - 1) / 2) < se_bound(math.sqrt((n * n - 1) / 12))
 
 
-@pytest.mark.parametrize("dtype,upper", [(torch.int8, 127), (torch.uint8, 255), (torch.bool, 1),
-                                         (torch.bfloat16, 256), (torch.float16, 2048)])
+@pytest.mark.parametrize(
+    "dtype,upper",
+    [
+        (torch.int8, 127),
+        (torch.uint8, 255),
+        (torch.bool, 1),
+        (torch.bfloat16, 256),
+        (torch.float16, 2048),
+    ],
+)
 def test_random_plain_covers_dtype_range(dtype, upper):
     values = torch.empty(N, device=DEVICE, dtype=dtype).random_(generator=gen()).cpu().double()
     assert values.min() == 0 and values.max() == upper
 
 
 def test_random_from_without_to_and_full_int64_range():
-    values = torch.empty(N, device=DEVICE, dtype=torch.int16).random_(-3, None, generator=gen()).cpu()
+    values = (
+        torch.empty(N, device=DEVICE, dtype=torch.int16).random_(-3, None, generator=gen()).cpu()
+    )
     assert values.min() == -3 and values.max() == 32767
-    full = torch.empty(N, device=DEVICE, dtype=torch.int64).random_(-(2**63), None, generator=gen()).cpu()
+    full = (
+        torch.empty(N, device=DEVICE, dtype=torch.int64)
+        .random_(-(2**63), None, generator=gen())
+        .cpu()
+    )
     assert (full < 0).any() and (full > 2**62).any()
     with pytest.raises(RuntimeError, match="from.*to"):
         torch.empty(3, device=DEVICE).random_(5, 5)
@@ -152,7 +175,9 @@ def test_randperm_is_a_permutation(dtype):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_exponential_moments(dtype):
-    values = torch.empty(N, device=DEVICE, dtype=dtype).exponential_(4.0, generator=gen()).cpu().double()
+    values = (
+        torch.empty(N, device=DEVICE, dtype=dtype).exponential_(4.0, generator=gen()).cpu().double()
+    )
     assert values.min() >= 0
     assert abs(values.mean().item() - 0.25) < se_bound(0.25) + 2e-3
     assert abs(values.std().item() - 0.25) < 0.01
@@ -165,10 +190,12 @@ def test_normal_tensor_moments(dtype):
     out = torch.normal(mean, std.expand(N // 4, 3), generator=gen())
     assert out.shape == (N // 4, 3) and out.dtype == dtype
     values = out.cpu().double()
-    torch.testing.assert_close(values.mean(0), torch.tensor([-5.0, 0.0, 10.0], dtype=torch.float64),
-                               atol=0.1, rtol=0)
-    torch.testing.assert_close(values.std(0), torch.tensor([1.0, 3.0, 0.5], dtype=torch.float64),
-                               atol=0.05, rtol=0.02)
+    torch.testing.assert_close(
+        values.mean(0), torch.tensor([-5.0, 0.0, 10.0], dtype=torch.float64), atol=0.1, rtol=0
+    )
+    torch.testing.assert_close(
+        values.std(0), torch.tensor([1.0, 3.0, 0.5], dtype=torch.float64), atol=0.05, rtol=0.02
+    )
     only_mean = torch.normal(mean, 2.0, generator=gen()).cpu().double()
     assert abs(only_mean[:, 2].std().item() - 2.0) < 0.05
     only_std = torch.normal(3.0, std.expand(N // 4, 3), generator=gen()).cpu().double()
@@ -201,6 +228,7 @@ def test_multinomial_with_and_without_replacement():
 
 # ---- dropout ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("p", [0.1, 0.5])
 def test_dropout_forward_backward_consistency(dtype, p):
@@ -212,9 +240,13 @@ def test_dropout_forward_backward_consistency(dtype, p):
     kept = y.detach().cpu() != 0
     scale = 1.0 / (1.0 - p)
     expected_y = x.detach().cpu().float() * kept * scale
-    torch.testing.assert_close(y.detach().cpu().float(), expected_y, rtol=DROPOUT_TOL[dtype][0], atol=DROPOUT_TOL[dtype][1])
+    torch.testing.assert_close(
+        y.detach().cpu().float(), expected_y, rtol=DROPOUT_TOL[dtype][0], atol=DROPOUT_TOL[dtype][1]
+    )
     expected_grad = grad.cpu().float() * kept * scale
-    torch.testing.assert_close(x.grad.cpu().float(), expected_grad, rtol=DROPOUT_TOL[dtype][0], atol=DROPOUT_TOL[dtype][1])
+    torch.testing.assert_close(
+        x.grad.cpu().float(), expected_grad, rtol=DROPOUT_TOL[dtype][0], atol=DROPOUT_TOL[dtype][1]
+    )
     assert abs(kept.float().mean().item() - (1 - p)) < 6 * math.sqrt(p * (1 - p) / kept.numel())
 
 

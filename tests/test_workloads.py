@@ -29,20 +29,20 @@ STEPS = 10
 OBSERVED_FALLBACKS = {
     "mlp": "nll_loss_forward.output, nll_loss_backward.grad_input",
     "cnn": "convolution (aten::convolution_overrideable has no kernel and no fallback), "
-           "batch norm, max/adaptive pooling, nll_loss",
+    "batch norm, max/adaptive pooling, nll_loss",
     "gpt2": "addcdiv.out, addcmul.out, lerp.Scalar_out, sqrt.out (AdamW), all.out, arange.start_out, "
-            "cat.out, embedding_dense_backward, index_select, isneginf.out, native_batch_norm, "
-            "native_layer_norm_backward, nll_loss_forward.output, nll_loss_backward.grad_input, "
-            "pow.Tensor_Scalar_out, tanh.out, tanh_backward.grad_input, tril.out, where.self, "
-            "where.self_out, zero_",
+    "cat.out, embedding_dense_backward, index_select, isneginf.out, native_batch_norm, "
+    "native_layer_norm_backward, nll_loss_forward.output, nll_loss_backward.grad_input, "
+    "pow.Tensor_Scalar_out, tanh.out, tanh_backward.grad_input, tril.out, where.self, "
+    "where.self_out, zero_",
     "bert-fp32": "addcmul.out, all.all_out, all.out, gather.out, gelu.out, index_select, "
-                 "isneginf.out, native_batch_norm, tanh.out, where.self_out",
+    "isneginf.out, native_batch_norm, tanh.out, where.self_out",
     "bert-bf16": "addcmul.out, all.all_out, all.out, gather.out, gelu.out, index_select, "
-                 "isneginf.out, native_batch_norm, tanh.out, where.self_out",
+    "isneginf.out, native_batch_norm, tanh.out, where.self_out",
     "llama": "_fused_adamw_, all.out, arange.start_out, cat.out, cos.out, sin.out, "
-             "embedding_dense_backward, index_select, isneginf.out, neg.out, nll_loss_forward.output, "
-             "nll_loss_backward.grad_input, pow.Tensor_Scalar_out, rsqrt.out, sigmoid.out, silu.out, "
-             "tril.out, where.self, where.self_out, zero_",
+    "embedding_dense_backward, index_select, isneginf.out, neg.out, nll_loss_forward.output, "
+    "nll_loss_backward.grad_input, pow.Tensor_Scalar_out, rsqrt.out, sigmoid.out, silu.out, "
+    "tril.out, where.self, where.self_out, zero_",
 }
 
 # Workloads that cannot run at all on this branch yet (not even through the fallback).
@@ -79,9 +79,11 @@ def runs(name):
 
 def workload_params(xfail_reasons, raises=None):
     return [
-        pytest.param(name, marks=pytest.mark.xfail(reason=xfail_reasons[name], raises=raises,
-                                                    strict=False))
-        if name in xfail_reasons else name
+        pytest.param(
+            name, marks=pytest.mark.xfail(reason=xfail_reasons[name], raises=raises, strict=False)
+        )
+        if name in xfail_reasons
+        else name
         for name in WORKLOADS
     ]
 
@@ -93,12 +95,20 @@ def test_matches_cpu(name):
     for step, (expected, actual) in enumerate(zip(cpu, neuron)):
         assert torch.isfinite(actual).all(), f"{name}: non-finite output at step {step}"
         torch.testing.assert_close(
-            actual, expected, rtol=tolerance.rtol, atol=tolerance.atol,
-            msg=lambda m, step=step: f"{name} step {step} ({tolerance.reason}): {m}")
+            actual,
+            expected,
+            rtol=tolerance.rtol,
+            atol=tolerance.atol,
+            msg=lambda m, step=step: f"{name} step {step} ({tolerance.reason}): {m}",
+        )
 
 
-@pytest.mark.parametrize("name", workload_params(
-    {name: f"ops still on the host fallback: {ops}" for name, ops in OBSERVED_FALLBACKS.items()}))
+@pytest.mark.parametrize(
+    "name",
+    workload_params(
+        {name: f"ops still on the host fallback: {ops}" for name, ops in OBSERVED_FALLBACKS.items()}
+    ),
+)
 def test_no_fallbacks(name):
     _, _, fallbacks = runs(name)
     assert fallbacks == {}, f"{name} ran ops on the host fallback: {fallbacks}"

@@ -63,18 +63,5 @@ def cycling_batches(batches: list, device: torch.device) -> Callable[[int], tupl
     return lambda i: on_device[i % len(on_device)]
 
 
-def to_device(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """model.to(device), keeping tied weights tied.
-
-    Module.to() replaces each parameter by a new one when the CPU and device tensor types are
-    not "shallow-copy compatible", which PyTorch reports for every PrivateUse1 backend; tied
-    weights (GPT-2's lm_head and wte) then become two independent copies. Re-tie them.
-    """
-    model.to(device)
-    if hasattr(model, "tie_weights"):
-        model.tie_weights()
-    return model
-
-
 # Importing the modules registers the workloads in a fixed order.
-from bench.workloads import mlp, cnn, gpt2, bert, llama  # noqa: E402,F401
+from bench.workloads import bert, cnn, gpt2, llama, mlp  # noqa: E402,F401

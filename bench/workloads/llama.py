@@ -3,7 +3,7 @@ SiLU MLP, SDPA attention) under bf16 autocast with AdamW(fused=True)."""
 
 import torch
 
-from bench.workloads import Built, Tolerance, Workload, cycling_batches, register, to_device
+from bench.workloads import Built, Tolerance, Workload, cycling_batches, register
 
 
 def build(device, *, seed, batch, seq, layers, hidden, heads, kv_heads, vocab, batches=2):
@@ -11,15 +11,20 @@ def build(device, *, seed, batch, seq, layers, hidden, heads, kv_heads, vocab, b
 
     torch.manual_seed(seed)
     config = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=int(hidden * 8 / 3) // 64 * 64,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-        max_position_embeddings=max(128, seq), attention_dropout=0.0,
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=int(hidden * 8 / 3) // 64 * 64,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=max(128, seq),
+        attention_dropout=0.0,
         attn_implementation="sdpa",
     )
     model = transformers.LlamaForCausalLM(config)
     data = torch.Generator().manual_seed(seed + 1)
     cpu_batches = [(torch.randint(0, vocab, (batch, seq), generator=data),) for _ in range(batches)]
-    to_device(model, device).train()
+    model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
     batch_of = cycling_batches(cpu_batches, device)
 
@@ -35,15 +40,24 @@ def build(device, *, seed, batch, seq, layers, hidden, heads, kv_heads, vocab, b
     return Built(model, optimizer, step)
 
 
-WORKLOAD = register(Workload(
-    name="llama",
-    description="W5 Llama-style decoder training, bf16 autocast, fused AdamW",
-    training=True,
-    builder=build,
-    sizes={"small": dict(batch=2, seq=64, layers=2, hidden=128, heads=4, kv_heads=2, vocab=1024),
-           "benchmark": dict(batch=4, seq=128, layers=4, hidden=256, heads=4, kv_heads=2,
-                             vocab=1024)},
-    tolerance=Tolerance(2e-2, 2e-2, "bf16 autocast: matmuls round to bf16 (2^-8 relative), so "
-                                    "one-ulp differences in their results change the loss at the "
-                                    "1e-3 level per step and accumulate over 10 AdamW steps"),
-))
+WORKLOAD = register(
+    Workload(
+        name="llama",
+        description="W5 Llama-style decoder training, bf16 autocast, fused AdamW",
+        training=True,
+        builder=build,
+        sizes={
+            "small": dict(batch=2, seq=64, layers=2, hidden=128, heads=4, kv_heads=2, vocab=1024),
+            "benchmark": dict(
+                batch=4, seq=128, layers=4, hidden=256, heads=4, kv_heads=2, vocab=1024
+            ),
+        },
+        tolerance=Tolerance(
+            2e-2,
+            2e-2,
+            "bf16 autocast: matmuls round to bf16 (2^-8 relative), so "
+            "one-ulp differences in their results change the loss at the "
+            "1e-3 level per step and accumulate over 10 AdamW steps",
+        ),
+    )
+)

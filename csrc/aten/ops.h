@@ -26,6 +26,7 @@ at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source);
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
 void record_stream(at::Tensor& self, c10::Stream stream);
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
 
 // Copies (ops_copy.cpp).
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);

@@ -146,4 +146,17 @@ void record_stream(at::Tensor& self, c10::Stream stream) {
   device_allocator()->recordStream(self.storage().data_ptr(), stream);
 }
 
+// Lets `param.data = neuron_tensor` (what Module.to() does) keep the Parameter object, so
+// weights tied across modules stay tied, as they do on CUDA. PyTorch's built-in rule
+// knows only its own dense backends.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto plain_dense = [](const at::Tensor& tensor) {
+    return (tensor.is_cpu() || tensor.is_privateuseone()) && tensor.layout() == c10::kStrided &&
+           !tensor.is_quantized() && !tensor.is_nested() &&
+           typeid(*tensor.unsafeGetTensorImpl()) == typeid(c10::TensorImpl);
+  };
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
+         (plain_dense(self) && plain_dense(from));
+}
+
 }  // namespace openneuron::bridge

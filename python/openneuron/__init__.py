@@ -6,6 +6,15 @@ point) registers the ``neuron`` device: ``torch.ones(2, device="neuron")``,
 simulated NeuronCore that runs on any Linux machine.
 """
 
+
+def _autoload() -> None:
+    """Entry point PyTorch calls at ``import torch``; importing the package does the work.
+
+    Defined before ``import torch``: when a program imports openneuron first, torch's
+    autoload calls this while the package is still initialising.
+    """
+
+
 import torch
 
 from openneuron import _C  # noqa: F401  (loading it registers guard, hooks, allocators, kernels)
@@ -25,10 +34,6 @@ def _register_backend() -> None:
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
         _printing.install()
-
-
-def _autoload() -> None:
-    """Entry point PyTorch calls at ``import torch``; importing the package did the work."""
 
 
 _register_backend()
