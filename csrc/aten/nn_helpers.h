@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <optional>
 
+#include "aten/op_helpers.h"
 #include "kernels/tensor_view.h"
 
 namespace openneuron::bridge::nn {
@@ -26,6 +27,19 @@ inline bool all_nn_dtypes(std::initializer_list<const at::Tensor*> tensors) {
 
 inline const at::Tensor* opt(const std::optional<at::Tensor>& tensor) {
   return tensor.has_value() && tensor->defined() ? &*tensor : nullptr;
+}
+
+// check_same_device for up to 8 tensors where absent optional ones are nullptr.
+inline c10::Device check_device(const char* op, std::initializer_list<const at::Tensor*> tensors) {
+  static const at::Tensor undefined;
+  const at::Tensor* p[8];
+  int count = 0;
+  for (const at::Tensor* t : tensors) {
+    TORCH_INTERNAL_ASSERT(count < 8, "check_device: too many tensors");
+    p[count++] = t != nullptr ? t : &undefined;
+  }
+  for (int i = count; i < 8; ++i) p[i] = &undefined;
+  return check_same_device(op, {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]});
 }
 
 // `view` with a size-1 dim inserted at `dim` (e.g. [N, C, L] -> [N, C, 1, L]).

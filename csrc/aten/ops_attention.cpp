@@ -75,7 +75,7 @@ sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tens
                   const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
                   bool return_debug_mask, std::optional<double> scale) {
   const at::Tensor* bias = nn::opt(attn_bias);
-  const c10::Device device = check_same_device(
+  const c10::Device device = nn::check_device(
       "aten::_scaled_dot_product_fused_attention_overrideable", {&query, &key, &value, bias});
   TORCH_CHECK(fused_sdp_choice(query, key, value, attn_bias, dropout_p, is_causal, scale,
                                /*enable_gqa=*/true) == kSdpOverrideable,
@@ -124,7 +124,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
     const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
   const at::Tensor* bias = attn_bias.defined() ? &attn_bias : nullptr;
   const c10::Device device =
-      check_same_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
+      nn::check_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
                         {&grad_out, &query, &key, &value, bias, &out, &logsumexp});
   TORCH_CHECK(nn::all_nn_dtypes({&grad_out, &query, &key, &value, &out}),
               "_scaled_dot_product_fused_attention_overrideable_backward: unsupported dtype ",

@@ -66,7 +66,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     bool transposed, at::IntArrayRef output_padding,
                                     int64_t groups) {
   const at::Tensor* bias_ptr = nn::opt(bias);
-  const c10::Device device = check_same_device("aten::convolution_overrideable",
+  const c10::Device device = nn::check_device("aten::convolution_overrideable",
                                                {&input, &weight, bias_ptr});
   if (!conv_is_native(input, weight, bias_ptr, transposed)) {
     return host_convolution(input, weight, bias, stride, padding, dilation, transposed,
@@ -101,7 +101,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  const c10::Device device = check_same_device("aten::convolution_backward_overrideable",
+  const c10::Device device = nn::check_device("aten::convolution_backward_overrideable",
                                                {&grad_output, &input, &weight});
   if (!conv_is_native(input, weight, nullptr, transposed) ||
       grad_output.scalar_type() != input.scalar_type()) {

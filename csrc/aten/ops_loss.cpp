@@ -80,7 +80,7 @@ std::tuple<at::Tensor, at::Tensor> nll_forward_impl(const char* name, const at::
                                                     const at::Tensor& target,
                                                     const at::Tensor* weight, int64_t reduction,
                                                     int64_t ignore_index, bool two_d) {
-  const c10::Device device = check_same_device(name, {&self, &target, weight});
+  const c10::Device device = nn::check_device(name, {&self, &target, weight});
   check_nll(name, self, target, weight, two_d);
   const c10::DeviceGuard guard(device);
   at::Tensor output;
@@ -117,7 +117,7 @@ at::Tensor nll_backward_impl(const char* name, const at::Tensor& grad_output,
                              const at::Tensor* weight, int64_t reduction, int64_t ignore_index,
                              const at::Tensor& total_weight, bool two_d) {
   const c10::Device device =
-      check_same_device(name, {&grad_output, &self, &target, weight, &total_weight});
+      nn::check_device(name, {&grad_output, &self, &target, weight, &total_weight});
   check_nll(name, self, target, weight, two_d);
   const c10::DeviceGuard guard(device);
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
@@ -261,7 +261,7 @@ at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t re
     return OPENNEURON_FALLBACK(mse_loss_out, self, target, reduction, out);
   }
   OPENNEURON_NATIVE_OP("aten::mse_loss");
-  const c10::Device device = check_same_device("aten::mse_loss", {&self, &target});
+  const c10::Device device = nn::check_device("aten::mse_loss", {&self, &target});
   const c10::DeviceGuard guard(device);
   const auto shape = at::infer_size(self.sizes(), target.sizes());
   const at::ScalarType dtype = at::result_type(self, target);
@@ -281,7 +281,7 @@ at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64
     return OPENNEURON_FALLBACK(mse_loss_out, self, target, reduction, out);
   }
   OPENNEURON_NATIVE_OP("aten::mse_loss.out");
-  check_same_device("aten::mse_loss.out", {&self, &target, &out});
+  nn::check_device("aten::mse_loss.out", {&self, &target, &out});
   return assign_out(out, bridge::mse_loss(self, target, reduction));
 }
 
@@ -294,7 +294,7 @@ at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
   }
   OPENNEURON_NATIVE_OP("aten::mse_loss_backward");
   const c10::Device device =
-      check_same_device("aten::mse_loss_backward", {&grad_output, &self, &target});
+      nn::check_device("aten::mse_loss_backward", {&grad_output, &self, &target});
   const c10::DeviceGuard guard(device);
   const auto shape = at::infer_size(self.sizes(), target.sizes());
   at::Tensor grad_input = at::empty(shape, self.options());

@@ -3,7 +3,10 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_fused_rms_norm.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/rms_norm_native.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/rsqrt.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/irange.h>
 
@@ -63,7 +66,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_impl(
     const at::Tensor* running_mean, const at::Tensor* running_var, bool training, double momentum,
     double eps) {
   const c10::Device device =
-      check_same_device(name, {&input, weight, bias, running_mean, running_var});
+      nn::check_device(name, {&input, weight, bias, running_mean, running_var});
   const c10::DeviceGuard guard(device);
   const int64_t channels = input.size(1);
   if (!training) {
@@ -153,7 +156,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
                                running_var, save_mean, save_invstd, train, eps, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::native_batch_norm_backward");
-  const c10::Device device = check_same_device(
+  const c10::Device device = nn::check_device(
       "aten::native_batch_norm_backward",
       {&grad_out, &input, opt(weight), opt(running_mean), opt(running_var), opt(save_mean),
        opt(save_invstd)});
@@ -193,7 +196,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(
   }
   OPENNEURON_NATIVE_OP("aten::native_group_norm");
   const c10::Device device =
-      check_same_device("aten::native_group_norm", {&input, opt(weight), opt(bias)});
+      nn::check_device("aten::native_group_norm", {&input, opt(weight), opt(bias)});
   const c10::DeviceGuard guard(device);
   TORCH_CHECK(group > 0 && c % group == 0, "Expected number of channels in input to be divisible "
               "by num_groups, but got input of shape ", input.sizes(), " and num_groups=", group);
@@ -223,7 +226,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
                                c, hxw, group, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::native_group_norm_backward");
-  const c10::Device device = check_same_device("aten::native_group_norm_backward",
+  const c10::Device device = nn::check_device("aten::native_group_norm_backward",
                                                {&grad_out, &input, &mean, &rstd, opt(weight)});
   const c10::DeviceGuard guard(device);
   const at::Tensor* w = opt(weight);
@@ -279,7 +282,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
   }
   OPENNEURON_NATIVE_OP("aten::native_layer_norm");
   const c10::Device device =
-      check_same_device("aten::native_layer_norm", {&input, opt(weight), opt(bias)});
+      nn::check_device("aten::native_layer_norm", {&input, opt(weight), opt(bias)});
   const c10::DeviceGuard guard(device);
   const int64_t row_len = normalized_length("layer_norm", input, normalized_shape);
   at::Tensor out = at::empty(input.sizes(), input.options());
@@ -313,7 +316,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
                                bias, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::native_layer_norm_backward");
-  const c10::Device device = check_same_device(
+  const c10::Device device = nn::check_device(
       "aten::native_layer_norm_backward", {&grad_out, &input, &mean, &rstd, opt(weight), opt(bias)});
   const c10::DeviceGuard guard(device);
   const int64_t row_len = normalized_length("layer_norm", input, normalized_shape);
@@ -350,7 +353,7 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
     return OPENNEURON_FALLBACK(_fused_rms_norm, input, normalized_shape, weight, eps);
   }
   OPENNEURON_NATIVE_OP("aten::_fused_rms_norm");
-  const c10::Device device = check_same_device("aten::_fused_rms_norm", {&input, opt(weight)});
+  const c10::Device device = nn::check_device("aten::_fused_rms_norm", {&input, opt(weight)});
   const c10::DeviceGuard guard(device);
   const int64_t row_len = normalized_length("rms_norm", input, normalized_shape);
   // eps defaults to the input dtype's machine epsilon, as torch.nn.functional.rms_norm.
@@ -388,7 +391,7 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
                                weight, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::_fused_rms_norm_backward");
-  const c10::Device device = check_same_device("aten::_fused_rms_norm_backward",
+  const c10::Device device = nn::check_device("aten::_fused_rms_norm_backward",
                                                {&grad_out, &input, &rstd, opt(weight)});
   const c10::DeviceGuard guard(device);
   const int64_t row_len = normalized_length("rms_norm", input, normalized_shape);
@@ -416,7 +419,17 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
 at::Tensor rms_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef normalized_shape,
                              const std::optional<at::Tensor>& weight, std::optional<double> eps) {
   if (!nn::all_nn_dtypes({&input, opt(weight)})) {
-    return at::native::rms_norm_symint(input, normalized_shape, weight, eps);
+    // The composite definition, through autograd: x * rsqrt(mean(x^2) + eps) * weight.
+    std::vector<int64_t> dims;
+    for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim(); ++d) {
+      dims.push_back(d);
+    }
+    const double epsilon = eps.value_or(input.scalar_type() == at::kDouble
+                                            ? std::numeric_limits<double>::epsilon()
+                                            : std::numeric_limits<float>::epsilon());
+    const at::Tensor mean_square = at::mean(at::mul(input, input), dims, /*keepdim=*/true);
+    at::Tensor out = at::mul(input, at::rsqrt(at::add(mean_square, epsilon)));
+    return weight.has_value() && weight->defined() ? at::mul(out, *weight) : out;
   }
   return std::get<0>(
       at::_fused_rms_norm(input, C10_AS_INTARRAYREF_SLOW(normalized_shape), weight, eps));

@@ -87,7 +87,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& sel
                                                            at::IntArrayRef padding,
                                                            at::IntArrayRef dilation,
                                                            bool ceil_mode) {
-  const c10::Device device = check_same_device("aten::max_pool2d_with_indices", {&self});
+  const c10::Device device = nn::check_device("aten::max_pool2d_with_indices", {&self});
   const PoolGeometry g = pool_geometry("max_pool2d", self, kernel_size, stride, padding,
                                        dilation, ceil_mode);
   if (!nn::is_nn_dtype(self.scalar_type())) {
@@ -121,7 +121,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
                                dilation, ceil_mode, out, indices);
   }
   OPENNEURON_NATIVE_OP("aten::max_pool2d_with_indices.out");
-  check_same_device("aten::max_pool2d_with_indices.out", {&self, &out, &indices});
+  nn::check_device("aten::max_pool2d_with_indices.out", {&self, &out, &indices});
   auto result = bridge::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
   assign_out(out, std::get<0>(result));
   assign_out(indices, std::get<1>(result));
@@ -132,7 +132,7 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
                                             at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                             at::IntArrayRef padding, at::IntArrayRef dilation,
                                             bool ceil_mode, const at::Tensor& indices) {
-  const c10::Device device = check_same_device("aten::max_pool2d_with_indices_backward",
+  const c10::Device device = nn::check_device("aten::max_pool2d_with_indices_backward",
                                                {&grad_output, &self, &indices});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
     at::Tensor grad_input = at::empty({0}, self.options());
@@ -178,7 +178,7 @@ at::Tensor& max_pool2d_with_indices_backward_out(const at::Tensor& grad_output,
 at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override) {
-  const c10::Device device = check_same_device("aten::avg_pool2d", {&self});
+  const c10::Device device = nn::check_device("aten::avg_pool2d", {&self});
   if (!nn::is_nn_dtype(self.scalar_type())) {
     at::Tensor out = at::empty({0}, self.options());
     return OPENNEURON_FALLBACK(avg_pool2d_out, self, kernel_size, stride, padding, ceil_mode,
@@ -210,7 +210,7 @@ at::Tensor& avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size,
                                count_include_pad, divisor_override, out);
   }
   OPENNEURON_NATIVE_OP("aten::avg_pool2d.out");
-  check_same_device("aten::avg_pool2d.out", {&self, &out});
+  nn::check_device("aten::avg_pool2d.out", {&self, &out});
   return assign_out(out, bridge::avg_pool2d(self, kernel_size, stride, padding, ceil_mode,
                                     count_include_pad, divisor_override));
 }
@@ -220,7 +220,7 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
   const c10::Device device =
-      check_same_device("aten::avg_pool2d_backward", {&grad_output, &self});
+      nn::check_device("aten::avg_pool2d_backward", {&grad_output, &self});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
     at::Tensor grad_input = at::empty({0}, self.options());
     return OPENNEURON_FALLBACK(avg_pool2d_backward_grad_input, grad_output, self, kernel_size,
@@ -263,7 +263,7 @@ at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Ten
 }
 
 at::Tensor adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_size) {
-  const c10::Device device = check_same_device("aten::_adaptive_avg_pool2d", {&self});
+  const c10::Device device = nn::check_device("aten::_adaptive_avg_pool2d", {&self});
   if (!nn::is_nn_dtype(self.scalar_type())) {
     return OPENNEURON_FALLBACK(_adaptive_avg_pool2d, self, output_size);
   }
@@ -292,13 +292,13 @@ at::Tensor& adaptive_avg_pool2d_out(const at::Tensor& self, at::IntArrayRef outp
                                output_size, out);
   }
   OPENNEURON_NATIVE_OP("aten::_adaptive_avg_pool2d.out");
-  check_same_device("aten::_adaptive_avg_pool2d.out", {&self, &out});
+  nn::check_device("aten::_adaptive_avg_pool2d.out", {&self, &out});
   return assign_out(out, bridge::adaptive_avg_pool2d(self, output_size));
 }
 
 at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self) {
   const c10::Device device =
-      check_same_device("aten::_adaptive_avg_pool2d_backward", {&grad_output, &self});
+      nn::check_device("aten::_adaptive_avg_pool2d_backward", {&grad_output, &self});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
     return OPENNEURON_FALLBACK(_adaptive_avg_pool2d_backward, grad_output, self);
   }

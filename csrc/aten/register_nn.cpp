@@ -1,4 +1,5 @@
 // Registrations of the nn family: convolution, pooling, normalisation, losses, attention.
+#include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
 #include "aten/ops_nn.h"
@@ -66,3 +67,9 @@ TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
 }
 
 }  // namespace openneuron::bridge
+
+// scaled_dot_product_attention asks this stub (not the _fused_sdp_choice op) which backend
+// to use for a device type.
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &openneuron::bridge::fused_sdp_choice)
+}  // namespace at::native
