@@ -18,7 +18,16 @@
 namespace openneuron::kernels {
 namespace {
 
-constexpr int64_t kQueryBlock = 64;
+// Query rows per block. Blocks are sized so every sgemm has M*N*K <= 2^18, which OpenBLAS
+// runs on the calling thread: its own threads inside parallel_for tasks oversubscribe the
+// cores badly (measured 50x slower), while one single-threaded sgemm per task scales.
+constexpr int64_t kMaxQueryBlock = 64;
+constexpr int64_t kSingleThreadGemmVolume = int64_t{1} << 18;
+
+int64_t query_block_rows(int64_t kv_len, int64_t head_dim, int64_t value_dim) {
+  const int64_t per_row = std::max<int64_t>(1, kv_len * std::max(head_dim, value_dim));
+  return std::clamp<int64_t>(kSingleThreadGemmVolume / per_row, 1, kMaxQueryBlock);
+}
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 [[noreturn]] void fail(const char* message) {
@@ -154,6 +163,7 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   const bool dropout = params.dropout_p > 0.0;
   const float scale = static_cast<float>(params.scale);
   parallel_for(0, d.batch * d.kv_heads, 1, [&](int64_t task_begin, int64_t task_end) {
+    const int64_t kQueryBlock = query_block_rows(d.kv_len, d.head_dim, d.value_dim);
     std::vector<float> keys(static_cast<size_t>(d.kv_len * d.head_dim));
     std::vector<float> values(static_cast<size_t>(d.kv_len * d.value_dim));
     std::vector<float> queries(static_cast<size_t>(kQueryBlock * d.head_dim));
@@ -229,6 +239,7 @@ void attention_backward(const TensorView* grad_q, const TensorView* grad_k,
   const float scale = static_cast<float>(params.scale);
   parallel_for(0, d.batch * d.kv_heads, 1, [&](int64_t task_begin, int64_t task_end) {
     const int64_t E = d.head_dim, Ev = d.value_dim, S = d.kv_len;
+    const int64_t kQueryBlock = query_block_rows(S, E, Ev);
     std::vector<float> keys(static_cast<size_t>(S * E)), values(static_cast<size_t>(S * Ev));
     std::vector<float> d_keys(static_cast<size_t>(S * E)), d_values(static_cast<size_t>(S * Ev));
     std::vector<float> queries(static_cast<size_t>(kQueryBlock * E));
