@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -18,16 +19,25 @@
 namespace openneuron::kernels {
 namespace {
 
-// Query rows per block. Blocks are sized so every sgemm has M*N*K <= 2^18, which OpenBLAS
-// runs on the calling thread: its own threads inside parallel_for tasks oversubscribe the
-// cores badly (measured 50x slower), while one single-threaded sgemm per task scales.
-constexpr int64_t kMaxQueryBlock = 64;
+// Query rows per block: the memory bound of a task is O(block * S).
+constexpr int64_t kQueryBlock = 256;
+// OpenBLAS runs an sgemm with M*N*K <= 2^18 on the calling thread and larger ones on its own
+// threads. Its threads inside parallel_for tasks oversubscribe the cores badly (measured tens
+// of times slower), so tasks run in parallel only when every sgemm stays single-threaded;
+// otherwise tasks run one after another and OpenBLAS parallelises each product.
 constexpr int64_t kSingleThreadGemmVolume = int64_t{1} << 18;
 
-int64_t query_block_rows(int64_t kv_len, int64_t head_dim, int64_t value_dim) {
-  const int64_t per_row = std::max<int64_t>(1, kv_len * std::max(head_dim, value_dim));
-  return std::clamp<int64_t>(kSingleThreadGemmVolume / per_row, 1, kMaxQueryBlock);
+// Runs body(task_begin, task_end) over [0, tasks): in parallel for small products, else inline.
+void for_each_task(int64_t tasks, int64_t q_len, int64_t kv_len, int64_t head_dim,
+                   int64_t value_dim, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t volume = std::min(kQueryBlock, q_len) * kv_len * std::max(head_dim, value_dim);
+  if (volume <= kSingleThreadGemmVolume) {
+    parallel_for(0, tasks, 1, body);
+  } else {
+    body(0, tasks);
+  }
 }
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 [[noreturn]] void fail(const char* message) {
@@ -162,8 +172,8 @@ void attention_forward(const TensorView& out, const TensorView& lse, const Tenso
   const int64_t group = d.kv_heads == 0 ? 1 : d.heads / d.kv_heads;
   const bool dropout = params.dropout_p > 0.0;
   const float scale = static_cast<float>(params.scale);
-  parallel_for(0, d.batch * d.kv_heads, 1, [&](int64_t task_begin, int64_t task_end) {
-    const int64_t kQueryBlock = query_block_rows(d.kv_len, d.head_dim, d.value_dim);
+  for_each_task(d.batch * d.kv_heads, d.q_len, d.kv_len, d.head_dim, d.value_dim,
+                [&](int64_t task_begin, int64_t task_end) {
     std::vector<float> keys(static_cast<size_t>(d.kv_len * d.head_dim));
     std::vector<float> values(static_cast<size_t>(d.kv_len * d.value_dim));
     std::vector<float> queries(static_cast<size_t>(kQueryBlock * d.head_dim));
@@ -237,9 +247,9 @@ void attention_backward(const TensorView* grad_q, const TensorView* grad_k,
   const int64_t group = d.kv_heads == 0 ? 1 : d.heads / d.kv_heads;
   const bool dropout = params.dropout_p > 0.0;
   const float scale = static_cast<float>(params.scale);
-  parallel_for(0, d.batch * d.kv_heads, 1, [&](int64_t task_begin, int64_t task_end) {
+  for_each_task(d.batch * d.kv_heads, d.q_len, d.kv_len, d.head_dim, d.value_dim,
+                [&](int64_t task_begin, int64_t task_end) {
     const int64_t E = d.head_dim, Ev = d.value_dim, S = d.kv_len;
-    const int64_t kQueryBlock = query_block_rows(S, E, Ev);
     std::vector<float> keys(static_cast<size_t>(S * E)), values(static_cast<size_t>(S * Ev));
     std::vector<float> d_keys(static_cast<size_t>(S * E)), d_values(static_cast<size_t>(S * Ev));
     std::vector<float> queries(static_cast<size_t>(kQueryBlock * E));
