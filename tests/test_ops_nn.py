@@ -489,7 +489,7 @@ def test_sdpa_dropout_gradient_matches_its_own_mask():
     L = 8
     q = torch.randn(1, 1, L, L, device=DEVICE, requires_grad=True)
     k = torch.randn(1, 1, L, L, device=DEVICE, requires_grad=True)
-    eye = torch.eye(L, device=DEVICE).reshape(1, 1, L, L).requires_grad_()
+    eye = torch.eye(L).reshape(1, 1, L, L).to(DEVICE).requires_grad_()
     torch.manual_seed(7)
     dropped = sdpa(q, k, eye, dropout_p=0.3)
     g = torch.randn(1, 1, L, L)
