@@ -1,0 +1,163 @@
+// Scaled dot-product attention on the device through PyTorch's PrivateUse1 hooks:
+// _fused_sdp_choice picks the "overrideable" backend for native dtypes (math otherwise),
+// and the overrideable forward/backward run the blocked attention kernels.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <cmath>
+
+#include "aten/generator.h"
+#include "aten/nn_helpers.h"
+#include "aten/op_helpers.h"
+#include "aten/op_tracking.h"
+#include "aten/ops_nn.h"
+#include "aten/tensor_views.h"
+#include "kernels/attention.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+// PyTorch's sdp::SDPBackend values (torch.nn.attention.SDPBackend).
+constexpr int64_t kSdpMath = 0;
+constexpr int64_t kSdpOverrideable = 4;
+
+double softmax_scale(const at::Tensor& query, std::optional<double> scale) {
+  return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+}
+
+kernels::TensorView mask_view(const at::Tensor& mask, const at::Tensor& query,
+                              const at::Tensor& key) {
+  return broadcast_view(mask, {query.size(0), query.size(1), query.size(2), key.size(2)});
+}
+
+kernels::AttentionParams attention_params(const at::Tensor& query, std::optional<double> scale,
+                                          bool is_causal, double dropout_p, uint64_t seed,
+                                          uint64_t offset) {
+  kernels::AttentionParams p;
+  p.scale = softmax_scale(query, scale);
+  p.is_causal = is_causal;
+  p.dropout_p = dropout_p;
+  p.seed = seed;
+  p.offset = offset;
+  return p;
+}
+
+uint64_t host_u64(const at::Tensor& t) {
+  return t.defined() && t.numel() == 1 ? static_cast<uint64_t>(t.item<int64_t>()) : 0;
+}
+
+}  // namespace
+
+int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                         const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                         bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  const at::Tensor* mask = nn::opt(attn_mask);
+  const bool shapes_ok = query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
+                         key.size(0) == query.size(0) && value.size(0) == query.size(0) &&
+                         key.size(1) == value.size(1) && key.size(2) == value.size(2) &&
+                         key.size(3) == query.size(3) && key.size(1) > 0 &&
+                         (key.size(1) == query.size(1) ||
+                          (enable_gqa && query.size(1) % key.size(1) == 0));
+  const bool dtypes_ok = nn::is_nn_dtype(query.scalar_type()) &&
+                         key.scalar_type() == query.scalar_type() &&
+                         value.scalar_type() == query.scalar_type() &&
+                         (mask == nullptr || mask->scalar_type() == at::kBool ||
+                          mask->scalar_type() == query.scalar_type());
+  const bool layout_ok = !query.is_nested() && !key.is_nested() && !value.is_nested();
+  return shapes_ok && dtypes_ok && layout_ok ? kSdpOverrideable : kSdpMath;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
+           at::Tensor, at::Tensor>
+sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                  const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                  bool return_debug_mask, std::optional<double> scale) {
+  const at::Tensor* bias = nn::opt(attn_bias);
+  const c10::Device device = nn::check_device(
+      "aten::_scaled_dot_product_fused_attention_overrideable", {&query, &key, &value, bias});
+  TORCH_CHECK(fused_sdp_choice(query, key, value, attn_bias, dropout_p, is_causal, scale,
+                               /*enable_gqa=*/true) == kSdpOverrideable,
+              "_scaled_dot_product_fused_attention_overrideable: unsupported inputs (query ",
+              query.sizes(), " ", query.scalar_type(), ")");
+  TORCH_CHECK(!return_debug_mask, "_scaled_dot_product_fused_attention_overrideable: "
+              "return_debug_mask is not supported on neuron");
+  TORCH_CHECK(dropout_p >= 0.0 && dropout_p < 1.0 + 1e-12, "dropout_p must be in [0, 1]");
+  OPENNEURON_NATIVE_OP("aten::_scaled_dot_product_fused_attention_overrideable");
+  const c10::DeviceGuard guard(device);
+  const int64_t batch = query.size(0), heads = query.size(1), q_len = query.size(2);
+  at::Tensor out = at::empty({batch, heads, q_len, value.size(3)}, query.options());
+  at::Tensor lse = at::empty({batch, heads, q_len}, query.options().dtype(at::kFloat));
+  uint64_t seed = 0, offset = 0;
+  if (dropout_p > 0.0) {
+    std::tie(seed, offset) =
+        resolve_generator(std::nullopt, device.index())
+            ->reserve(kernels::attention_dropout_offset_increment(batch, heads, q_len, key.size(2)));
+  }
+  const at::TensorOptions host_int = at::TensorOptions().dtype(at::kLong).device(at::kCPU);
+  at::Tensor philox_seed = at::scalar_tensor(static_cast<int64_t>(seed), host_int);
+  at::Tensor philox_offset = at::scalar_tensor(static_cast<int64_t>(offset), host_int);
+  at::Tensor empty_meta = at::empty({0}, query.options());
+  if (out.numel() > 0 || lse.numel() > 0) {
+    const kernels::AttentionParams params =
+        attention_params(query, scale, is_causal, dropout_p, seed, offset);
+    const kernels::TensorView out_view = view_of(out), lse_view = view_of(lse);
+    const kernels::TensorView q_view = view_of(query), k_view = view_of(key),
+                              v_view = view_of(value);
+    const bool has_mask = bias != nullptr;
+    const kernels::TensorView m_view = has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
+    stream_for(out).enqueue("aten::_scaled_dot_product_fused_attention_overrideable", [=] {
+      kernels::attention_forward(out_view, lse_view, q_view, k_view, v_view,
+                                 has_mask ? &m_view : nullptr, params);
+    });
+  }
+  return {out,         lse,          empty_meta,    empty_meta, c10::SymInt(q_len),
+          c10::SymInt(key.size(2)), philox_seed, philox_offset, empty_meta};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
+    const at::Tensor& out, const at::Tensor& logsumexp, const at::Tensor& cum_seq_q,
+    const at::Tensor& cum_seq_k, int64_t max_q, int64_t max_k, double dropout_p, bool is_causal,
+    const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
+  const at::Tensor* bias = attn_bias.defined() ? &attn_bias : nullptr;
+  const c10::Device device =
+      nn::check_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
+                        {&grad_out, &query, &key, &value, bias, &out, &logsumexp});
+  TORCH_CHECK(nn::all_nn_dtypes({&grad_out, &query, &key, &value, &out}),
+              "_scaled_dot_product_fused_attention_overrideable_backward: unsupported dtype ",
+              query.scalar_type());
+  OPENNEURON_NATIVE_OP("aten::_scaled_dot_product_fused_attention_overrideable_backward");
+  const c10::DeviceGuard guard(device);
+  at::Tensor grad_q, grad_k, grad_v, grad_bias;
+  if (grad_input_mask[0]) grad_q = at::empty(query.sizes(), query.options());
+  if (grad_input_mask[1]) grad_k = at::empty(key.sizes(), key.options());
+  if (grad_input_mask[2]) grad_v = at::empty(value.sizes(), value.options());
+  const bool want_bias = grad_input_mask[3] && bias != nullptr && bias->is_floating_point();
+  if (want_bias) {
+    grad_bias = at::empty({query.size(0), query.size(1), query.size(2), key.size(2)},
+                          query.options().dtype(bias->scalar_type()));
+  }
+  const kernels::AttentionParams params = attention_params(
+      query, scale, is_causal, dropout_p, host_u64(philox_seed), host_u64(philox_offset));
+  const kernels::TensorView gq = grad_q.defined() ? view_of(grad_q) : kernels::TensorView{};
+  const kernels::TensorView gk = grad_k.defined() ? view_of(grad_k) : kernels::TensorView{};
+  const kernels::TensorView gv = grad_v.defined() ? view_of(grad_v) : kernels::TensorView{};
+  const kernels::TensorView gb = want_bias ? view_of(grad_bias) : kernels::TensorView{};
+  const kernels::TensorView go_view = view_of(grad_out), q_view = view_of(query),
+                            k_view = view_of(key), v_view = view_of(value),
+                            out_view = view_of(out), lse_view = view_of(logsumexp);
+  const bool has_mask = bias != nullptr;
+  const kernels::TensorView m_view = has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
+  const bool wq = grad_q.defined(), wk = grad_k.defined(), wv = grad_v.defined();
+  stream_for(query).enqueue("aten::_scaled_dot_product_fused_attention_overrideable_backward", [=] {
+    kernels::attention_backward(wq ? &gq : nullptr, wk ? &gk : nullptr, wv ? &gv : nullptr,
+                                want_bias ? &gb : nullptr, go_view, q_view, k_view, v_view,
+                                out_view, lse_view, has_mask ? &m_view : nullptr, params);
+  });
+  return {grad_q, grad_k, grad_v, grad_bias};
+}
+
+}  // namespace openneuron::bridge

@@ -1,0 +1,27 @@
+// Private helper for the nn kernels: row-major fp32 sgemm on dense matrices.
+#pragma once
+
+#include <cblas.h>
+
+#include <cstdint>
+
+namespace openneuron::kernels {
+
+// c[m,n] = alpha * op(a) @ op(b) + beta * c, row-major with leading dimensions lda/ldb/ldc.
+inline void nn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum; BLAS would reject the zero leading dimensions
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+}  // namespace openneuron::kernels
