@@ -29,15 +29,29 @@ DEVICE = "neuron"
 # The ops this family makes native. Tests assert none of them falls back; ops of other families
 # that a test's autograd graph happens to use (e.g. zero_ behind slicing backward) are not ours.
 NN_OPS = (
-    "convolution", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
-    "group_norm", "layer_norm", "rms_norm", "nll_loss", "mse_loss", "scaled_dot_product",
-    "sdp_choice", "_softmax", "_log_softmax",
+    "convolution",
+    "max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
+    "batch_norm",
+    "group_norm",
+    "layer_norm",
+    "rms_norm",
+    "nll_loss",
+    "mse_loss",
+    "scaled_dot_product",
+    "sdp_choice",
+    "_softmax",
+    "_log_softmax",
 )
 
 
 def nn_fallbacks():
-    return {op: n for op, n in openneuron.get_fallback_ops().items()
-            if any(name in op for name in NN_OPS)}
+    return {
+        op: n
+        for op, n in openneuron.get_fallback_ops().items()
+        if any(name in op for name in NN_OPS)
+    }
 
 
 def _to_device(value):
@@ -113,18 +127,32 @@ def test_conv2d(dtype, options, bias):
 def test_conv2d_groups_and_depthwise(dtype):
     torch.manual_seed(1)
     x = torch.randn(2, 6, 7, 7)
-    compare(lambda x, w, b: F.conv2d(x, w, b, groups=3, padding=1), x,
-            torch.randn(9, 2, 3, 3) * 0.3, torch.randn(9), dtype=dtype)
-    compare(lambda x, w: F.conv2d(x, w, groups=6, padding=1, stride=2), x,
-            torch.randn(12, 1, 3, 3) * 0.3, dtype=dtype)
+    compare(
+        lambda x, w, b: F.conv2d(x, w, b, groups=3, padding=1),
+        x,
+        torch.randn(9, 2, 3, 3) * 0.3,
+        torch.randn(9),
+        dtype=dtype,
+    )
+    compare(
+        lambda x, w: F.conv2d(x, w, groups=6, padding=1, stride=2),
+        x,
+        torch.randn(12, 1, 3, 3) * 0.3,
+        dtype=dtype,
+    )
 
 
 def test_conv2d_pointwise_and_channels_last():
     torch.manual_seed(2)
     x = torch.randn(3, 5, 6, 6)
     compare(lambda x, w, b: F.conv2d(x, w, b), x, torch.randn(7, 5, 1, 1), torch.randn(7))
-    compare(lambda x, w, b: F.conv2d(x, w, b, padding=1), x, torch.randn(7, 5, 3, 3),
-            torch.randn(7), channels_last=True)
+    compare(
+        lambda x, w, b: F.conv2d(x, w, b, padding=1),
+        x,
+        torch.randn(7, 5, 3, 3),
+        torch.randn(7),
+        channels_last=True,
+    )
 
 
 def test_conv2d_non_contiguous_input():
@@ -139,15 +167,21 @@ def test_conv2d_non_contiguous_input():
 def test_conv1d(dtype):
     torch.manual_seed(4)
     x = torch.randn(2, 4, 15)
-    compare(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2), x,
-            torch.randn(5, 4, 3) * 0.3, torch.randn(5), dtype=dtype)
+    compare(
+        lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2),
+        x,
+        torch.randn(5, 4, 3) * 0.3,
+        torch.randn(5),
+        dtype=dtype,
+    )
     compare(lambda x, w: F.conv1d(x, w, groups=2), x, torch.randn(6, 2, 4) * 0.3, dtype=dtype)
 
 
 def test_conv_zero_batch():
     x = torch.randn(0, 3, 5, 5)
-    compare(lambda x, w, b: F.conv2d(x, w, b, padding=1), x, torch.randn(4, 3, 3, 3),
-            torch.randn(4))
+    compare(
+        lambda x, w, b: F.conv2d(x, w, b, padding=1), x, torch.randn(4, 3, 3, 3), torch.randn(4)
+    )
 
 
 def test_conv_module_and_op_trace():
@@ -175,9 +209,12 @@ def test_conv_transposed_runs_on_host_visibly():
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize(
     "options",
-    [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
-     dict(kernel_size=(3, 2), stride=(2, 1), dilation=(1, 2)),
-     dict(kernel_size=3, stride=2, ceil_mode=True)],
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=(3, 2), stride=(2, 1), dilation=(1, 2)),
+        dict(kernel_size=3, stride=2, ceil_mode=True),
+    ],
 )
 def test_max_pool2d(dtype, options):
     torch.manual_seed(5)
@@ -202,11 +239,14 @@ def test_max_pool1d():
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize(
     "options",
-    [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
-     dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
-     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
-     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-     dict(kernel_size=2, divisor_override=3)],
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+        dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+        dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        dict(kernel_size=2, divisor_override=3),
+    ],
 )
 def test_avg_pool2d(dtype, options):
     torch.manual_seed(6)
@@ -281,8 +321,7 @@ def test_batch_norm_module_channels_last_and_2d():
         dev_bn = type(cpu_bn)(3).to(DEVICE)
         x = torch.randn(*shape)
         cl = len(shape) == 4
-        compare(lambda x: (dev_bn if x.device.type == DEVICE else cpu_bn)(x), x,
-                channels_last=cl)
+        compare(lambda x: (dev_bn if x.device.type == DEVICE else cpu_bn)(x), x, channels_last=cl)
         torch.testing.assert_close(dev_bn.running_var.cpu(), cpu_bn.running_var)
         dev_bn.eval()
         cpu_bn.eval()
@@ -296,12 +335,18 @@ def test_batch_norm_legit_variants():
     d = [t.to(DEVICE) for t in (x, w, b, rm, rv)]
     openneuron.clear_op_tracking()
     for got, ref in [
-        (torch.ops.aten._native_batch_norm_legit(*d, True, 0.1, 1e-5),
-         torch.ops.aten._native_batch_norm_legit(x, w, b, rm, rv, True, 0.1, 1e-5)),
-        (torch.ops.aten._native_batch_norm_legit.no_stats(*d[:3], True, 0.1, 1e-5),
-         torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5)),
-        (torch.ops.aten._native_batch_norm_legit_no_training(*d, 0.1, 1e-5),
-         torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5)),
+        (
+            torch.ops.aten._native_batch_norm_legit(*d, True, 0.1, 1e-5),
+            torch.ops.aten._native_batch_norm_legit(x, w, b, rm, rv, True, 0.1, 1e-5),
+        ),
+        (
+            torch.ops.aten._native_batch_norm_legit.no_stats(*d[:3], True, 0.1, 1e-5),
+            torch.ops.aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+        ),
+        (
+            torch.ops.aten._native_batch_norm_legit_no_training(*d, 0.1, 1e-5),
+            torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5),
+        ),
     ]:
         for g, r in zip(got, ref):
             torch.testing.assert_close(g.cpu(), r, atol=1e-4, rtol=1e-4)
@@ -314,14 +359,24 @@ def test_batch_norm_legit_variants():
 @pytest.mark.parametrize("groups", [1, 2, 6])
 def test_group_norm(dtype, groups):
     torch.manual_seed(13)
-    compare(lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-4),
-            torch.randn(3, 6, 4, 5) * 3 + 1, torch.rand(6) + 0.5, torch.randn(6), dtype=dtype)
+    compare(
+        lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-4),
+        torch.randn(3, 6, 4, 5) * 3 + 1,
+        torch.rand(6) + 0.5,
+        torch.randn(6),
+        dtype=dtype,
+    )
     compare(lambda x: F.group_norm(x, groups), torch.randn(2, 6, 7), dtype=dtype)
 
 
 def test_group_norm_channels_last():
-    compare(lambda x, w, b: F.group_norm(x, 2, w, b), torch.randn(2, 4, 5, 5),
-            torch.rand(4), torch.randn(4), channels_last=True)
+    compare(
+        lambda x, w, b: F.group_norm(x, 2, w, b),
+        torch.randn(2, 4, 5, 5),
+        torch.rand(4),
+        torch.randn(4),
+        channels_last=True,
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -329,17 +384,30 @@ def test_group_norm_channels_last():
 def test_layer_norm(dtype, shape):
     torch.manual_seed(14)
     x = torch.randn(3, 4, 4, 5) * 2 + 0.5
-    compare(lambda x, w, b: F.layer_norm(x, shape, w, b), x, torch.rand(shape) + 0.5,
-            torch.randn(shape), dtype=dtype)
+    compare(
+        lambda x, w, b: F.layer_norm(x, shape, w, b),
+        x,
+        torch.rand(shape) + 0.5,
+        torch.randn(shape),
+        dtype=dtype,
+    )
     compare(lambda x: F.layer_norm(x, shape), x, dtype=dtype)
 
 
 def test_layer_norm_non_contiguous_and_empty():
     x = torch.randn(6, 8, 5)
-    compare(lambda x, w, b: F.layer_norm(x.transpose(0, 1), (6, 5)[1:], w, b), x,
-            torch.rand(5), torch.randn(5))
-    compare(lambda x, w, b: F.layer_norm(x, (5,), w, b), torch.randn(0, 5), torch.rand(5),
-            torch.randn(5))
+    compare(
+        lambda x, w, b: F.layer_norm(x.transpose(0, 1), (6, 5)[1:], w, b),
+        x,
+        torch.rand(5),
+        torch.randn(5),
+    )
+    compare(
+        lambda x, w, b: F.layer_norm(x, (5,), w, b),
+        torch.randn(0, 5),
+        torch.rand(5),
+        torch.randn(5),
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -395,8 +463,9 @@ def test_nll_loss_unbatched_and_2d():
     target = torch.randint(0, 4, (2, 5, 6))
     target[0, 0, 0] = -100
     for reduction in ["none", "mean", "sum"]:
-        compare(lambda x, t: F.cross_entropy(x, t, reduction=reduction),
-                torch.randn(2, 4, 5, 6), target)
+        compare(
+            lambda x, t: F.cross_entropy(x, t, reduction=reduction), torch.randn(2, 4, 5, 6), target
+        )
 
 
 def test_nll_loss_all_ignored_mean_is_nan():
@@ -410,8 +479,12 @@ def test_nll_loss_all_ignored_mean_is_nan():
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_mse_loss(dtype, reduction):
     torch.manual_seed(18)
-    compare(lambda a, b: F.mse_loss(a, b, reduction=reduction), torch.randn(3, 4, 5),
-            torch.randn(3, 4, 5), dtype=dtype)
+    compare(
+        lambda a, b: F.mse_loss(a, b, reduction=reduction),
+        torch.randn(3, 4, 5),
+        torch.randn(3, 4, 5),
+        dtype=dtype,
+    )
 
 
 def test_mse_loss_broadcast_and_non_contiguous():
@@ -446,8 +519,15 @@ def test_sdpa_masks(dtype):
     q, k, v = torch.randn(2, 3, 10, 8), torch.randn(2, 3, 12, 8), torch.randn(2, 3, 12, 8)
     keep = torch.rand(10, 12) > 0.3
     keep[:, 0] = True  # no fully masked rows
-    compare(lambda q, k, v: sdpa(q, k, v, attn_mask=_to_device(keep) if q.device.type == DEVICE
-                                 else keep), q, k, v, dtype=dtype)
+    compare(
+        lambda q, k, v: sdpa(
+            q, k, v, attn_mask=_to_device(keep) if q.device.type == DEVICE else keep
+        ),
+        q,
+        k,
+        v,
+        dtype=dtype,
+    )
     bias = torch.randn(3, 1, 12)
     compare(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m), q, k, v, bias, dtype=dtype)
 
@@ -458,8 +538,7 @@ def test_sdpa_gqa_and_non_contiguous():
     compare(lambda q, k, v: sdpa(q, k, v, enable_gqa=True), q, k, v)
     # [B, L, H, E] transposed to [B, H, L, E]: the usual multi-head layout.
     q, k, v = torch.randn(2, 10, 3, 8), torch.randn(2, 12, 3, 8), torch.randn(2, 12, 3, 8)
-    compare(lambda q, k, v: sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)),
-            q, k, v)
+    compare(lambda q, k, v: sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)), q, k, v)
 
 
 def test_sdpa_zero_batch():

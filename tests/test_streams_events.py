@@ -298,11 +298,36 @@ def test_queued_mode_is_the_default_and_gives_the_same_results(launch_mode_resul
     assert launch_mode_results["unset"]["launch_blocking"] is False
 
 
-@pytest.mark.skip(
-    reason="no public op can make queued device work fail: every neuron ATen wrapper validates "
-    "dtypes, shapes and devices on the host (or falls back to the CPU) before enqueueing, and "
-    "the runtime has no fault-injection switch; the deferred QueuedWorkError path is covered by "
-    "the C++ runtime tests (csrc/runtime/tests/stream_test.cpp)"
-)
-def test_queued_error_surfaces_at_synchronize_naming_the_op():
-    raise AssertionError("unreachable: see the skip reason")
+def queue_out_of_range_nll_loss() -> torch.Tensor:
+    """nll_loss checks its targets inside the queued kernel, as CUDA's device-side asserts do."""
+    log_probs = torch.randn(4, 3, device="neuron").log_softmax(-1)
+    targets = torch.tensor([0, 1, 7, 2], device="neuron")
+    return torch.nn.functional.nll_loss(log_probs, targets)
+
+
+@pytest.mark.parametrize("sync", ["synchronize", "item"])
+def test_queued_error_surfaces_at_the_next_synchronizing_call_naming_the_op(sync):
+    loss = queue_out_of_range_nll_loss()  # returns at once: the failure is still queued
+    with pytest.raises(torch.AcceleratorError, match=r"aten::nll_loss_forward.*Target 7"):
+        if sync == "synchronize":
+            torch.neuron.synchronize()
+        else:
+            loss.item()
+    # Raised once, and the device keeps working.
+    torch.neuron.synchronize()
+    torch.testing.assert_close((torch.ones(2, device="neuron") * 3).cpu(), torch.full((2,), 3.0))
+
+
+def test_launch_blocking_raises_the_queued_error_at_the_op(run_python):
+    result = run_python(
+        "import torch\n"
+        "log_probs = torch.randn(4, 3, device='neuron').log_softmax(-1)\n"
+        "targets = torch.tensor([0, 1, 7, 2], device='neuron')\n"
+        "try:\n"
+        "    torch.nn.functional.nll_loss(log_probs, targets)\n"
+        "    print('no error at the op')\n"
+        "except RuntimeError as error:\n"
+        "    print('raised at the op:', error)\n",
+        OPENNEURON_LAUNCH_BLOCKING="1",
+    )
+    assert "raised at the op:" in result.stdout and "aten::nll_loss_forward" in result.stdout

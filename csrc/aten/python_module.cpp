@@ -75,7 +75,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_check_device", [](int index) { runtime::check_device_index(index); });
   m.def("_synchronize", [](int device) {
     py::gil_scoped_release no_gil;
-    Runtime::get().device(device).synchronize();
+    OPENNEURON_RUNTIME_CALL(Runtime::get().device(device).synchronize());
   });
   m.def("_config", [] {
     const auto& config = Runtime::get().config();
