@@ -91,7 +91,7 @@ def compare(fn, *inputs, dtype=torch.float32, grad=True, tol=None, channels_last
     assert out_dev.dtype == dtype
     torch.testing.assert_close(out_dev.cpu().float(), out_cpu.detach(), equal_nan=True, **tol)
     if grad:
-        for dev, cpu in zip(dev_inputs, cpu_inputs):
+        for dev, cpu in zip(dev_inputs, cpu_inputs, strict=True):
             if isinstance(cpu, torch.Tensor) and cpu.requires_grad:
                 assert dev.grad is not None
                 torch.testing.assert_close(dev.grad.cpu().float(), cpu.grad, **tol)
@@ -321,11 +321,15 @@ def test_batch_norm_module_channels_last_and_2d():
         dev_bn = type(cpu_bn)(3).to(DEVICE)
         x = torch.randn(*shape)
         cl = len(shape) == 4
-        compare(lambda x: (dev_bn if x.device.type == DEVICE else cpu_bn)(x), x, channels_last=cl)
+
+        def run(x, dev_bn=dev_bn, cpu_bn=cpu_bn):
+            return (dev_bn if x.device.type == DEVICE else cpu_bn)(x)
+
+        compare(run, x, channels_last=cl)
         torch.testing.assert_close(dev_bn.running_var.cpu(), cpu_bn.running_var)
         dev_bn.eval()
         cpu_bn.eval()
-        compare(lambda x: (dev_bn if x.device.type == DEVICE else cpu_bn)(x), x)
+        compare(run, x)
 
 
 def test_batch_norm_legit_variants():
