@@ -18,6 +18,7 @@
 #include "aten/tensor_views.h"
 #include "kernels/cast.h"
 #include "kernels/elementwise.h"
+#include "kernels/pointwise.h"
 
 namespace openneuron::bridge {
 
@@ -27,6 +28,9 @@ using kernels::BinaryOp;
 
 at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
   at::ScalarType type = at::result_type(a, b);
+  TORCH_CHECK(op != BinaryOp::Sub || (a.scalar_type() != at::kBool && b.scalar_type() != at::kBool),
+              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+              "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   // True division of integers yields the default float type, as on every device.
   if (op == BinaryOp::Div && at::isIntegralType(type, /*includeBool=*/true)) {
     type = c10::typeMetaToScalarType(c10::get_default_dtype());
@@ -34,7 +38,18 @@ at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Te
   return type;
 }
 
+kernels::PointwiseOp to_pointwise(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return kernels::PointwiseOp::AddAlpha;
+    case BinaryOp::Sub: return kernels::PointwiseOp::SubAlpha;
+    case BinaryOp::Mul: return kernels::PointwiseOp::Mul;
+    case BinaryOp::Div: return kernels::PointwiseOp::Div;
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown binary op");
+}
+
 // out = op(a, b) where out already has the broadcast shape and a dtype the result casts to.
+// Runs on the pointwise engine (vectorised, multi-threaded for large tensors).
 void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
                    const at::Scalar& alpha, const at::Tensor& out) {
   if (out.numel() == 0) return;
@@ -43,9 +58,13 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   const at::ScalarType host_dtype = at::isFloatingType(out.scalar_type()) ? at::kFloat : at::kLong;
   Operand lhs(a, out.sizes(), host_dtype);
   Operand rhs(b, out.sizes(), host_dtype);
-  const kernels::Scalar alpha_value = kernel_scalar(alpha);
-  stream_for(out).enqueue(name, [op, out_view, lhs, rhs, alpha_value]() mutable {
-    kernels::binary(op, out_view, lhs.bind(), rhs.bind(), alpha_value);
+  kernels::PointwiseParams params;
+  params.values[0] = kernel_scalar(alpha);
+  params.present[0] = true;
+  const kernels::PointwiseOp pointwise_op = to_pointwise(op);
+  stream_for(out).enqueue(name, [pointwise_op, out_view, lhs, rhs, params]() mutable {
+    const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
+    kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
   });
 }
 
