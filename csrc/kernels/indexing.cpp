@@ -206,6 +206,25 @@ void accumulate_block(char* self, const int64_t* self_strides, const char* value
   const Compute a = std::is_same_v<Compute, int64_t> ? static_cast<Compute>(alpha.i)
                                                      : static_cast<Compute>(alpha.to_double());
   const bool unit = alpha.to_double() == 1.0;
+  if constexpr (!std::is_same_v<T, bool>) {
+    if (unit && block.single_row) {
+      // The common case (index_put_ accumulate, embedding backward): one strided row.
+      T* o = reinterpret_cast<T*>(self);
+      const T* v = reinterpret_cast<const T*>(values);
+      const int64_t so = block.ndim == 0 ? 0 : block.a_step;
+      const int64_t sv = block.ndim == 0 ? 0 : block.b_step;
+      if (so == 1 && sv == 1) {
+        for (int64_t j = 0; j < block.numel; ++j) {
+          o[j] = cast_value<T>(cast_value<Compute>(o[j]) + cast_value<Compute>(v[j]));
+        }
+      } else {
+        for (int64_t j = 0; j < block.numel; ++j) {
+          o[j * so] = cast_value<T>(cast_value<Compute>(o[j * so]) + cast_value<Compute>(v[j * sv]));
+        }
+      }
+      return;
+    }
+  }
   const std::array<char*, 2> bases = {self, const_cast<char*>(values)};
   for_each_row<2>(block.ndim, block.sizes, bases, {self_strides, value_strides},
                   {sizeof(T), sizeof(T)}, LoopOrder::kRowMajor,
@@ -243,6 +262,38 @@ void index_gather(const TensorView& out, const TensorView& in, int first,
   const size_t bytes = element_size(in.dtype);
   const int64_t positions = PositionWalker(in, out, first, indices, index_count).positions();
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(block.numel, 1));
+  if (index_count == 1 && indices[0].ndim == 1 && block.single_row) {
+    // One 1-D index (index_select, embedding, x[idx]): no position walker, typed moves.
+    const TensorView& index = indices[0];
+    const int64_t size = in.sizes[first];
+    const int64_t in_dim_stride = in.strides[first];
+    const int64_t out_dim_stride = out.strides[first];
+    const size_t index_bytes = element_size(index.dtype);
+    visit_dtype(in.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      parallel_for(0, positions, grain, [&](int64_t begin, int64_t end) {
+        const T* src_base = static_cast<const T*>(in.data);
+        T* dst_base = static_cast<T*>(out.data);
+        const char* index_base = static_cast<const char*>(index.data);
+        for (int64_t p = begin; p < end; ++p) {
+          int64_t i = read_index(index_base + p * index.strides[0] * static_cast<int64_t>(index_bytes),
+                                 index.dtype);
+          if (i < -size || i >= size) throw_out_of_bounds(i, first, size);
+          if (i < 0) i += size;
+          const T* src = src_base + i * in_dim_stride;
+          T* dst = dst_base + p * out_dim_stride;
+          if (block.ndim == 0) {
+            *dst = *src;
+          } else if (block.dense_row) {
+            std::memcpy(dst, src, static_cast<size_t>(block.numel) * sizeof(T));
+          } else {
+            for (int64_t j = 0; j < block.numel; ++j) dst[j * block.b_step] = src[j * block.a_step];
+          }
+        }
+      });
+    });
+    return;
+  }
   parallel_for(0, positions, grain, [&](int64_t begin, int64_t end) {
     PositionWalker walker(in, out, first, indices, index_count);
     walker.seek(begin);
@@ -280,9 +331,9 @@ void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorVi
   const size_t bytes = element_size(self.dtype);
   const int64_t positions = PositionWalker(self, values, first, indices, index_count).positions();
   // Long dense rows split into column ranges, each walking every position in order.
-  const bool split_columns = block.single_row && block.numel >= 512;
+  const bool split_columns = block.single_row && block.numel >= 64;
   const int64_t columns = split_columns ? block.numel : 1;
-  parallel_for(0, columns, split_columns ? 256 : 1, [&](int64_t col_begin, int64_t col_end) {
+  parallel_for(0, columns, split_columns ? 32 : 1, [&](int64_t col_begin, int64_t col_end) {
     Block part = block;
     int64_t col_offset_a = 0, col_offset_b = 0;
     if (split_columns) {

@@ -20,7 +20,10 @@ namespace openneuron::kernels {
 namespace {
 
 constexpr int64_t kChunk = 512;
-constexpr int kColumnBlock = 16;
+// Column mode: 256 neighbouring outputs advance together through short chunks, so every
+// reduced step reads 256 contiguous elements (page- and line-friendly).
+constexpr int kColumnBlock = 256;
+constexpr int64_t kColumnChunk = 64;
 
 using Op = GeneralReduceOp;
 
@@ -69,31 +72,32 @@ template <typename C>
 void consume(Op op, const GeneralReduceParams& params, int pass, double pivot, State<C>& s,
              const C* x, int64_t n, int64_t base) {
   if (is_extreme(op)) {
-    if (s.nan) return;
+    if (s.nan || n == 0) return;
     const bool want_max = is_max_like(op);
+    if constexpr (std::is_floating_point_v<C>) {
+      // Branch-free scans first: any NaN wins at its first position.
+      bool has_nan = false;
+      for (int64_t j = 0; j < n; ++j) has_nan |= (x[j] != x[j]);
+      if (has_nan) {
+        int64_t j = 0;
+        while (!(x[j] != x[j])) ++j;
+        s.value = x[j];
+        s.index = base + j;
+        s.nan = true;
+        return;
+      }
+    }
+    C best = x[0];
+    if (want_max) {
+      for (int64_t j = 1; j < n; ++j) best = x[j] > best ? x[j] : best;
+    } else {
+      for (int64_t j = 1; j < n; ++j) best = x[j] < best ? x[j] : best;
+    }
+    if (s.index >= 0 && !(want_max ? best > s.value : best < s.value)) return;
     int64_t j = 0;
-    if (s.index < 0 && n > 0) {
-      s.value = x[0];
-      s.index = base;
-      if (is_nan(x[0])) {
-        s.nan = true;
-        return;
-      }
-      j = 1;
-    }
-    for (; j < n; ++j) {
-      const C v = x[j];
-      if (is_nan(v)) {
-        s.value = v;
-        s.index = base + j;
-        s.nan = true;
-        return;
-      }
-      if (want_max ? v > s.value : v < s.value) {
-        s.value = v;
-        s.index = base + j;
-      }
-    }
+    while (x[j] != best) ++j;
+    s.value = best;
+    s.index = base + j;
     return;
   }
   switch (op) {
@@ -120,12 +124,24 @@ void consume(Op op, const GeneralReduceParams& params, int pass, double pivot, S
   }
   if constexpr (std::is_floating_point_v<C>) {
     double acc = 0;
+    // Eight independent partial sums let the loop vectorise without reassociation flags.
+    auto lanes_sum = [&](auto&& term) {
+      double partial[8] = {};
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8) {
+        for (int lane = 0; lane < 8; ++lane) partial[lane] += term(x[j + lane]);
+      }
+      double total = 0;
+      for (; j < n; ++j) total += term(x[j]);
+      for (int lane = 0; lane < 8; ++lane) total += partial[lane];
+      return total;
+    };
     switch (op) {
       case Op::Var:
         if (pass == 0) {
-          for (int64_t j = 0; j < n; ++j) acc += x[j];
+          acc = lanes_sum([](double v) { return v; });
         } else {
-          for (int64_t j = 0; j < n; ++j) acc += (x[j] - pivot) * (x[j] - pivot);
+          acc = lanes_sum([pivot](double v) { return (v - pivot) * (v - pivot); });
         }
         s.sum += acc;
         return;
@@ -150,9 +166,9 @@ void consume(Op op, const GeneralReduceParams& params, int pass, double pivot, S
           }
           s.value = m;
         } else if (p == 2) {
-          for (int64_t j = 0; j < n; ++j) acc += x[j] * x[j];
+          acc = lanes_sum([](double v) { return v * v; });
         } else if (p == 1) {
-          for (int64_t j = 0; j < n; ++j) acc += std::fabs(x[j]);
+          acc = lanes_sum([](double v) { return std::fabs(v); });
         } else if (p == 0) {
           for (int64_t j = 0; j < n; ++j) acc += (x[j] != 0) ? 1.0 : 0.0;
         } else {
@@ -307,13 +323,16 @@ class Reducer {
     const int64_t blocks_per_row = (row_length + block - 1) / block;
     const int64_t total_blocks = (g_.outputs / std::max<int64_t>(row_length, 1)) * blocks_per_row;
     const int64_t grain = std::max<int64_t>(1, 32768 / (g_.count * block + 1));
+    const int64_t chunk = block > 1 ? kColumnChunk : kChunk;
     parallel_for(0, total_blocks, grain, [&](int64_t begin, int64_t end) {
-      std::vector<C> buffer(static_cast<size_t>(kChunk * block));
+      std::vector<C> buffer(static_cast<size_t>(chunk * block));
+      std::vector<State<C>> states(static_cast<size_t>(block));
+      std::vector<double> pivots(static_cast<size_t>(block));
       for (int64_t b = begin; b < end; ++b) {
         const int64_t outer = b / blocks_per_row;
         const int64_t first = (b % blocks_per_row) * block;
         const int width = static_cast<int>(std::min<int64_t>(block, row_length - first));
-        reduce_block(outer, first, width, buffer.data());
+        reduce_block(outer, first, width, chunk, buffer.data(), states.data(), pivots.data());
       }
     });
   }
@@ -343,7 +362,11 @@ class Reducer {
           const int64_t hi = g_.count * (piece + 1) / pieces;
           for (int64_t j = lo; j < hi; j += kChunk) {
             const int64_t n = std::min(kChunk, hi - j);
-            for (int64_t k = 0; k < n; ++k) buffer[k] = cast_value<C>(data[(j + k) * stride]);
+            if (stride == 1) {
+              for (int64_t k = 0; k < n; ++k) buffer[k] = cast_value<C>(data[j + k]);
+            } else {
+              for (int64_t k = 0; k < n; ++k) buffer[k] = cast_value<C>(data[(j + k) * stride]);
+            }
             consume<C>(op_, params_, pass, pivot, partial[piece], buffer.data(), n, j);
           }
         }
@@ -356,7 +379,8 @@ class Reducer {
   }
 
   // Reduces outputs first .. first+width-1 along the last kept dim of outer row `outer`.
-  void reduce_block(int64_t outer, int64_t first, int width, C* buffer) {
+  void reduce_block(int64_t outer, int64_t first, int width, int64_t chunk, C* buffer,
+                    State<C>* states, double* pivots) {
     int64_t in_offset = 0, primary_offset = 0, secondary_offset = 0;
     int64_t rest = outer;
     const int last = g_.kept_ndim - 1;
@@ -373,8 +397,7 @@ class Reducer {
       secondary_offset += first * g_.kept_secondary_strides[last];
     }
     const int64_t lane_stride = last >= 0 ? g_.kept_in_strides[last] : 0;
-    State<C> states[kColumnBlock];
-    double pivots[kColumnBlock] = {};
+    for (int w = 0; w < width; ++w) pivots[w] = 0;
     const T* base = static_cast<const T*>(in_.data) + in_offset;
     for (int pass = 0; pass < pass_count(op_); ++pass) {
       for (int w = 0; w < width; ++w) states[w] = initial_state<C>(op_, params_, pass);
@@ -382,7 +405,7 @@ class Reducer {
       int64_t consumed = 0;
       auto flush = [&] {
         for (int w = 0; w < width; ++w) {
-          consume<C>(op_, params_, pass, pivots[w], states[w], buffer + w * kChunk, filled, consumed);
+          consume<C>(op_, params_, pass, pivots[w], states[w], buffer + w * chunk, filled, consumed);
         }
         consumed += filled;
         filled = 0;
@@ -395,7 +418,7 @@ class Reducer {
                         const int64_t step = row.strides[0] / static_cast<int64_t>(sizeof(T));
                         int64_t j = 0;
                         while (j < n) {
-                          const int64_t piece = std::min(n - j, kChunk - filled);
+                          const int64_t piece = std::min(n - j, chunk - filled);
                           if (width == 1) {
                             C* dst = buffer + filled;
                             const T* src = p + j * step;
@@ -407,14 +430,19 @@ class Reducer {
                           } else {
                             for (int64_t k = 0; k < piece; ++k) {
                               const T* src = p + (j + k) * step;
-                              for (int w = 0; w < width; ++w) {
-                                buffer[w * kChunk + filled + k] = cast_value<C>(src[w * lane_stride]);
+                              C* dst = buffer + filled + k;
+                              if (lane_stride == 1) {
+                                for (int w = 0; w < width; ++w) dst[w * chunk] = cast_value<C>(src[w]);
+                              } else {
+                                for (int w = 0; w < width; ++w) {
+                                  dst[w * chunk] = cast_value<C>(src[w * lane_stride]);
+                                }
                               }
                             }
                           }
                           filled += piece;
                           j += piece;
-                          if (filled == kChunk) flush();
+                          if (filled == chunk) flush();
                         }
                       });
       if (filled > 0) flush();
