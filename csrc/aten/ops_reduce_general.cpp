@@ -325,6 +325,8 @@ at::Tensor& amax_amin_into(const char* name, GeneralReduceOp op, const at::Tenso
 at::Tensor& arg_into(const char* name, GeneralReduceOp op, const at::Tensor& self,
                      std::optional<int64_t> dim, bool keepdim, at::Tensor& out) {
   const c10::DeviceGuard guard(self.device());
+  TORCH_CHECK(self.scalar_type() != at::kBool, op == GeneralReduceOp::ArgMax ? "argmax" : "argmin",
+              "(): does not support bool input");
   // Without a dim the flattened tensor is reduced; keepdim then keeps every dim as size 1.
   const uint32_t mask = dim.has_value() ? mask_of_dim(self, *dim) : mask_of(self, std::nullopt);
   check_nonempty_reduction(op == GeneralReduceOp::ArgMax ? "argmax" : "argmin", self, mask);
