@@ -399,6 +399,153 @@ class Reducer {
     const int64_t lane_stride = last >= 0 ? g_.kept_in_strides[last] : 0;
     for (int w = 0; w < width; ++w) pivots[w] = 0;
     const T* base = static_cast<const T*>(in_.data) + in_offset;
+    if (width > 1 && lanes_direct()) {
+      reduce_lanes(base, lane_stride, width, states, pivots);
+    } else {
+      reduce_chunked(base, lane_stride, width, chunk, buffer, states, pivots);
+    }
+    for (int w = 0; w < width; ++w) {
+      store_result<C>(op_, params_, states[w], pivots[w], g_.count, primary_,
+                      primary_offset + w * (last >= 0 ? g_.kept_primary_strides[last] : 0),
+                      secondary_,
+                      secondary_offset + w * (last >= 0 ? g_.kept_secondary_strides[last] : 0));
+    }
+  }
+
+  // Ops whose column-mode update is a simple per-lane step (no chunk buffering needed).
+  bool lanes_direct() const {
+    if (is_extreme(op_)) return true;
+    if constexpr (std::is_floating_point_v<C>) {
+      return op_ == Op::Var || (op_ == Op::Norm && (params_.p == 1 || params_.p == 2));
+    }
+    return false;
+  }
+
+  // Visits the reduced elements in row-major order; fn(row pointer of lane 0, k) per element.
+  template <typename Fn>
+  void for_each_reduced(const T* base, Fn&& fn) {
+    int64_t k = 0;
+    const std::array<char*, 1> bases = {reinterpret_cast<char*>(const_cast<T*>(base))};
+    const std::array<const int64_t*, 1> strides = {g_.reduced_strides};
+    for_each_row<1>(g_.reduced_ndim, g_.reduced_sizes, bases, strides, {sizeof(T)},
+                    LoopOrder::kRowMajor, [&](const RowPointers<1>& row, int64_t n) {
+                      const T* p = reinterpret_cast<const T*>(row.ptrs[0]);
+                      const int64_t step = row.strides[0] / static_cast<int64_t>(sizeof(T));
+                      for (int64_t j = 0; j < n; ++j, ++k) fn(p + j * step, k);
+                    });
+  }
+
+  // Column mode: `width` neighbouring outputs advance together, one reduced step at a time,
+  // with branch-free lane loops over contiguous reads.
+  void reduce_lanes(const T* base, int64_t lane_stride, int width, State<C>* states, double* pivots) {
+    std::vector<C> lane(static_cast<size_t>(width));
+    auto load = [&](const T* src) {
+      if (lane_stride == 1) {
+        for (int w = 0; w < width; ++w) lane[w] = cast_value<C>(src[w]);
+      } else {
+        for (int w = 0; w < width; ++w) lane[w] = cast_value<C>(src[w * lane_stride]);
+      }
+    };
+    if (is_extreme(op_)) {
+      const bool want_max = is_max_like(op_);
+      const bool need_index = secondary_.data != nullptr || op_ == Op::ArgMax || op_ == Op::ArgMin;
+      if constexpr (std::is_same_v<T, float>) {
+        if (!need_index) {
+          // float amax/amin compare exactly in float: skip widening to double.
+          std::vector<float> best(static_cast<size_t>(width));
+          for_each_reduced(base, [&](const T* src, int64_t k) {
+            if (k == 0) {
+              for (int w = 0; w < width; ++w) best[w] = src[w * lane_stride];
+              return;
+            }
+            if (lane_stride == 1) {
+              for (int w = 0; w < width; ++w) {
+                const float v = src[w], b = best[w];
+                const float r = want_max ? (v > b ? v : b) : (v < b ? v : b);
+                best[w] = (b != b) ? b : ((v != v) ? v : r);
+              }
+            } else {
+              for (int w = 0; w < width; ++w) {
+                const float v = src[w * lane_stride], b = best[w];
+                const float r = want_max ? (v > b ? v : b) : (v < b ? v : b);
+                best[w] = (b != b) ? b : ((v != v) ? v : r);
+              }
+            }
+          });
+          for (int w = 0; w < width; ++w) {
+            states[w] = State<C>{};
+            states[w].value = best[w];
+          }
+          return;
+        }
+      }
+      std::vector<C> best(static_cast<size_t>(width));
+      std::vector<int64_t> best_index(static_cast<size_t>(width), 0);
+      for_each_reduced(base, [&](const T* src, int64_t k) {
+        load(src);
+        if (k == 0) {
+          for (int w = 0; w < width; ++w) best[w] = lane[w];
+          return;
+        }
+        if (!need_index) {
+          // amax/amin: values only, a plain NaN-propagating max/min the compiler vectorises.
+          for (int w = 0; w < width; ++w) {
+            const C v = lane[w], b = best[w];
+            C r = want_max ? (v > b ? v : b) : (v < b ? v : b);
+            if constexpr (std::is_floating_point_v<C>) r = (b != b) ? b : ((v != v) ? v : r);
+            best[w] = r;
+          }
+          return;
+        }
+        for (int w = 0; w < width; ++w) {
+          const C v = lane[w], b = best[w];
+          bool take = want_max ? v > b : v < b;
+          // The first NaN wins and then sticks.
+          if constexpr (std::is_floating_point_v<C>) take = (b == b) && (take || v != v);
+          best[w] = take ? v : b;
+          best_index[w] = take ? k : best_index[w];
+        }
+      });
+      for (int w = 0; w < width; ++w) {
+        states[w] = State<C>{};
+        states[w].value = best[w];
+        states[w].index = best_index[w];
+      }
+      return;
+    }
+    if constexpr (std::is_floating_point_v<C>) {
+      std::vector<double> acc(static_cast<size_t>(width), 0.0);
+      if (op_ == Op::Var) {
+        for_each_reduced(base, [&](const T* src, int64_t) {
+          load(src);
+          for (int w = 0; w < width; ++w) acc[w] += lane[w];
+        });
+        for (int w = 0; w < width; ++w) pivots[w] = acc[w] / static_cast<double>(g_.count);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for_each_reduced(base, [&](const T* src, int64_t) {
+          load(src);
+          for (int w = 0; w < width; ++w) acc[w] += (lane[w] - pivots[w]) * (lane[w] - pivots[w]);
+        });
+      } else if (params_.p == 2) {
+        for_each_reduced(base, [&](const T* src, int64_t) {
+          load(src);
+          for (int w = 0; w < width; ++w) acc[w] += lane[w] * lane[w];
+        });
+      } else {
+        for_each_reduced(base, [&](const T* src, int64_t) {
+          load(src);
+          for (int w = 0; w < width; ++w) acc[w] += std::fabs(lane[w]);
+        });
+      }
+      for (int w = 0; w < width; ++w) {
+        states[w] = State<C>{};
+        states[w].sum = acc[w];
+      }
+    }
+  }
+
+  void reduce_chunked(const T* base, int64_t lane_stride, int width, int64_t chunk, C* buffer,
+                      State<C>* states, double* pivots) {
     for (int pass = 0; pass < pass_count(op_); ++pass) {
       for (int w = 0; w < width; ++w) states[w] = initial_state<C>(op_, params_, pass);
       int64_t filled = 0;
@@ -449,12 +596,6 @@ class Reducer {
       if (pass + 1 < pass_count(op_)) {
         for (int w = 0; w < width; ++w) pivots[w] = pivot_after_first_pass<C>(op_, states[w], g_.count);
       }
-    }
-    for (int w = 0; w < width; ++w) {
-      store_result<C>(op_, params_, states[w], pivots[w], g_.count, primary_,
-                      primary_offset + w * (last >= 0 ? g_.kept_primary_strides[last] : 0),
-                      secondary_,
-                      secondary_offset + w * (last >= 0 ? g_.kept_secondary_strides[last] : 0));
     }
   }
 
