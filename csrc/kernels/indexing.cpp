@@ -342,9 +342,36 @@ void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorVi
       col_offset_a = col_begin * block.a_step;
       col_offset_b = col_begin * block.b_step;
     }
-    PositionWalker walker(self, values, first, indices, index_count);
     char* self_base = static_cast<char*>(self.data);
     const char* value_base = static_cast<const char*>(values.data);
+    if (index_count == 1 && indices[0].ndim == 1 && part.single_row) {
+      // One 1-D index (index_add_, embedding backward, x[idx] += v): no position walker.
+      const TensorView& index = indices[0];
+      const int64_t size = self.sizes[first];
+      const int64_t index_step = index.strides[0] * static_cast<int64_t>(element_size(index.dtype));
+      const char* index_base = static_cast<const char*>(index.data);
+      for (int64_t p = 0; p < positions; ++p) {
+        int64_t i = read_index(index_base + p * index_step, index.dtype);
+        if (i < -size || i >= size) throw_out_of_bounds(i, first, size);
+        if (i < 0) i += size;
+        char* dst = self_base + (i * self.strides[first] + col_offset_a) * static_cast<int64_t>(bytes);
+        const char* src = value_base + (p * values.strides[first] + col_offset_b) * static_cast<int64_t>(bytes);
+        if (mode == IndexScatterMode::Assign) {
+          if (part.dense_row) {
+            std::memcpy(dst, src, static_cast<size_t>(part.numel) * bytes);
+          } else {
+            copy_block(dst, part.a_strides, src, part.b_strides, part, bytes);
+          }
+        } else {
+          visit_dtype(self.dtype, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            accumulate_block<T>(dst, part.a_strides, src, part.b_strides, part, alpha);
+          });
+        }
+      }
+      return;
+    }
+    PositionWalker walker(self, values, first, indices, index_count);
     for (int64_t p = 0; p < positions; ++p, walker.advance()) {
       int64_t a_offset, b_offset;
       walker.offsets(&a_offset, &b_offset);
