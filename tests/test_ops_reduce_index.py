@@ -76,8 +76,18 @@ def run_native(fn, *args, check=True, **tolerance):
 
 def check_grad(fn, *args, **tolerance):
     """Gradients of sum(fn(x) * weights) w.r.t. float tensor args match CPU."""
-    cpu_args = [a.detach().clone().requires_grad_(a.is_floating_point()) if isinstance(a, torch.Tensor) else a for a in args]
-    dev_args = [a.detach().to(DEVICE).requires_grad_(a.is_floating_point()) if isinstance(a, torch.Tensor) else a for a in args]
+    cpu_args = [
+        a.detach().clone().requires_grad_(a.is_floating_point())
+        if isinstance(a, torch.Tensor)
+        else a
+        for a in args
+    ]
+    dev_args = [
+        a.detach().to(DEVICE).requires_grad_(a.is_floating_point())
+        if isinstance(a, torch.Tensor)
+        else a
+        for a in args
+    ]
     out_cpu = fn(*cpu_args)
     out_dev = fn(*dev_args)
     out_cpu = out_cpu[0] if isinstance(out_cpu, tuple) else out_cpu
@@ -107,6 +117,7 @@ def sample(dtype, *shape, seed=0):
 
 
 # ---- variance and standard deviation ----------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("dim", [None, 1, (0, 2), -1])
@@ -177,7 +188,9 @@ def test_extremes_ties_nan_and_layouts():
     run_native(lambda t: t.min(0), ties)
     run_native(lambda t: t.argmax(1), ties)
     run_native(torch.argmax, ties)
-    nan = torch.tensor([[1.0, float("nan"), 3.0, float("nan")], [float("-inf"), 2.0, float("inf"), 0.0]])
+    nan = torch.tensor(
+        [[1.0, float("nan"), 3.0, float("nan")], [float("-inf"), 2.0, float("inf"), 0.0]]
+    )
     run_native(lambda t: t.max(1), nan)
     run_native(lambda t: t.min(1), nan)
     run_native(lambda t: t.argmax(1), nan)
@@ -202,8 +215,18 @@ def test_extremes_of_empty_raise():
 
 def test_extremes_out():
     x = randn(4, 6)
-    run_native(lambda t, v, i: torch.max(t, 1, out=(v, i)), x, torch.empty(0), torch.empty(0, dtype=torch.long))
-    run_native(lambda t, v, i: torch.min(t, 0, keepdim=True, out=(v, i)), x, torch.empty(0), torch.empty(0, dtype=torch.long))
+    run_native(
+        lambda t, v, i: torch.max(t, 1, out=(v, i)),
+        x,
+        torch.empty(0),
+        torch.empty(0, dtype=torch.long),
+    )
+    run_native(
+        lambda t, v, i: torch.min(t, 0, keepdim=True, out=(v, i)),
+        x,
+        torch.empty(0),
+        torch.empty(0, dtype=torch.long),
+    )
     run_native(lambda t, o: torch.amax(t, 1, out=o), x, torch.empty(0))
     run_native(lambda t, o: torch.amin(t, 0, out=o), x, torch.empty(0))
     run_native(lambda t, o: torch.argmax(t, 1, out=o), x, torch.empty(0, dtype=torch.long))
@@ -220,9 +243,14 @@ def test_extremes_grad():
 
 # ---- prod, norms, all/any, logsumexp ----------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 def test_prod(dtype):
-    x = sample(dtype, 3, 5) if not dtype.is_floating_point else (randn(3, 5, dtype=dtype) * 0.5 + 1).to(dtype)
+    x = (
+        sample(dtype, 3, 5)
+        if not dtype.is_floating_point
+        else (randn(3, 5, dtype=dtype) * 0.5 + 1).to(dtype)
+    )
     if dtype in INT_DTYPES:
         x = randint(-3, 4, (3, 5), dtype=dtype)
     run_native(torch.prod, x)
@@ -264,7 +292,9 @@ def test_norm_grad():
     check_grad(lambda t: torch.linalg.vector_norm(t, 2, 1), randn(3, 5))
 
 
-@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.int64, torch.uint8, torch.bfloat16])
+@pytest.mark.parametrize(
+    "dtype", [torch.bool, torch.float32, torch.int64, torch.uint8, torch.bfloat16]
+)
 def test_all_any(dtype):
     x = randint(0, 2, (4, 6), dtype=dtype)
     x[0] = 1
@@ -288,7 +318,9 @@ def test_logsumexp(dtype):
     x = randn(4, 7, dtype=dtype) * 10
     run_native(lambda t: torch.logsumexp(t, 1), x)
     run_native(lambda t: torch.logsumexp(t, (0, 1), keepdim=True), x)
-    special = torch.tensor([[float("-inf")] * 3, [float("inf"), 1.0, 2.0], [float("nan"), 0.0, 1.0]], dtype=dtype)
+    special = torch.tensor(
+        [[float("-inf")] * 3, [float("inf"), 1.0, 2.0], [float("nan"), 0.0, 1.0]], dtype=dtype
+    )
     run_native(lambda t: torch.logsumexp(t, 1), special)
 
 
@@ -298,6 +330,7 @@ def test_logsumexp_out_grad():
 
 
 # ---- cumsum / cumprod --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -323,6 +356,7 @@ def test_scan_variants():
 
 # ---- index_select / gather / scatter ----------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
 def test_index_select(dtype, index_dtype):
@@ -338,7 +372,9 @@ def test_index_select(dtype, index_dtype):
 
 def test_index_select_out_error_grad():
     x = randn(5, 4)
-    run_native(lambda t, j, o: torch.index_select(t, 0, j, out=o), x, torch.tensor([1, 3]), torch.empty(0))
+    run_native(
+        lambda t, j, o: torch.index_select(t, 0, j, out=o), x, torch.tensor([1, 3]), torch.empty(0)
+    )
     with pytest.raises(Exception, match="out of bounds|out of range"):
         torch.index_select(x.to(DEVICE), 0, torch.tensor([7], device=DEVICE))
         torch.neuron.synchronize()
@@ -354,7 +390,9 @@ def test_gather_scatter(dtype):
     run_native(lambda t, i: t.gather(0, i), x, idx)
     run_native(lambda t, i: t.gather(1, i), x, randint(0, 5, (4, 2)))
     # Distinct targets per column: scatter with duplicates is order-dependent.
-    perm = torch.stack([torch.randperm(4, generator=torch.Generator().manual_seed(c))[:3] for c in range(5)], 1)
+    perm = torch.stack(
+        [torch.randperm(4, generator=torch.Generator().manual_seed(c))[:3] for c in range(5)], 1
+    )
     run_native(lambda t, i, s: t.scatter(0, i, s), x, perm, src)
     run_native(lambda t, i: t.scatter(0, i, 1), x, perm)
     run_native(lambda t, i, s: t.clone().scatter_(0, i, s), x, perm, src)
@@ -369,9 +407,15 @@ def test_scatter_reduce(dtype, reduce, include_self):
     x = sample(dtype, 4, 5)
     src = sample(dtype, 6, 5, seed=2)
     idx = randint(0, 4, (6, 5))
-    run_native(lambda t, i, s: t.scatter_reduce(0, i, s, reduce, include_self=include_self), x, idx, src)
-    run_native(lambda t, i, s: t.clone().scatter_reduce_(1, i, s, reduce, include_self=include_self),
-               x, randint(0, 5, (4, 3)), sample(dtype, 4, 3, seed=4))
+    run_native(
+        lambda t, i, s: t.scatter_reduce(0, i, s, reduce, include_self=include_self), x, idx, src
+    )
+    run_native(
+        lambda t, i, s: t.clone().scatter_reduce_(1, i, s, reduce, include_self=include_self),
+        x,
+        randint(0, 5, (4, 3)),
+        sample(dtype, 4, 3, seed=4),
+    )
 
 
 def test_scatter_out_noncontiguous_errors_grad():
@@ -379,7 +423,12 @@ def test_scatter_out_noncontiguous_errors_grad():
     idx = randint(0, 4, (3, 5))
     src = randn(3, 5)
     run_native(lambda t, i, s, o: torch.scatter_add(t, 0, i, s, out=o), x, idx, src, torch.empty(0))
-    run_native(lambda t, i, s: t.scatter_add(1, i, s), randn(5, 4).t(), randint(0, 5, (4, 3)), randn(3, 4).t())
+    run_native(
+        lambda t, i, s: t.scatter_add(1, i, s),
+        randn(5, 4).t(),
+        randint(0, 5, (4, 3)),
+        randn(3, 4).t(),
+    )
     run_native(lambda t, i: t.gather(1, i), randn(5, 4).t(), randint(0, 5, (4, 2)))
     run_native(lambda t, i: t.gather(0, i), torch.tensor(2.0), torch.tensor(0))
     with pytest.raises(Exception, match="out of bounds"):
@@ -388,10 +437,15 @@ def test_scatter_out_noncontiguous_errors_grad():
     torch.neuron.synchronize()
     check_grad(lambda t: t.gather(1, randint(0, 5, (4, 3)).to(t.device)), x)
     check_grad(lambda t, s: t.scatter_add(0, idx.to(t.device), s), x, src)
-    check_grad(lambda t, s: t.scatter(0, torch.tensor([[0, 1, 2, 3, 0]], device=t.device), s), x, randn(1, 5))
+    check_grad(
+        lambda t, s: t.scatter(0, torch.tensor([[0, 1, 2, 3, 0]], device=t.device), s),
+        x,
+        randn(1, 5),
+    )
 
 
 # ---- advanced indexing --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 def test_index_tensor(dtype):
@@ -432,8 +486,18 @@ def test_index_put():
     i = torch.tensor([4, 1, 1, 0])
     run_native(lambda t, a, v: t.clone().index_put_((a,), v, accumulate=True), x, i, randn(4, 4))
     run_native(lambda t, a, v: t.clone().index_put_((a,), v, accumulate=True), x, i, randn(4))
-    run_native(lambda t, a: t.clone().index_put_((a,), torch.tensor(2.0, device=t.device)), x, torch.tensor([3, 0]))
-    run_native(lambda t, a, b, v: t.clone().index_put_((a, b), v, accumulate=True), x, i, torch.tensor([0, 3, 3, 1]), randn(4))
+    run_native(
+        lambda t, a: t.clone().index_put_((a,), torch.tensor(2.0, device=t.device)),
+        x,
+        torch.tensor([3, 0]),
+    )
+    run_native(
+        lambda t, a, b, v: t.clone().index_put_((a, b), v, accumulate=True),
+        x,
+        i,
+        torch.tensor([0, 3, 3, 1]),
+        randn(4),
+    )
     mask = randint(0, 2, (5, 4)).bool()
 
     def masked_assign(t, m):
@@ -442,10 +506,24 @@ def test_index_put():
         return t
 
     run_native(masked_assign, x, mask)
-    run_native(lambda t, a, v: t.clone().index_put_((a,), v, accumulate=True), randint(0, 9, (5, 4)), i, randint(0, 9, (4, 4)))
-    run_native(lambda t, a, v: t.clone().index_put_((a,), v, accumulate=True), randn(5, 4, dtype=torch.bfloat16), i, randn(4, 4, dtype=torch.bfloat16))
+    run_native(
+        lambda t, a, v: t.clone().index_put_((a,), v, accumulate=True),
+        randint(0, 9, (5, 4)),
+        i,
+        randint(0, 9, (4, 4)),
+    )
+    run_native(
+        lambda t, a, v: t.clone().index_put_((a,), v, accumulate=True),
+        randn(5, 4, dtype=torch.bfloat16),
+        i,
+        randn(4, 4, dtype=torch.bfloat16),
+    )
     check_grad(lambda t: t[torch.tensor([1, 1, 3], device=t.device)], x)
-    check_grad(lambda t, v: t.index_put((torch.tensor([1, 3], device=t.device),), v, accumulate=True), x, randn(2, 4))
+    check_grad(
+        lambda t, v: t.index_put((torch.tensor([1, 3], device=t.device),), v, accumulate=True),
+        x,
+        randn(2, 4),
+    )
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES)
@@ -454,13 +532,25 @@ def test_index_add(dtype):
     src = sample(dtype, 3, 4, seed=5)
     i = torch.tensor([4, 0, 4])
     run_native(lambda t, a, s: t.index_add(0, a, s), x, i, src)
-    run_native(lambda t, a, s: t.clone().index_add_(1, a, s, alpha=2), x, torch.tensor([3, 3, 0, 1, 2]), sample(dtype, 5, 5, seed=6))
-    run_native(lambda t, a, s, o: torch.index_add(t, 0, a, s, out=o), x, i, src, torch.empty(0, dtype=dtype))
+    run_native(
+        lambda t, a, s: t.clone().index_add_(1, a, s, alpha=2),
+        x,
+        torch.tensor([3, 3, 0, 1, 2]),
+        sample(dtype, 5, 5, seed=6),
+    )
+    run_native(
+        lambda t, a, s, o: torch.index_add(t, 0, a, s, out=o),
+        x,
+        i,
+        src,
+        torch.empty(0, dtype=dtype),
+    )
     if dtype == torch.float32:
         check_grad(lambda t, s: t.index_add(0, i.to(t.device), s), x, src)
 
 
 # ---- masked_select / nonzero --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 def test_nonzero_masked_select(dtype):
@@ -486,18 +576,31 @@ def test_nonzero_masked_select_out_grad():
 
 # ---- embedding ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("padding_idx", [None, 2])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_embedding(padding_idx, dtype):
     weight = randn(10, 4, dtype=dtype)
     idx = torch.tensor([[1, 2, 2], [9, 0, 1]])
-    run_native(lambda w, i: torch.nn.functional.embedding(i, w, padding_idx=padding_idx), weight, idx)
+    run_native(
+        lambda w, i: torch.nn.functional.embedding(i, w, padding_idx=padding_idx), weight, idx
+    )
     grad = randn(2, 3, 4, dtype=dtype)
-    run_native(lambda g, i: torch.ops.aten.embedding_dense_backward(g, i, 10, -1 if padding_idx is None else padding_idx, False), grad, idx)
-    check_grad(lambda w: torch.nn.functional.embedding(idx.to(w.device), w, padding_idx=padding_idx), weight)
+    run_native(
+        lambda g, i: torch.ops.aten.embedding_dense_backward(
+            g, i, 10, -1 if padding_idx is None else padding_idx, False
+        ),
+        grad,
+        idx,
+    )
+    check_grad(
+        lambda w: torch.nn.functional.embedding(idx.to(w.device), w, padding_idx=padding_idx),
+        weight,
+    )
 
 
 # ---- cat / stack --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 def test_cat_stack(dtype):
@@ -505,7 +608,9 @@ def test_cat_stack(dtype):
     run_native(lambda x, y: torch.cat([x, y]), a, b)
     run_native(lambda x, y: torch.cat([x.t(), y.t()], 1), a, b)
     run_native(lambda x, y: torch.stack([x, y[:2]], 1), a, b)
-    run_native(lambda x, y: torch.cat([x, torch.empty(0, dtype=x.dtype, device=x.device), y], -2), a, b)
+    run_native(
+        lambda x, y: torch.cat([x, torch.empty(0, dtype=x.dtype, device=x.device), y], -2), a, b
+    )
 
 
 def test_cat_promotion_out_empty_grad():
@@ -523,12 +628,15 @@ def test_cat_promotion_out_empty_grad():
 
 # ---- creation ------------------------------------------------------------------------------
 
+
 def test_arange_linspace_eye():
     for args in [(10,), (2, 11, 3), (0.5, 10, 0.7), (5, -3, -2), (0, 0)]:
         run_native(lambda: torch.arange(*args, device=DEVICE), check=False)
         assert_same(torch.arange(*args, device=DEVICE), torch.arange(*args))
     for dtype in [torch.float32, torch.int32, torch.bfloat16]:
-        assert_same(torch.arange(1, 9, 2, dtype=dtype, device=DEVICE), torch.arange(1, 9, 2, dtype=dtype))
+        assert_same(
+            torch.arange(1, 9, 2, dtype=dtype, device=DEVICE), torch.arange(1, 9, 2, dtype=dtype)
+        )
     for args in [(-1, 3, 11), (0, 1, 1), (5, -5, 0), (0, 100, 1000)]:
         run_native(lambda: torch.linspace(*args, device=DEVICE), check=False)
         assert_same(torch.linspace(*args, device=DEVICE), torch.linspace(*args))
@@ -549,7 +657,9 @@ def test_tril_triu(dtype, diagonal):
     run_native(lambda t: t.triu(diagonal), x)
     run_native(lambda t: t.clone().tril_(diagonal), x)
     run_native(lambda t: t.clone().triu_(diagonal), x)
-    run_native(lambda t, o: torch.tril(t.transpose(1, 2), diagonal, out=o), x, torch.empty(0, dtype=dtype))
+    run_native(
+        lambda t, o: torch.tril(t.transpose(1, 2), diagonal, out=o), x, torch.empty(0, dtype=dtype)
+    )
 
 
 def test_tril_grad():
@@ -575,17 +685,24 @@ def test_sort_stable(dtype, descending):
 
 
 def test_sort_special_values_layouts_out():
-    special = torch.tensor([0.0, -0.0, float("nan"), 1.0, float("-inf"), float("inf"), -1.0, float("nan"), 0.0])
+    special = torch.tensor(
+        [0.0, -0.0, float("nan"), 1.0, float("-inf"), float("inf"), -1.0, float("nan"), 0.0]
+    )
     run_native(lambda t: t.sort(stable=True), special)
     run_native(lambda t: t.sort(descending=True, stable=True), special)
     run_native(lambda t: t.sort(stable=True), special.to(torch.bfloat16))
     run_native(lambda t: t.sort(stable=True), special.to(torch.float16))
     run_native(lambda t: t.sort(dim=0, stable=True), randn(40, 30).t())
     run_native(lambda t: t.sort(stable=True), randn(100000))
-    run_native(lambda t: t.sort(stable=True), randint(-10**12, 10**12, (5000,)))
+    run_native(lambda t: t.sort(stable=True), randint(-(10**12), 10**12, (5000,)))
     run_native(lambda t: t.sort(stable=True), torch.tensor(3.0))
     run_native(lambda t: t.sort(stable=True), torch.empty(0))
-    run_native(lambda t, v, i: torch.sort(t, dim=1, stable=True, out=(v, i)), randn(3, 7), torch.empty(0), torch.empty(0, dtype=torch.long))
+    run_native(
+        lambda t, v, i: torch.sort(t, dim=1, stable=True, out=(v, i)),
+        randn(3, 7),
+        torch.empty(0),
+        torch.empty(0, dtype=torch.long),
+    )
     check_grad(lambda t: t.sort(1)[0], randn(3, 7))
 
 
@@ -596,7 +713,12 @@ def test_topk(dtype, largest):
     x = torch.randperm(60, generator=torch.Generator().manual_seed(1)).reshape(5, 12).to(dtype)
     for k, dim in [(3, 1), (1, 0), (12, 1), (0, 1), (5, 0)]:
         run_native(lambda t: t.topk(k, dim, largest=largest), x)
-    run_native(lambda t, v, i: torch.topk(t, 2, out=(v, i)), x, torch.empty(0, dtype=dtype), torch.empty(0, dtype=torch.long))
+    run_native(
+        lambda t, v, i: torch.topk(t, 2, out=(v, i)),
+        x,
+        torch.empty(0, dtype=dtype),
+        torch.empty(0, dtype=torch.long),
+    )
 
 
 def test_topk_nan_errors_grad():
@@ -609,6 +731,7 @@ def test_topk_nan_errors_grad():
 
 
 # ---- flip / roll / repeat -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool])
 def test_flip_roll_repeat(dtype):
@@ -632,6 +755,7 @@ def test_flip_roll_repeat_grad():
 
 
 # ---- mixed devices -------------------------------------------------------------------------
+
 
 def test_mixed_devices_fail():
     with pytest.raises(RuntimeError, match="same device"):

@@ -24,32 +24,6 @@ pytest.importorskip("transformers")
 
 STEPS = 10
 
-# Ops observed on the host fallback per workload on this branch; other kernel families are
-# making them native. The lead removes these marks once the merged tree has none.
-OBSERVED_FALLBACKS = {
-    "mlp": "nll_loss_forward.output, nll_loss_backward.grad_input",
-    "cnn": "convolution (aten::convolution_overrideable has no kernel and no fallback), "
-    "batch norm, max/adaptive pooling, nll_loss",
-    "gpt2": "addcdiv.out, addcmul.out, lerp.Scalar_out, sqrt.out (AdamW), all.out, arange.start_out, "
-    "cat.out, embedding_dense_backward, index_select, isneginf.out, native_batch_norm, "
-    "native_layer_norm_backward, nll_loss_forward.output, nll_loss_backward.grad_input, "
-    "pow.Tensor_Scalar_out, tanh.out, tanh_backward.grad_input, tril.out, where.self, "
-    "where.self_out, zero_",
-    "bert-fp32": "addcmul.out, all.all_out, all.out, gather.out, gelu.out, index_select, "
-    "isneginf.out, native_batch_norm, tanh.out, where.self_out",
-    "bert-bf16": "addcmul.out, all.all_out, all.out, gather.out, gelu.out, index_select, "
-    "isneginf.out, native_batch_norm, tanh.out, where.self_out",
-    "llama": "_fused_adamw_, all.out, arange.start_out, cat.out, cos.out, sin.out, "
-    "embedding_dense_backward, index_select, isneginf.out, neg.out, nll_loss_forward.output, "
-    "nll_loss_backward.grad_input, pow.Tensor_Scalar_out, rsqrt.out, sigmoid.out, silu.out, "
-    "tril.out, where.self, where.self_out, zero_",
-}
-
-# Workloads that cannot run at all on this branch yet (not even through the fallback).
-NOT_RUNNABLE = {
-    "cnn": "conv2d dispatches to aten::convolution_overrideable, which needs a native kernel",
-}
-
 
 def run_steps(name, device):
     built = WORKLOADS[name].build(device)
@@ -77,18 +51,7 @@ def runs(name):
     return _cache[name]
 
 
-def workload_params(xfail_reasons, raises=None):
-    return [
-        pytest.param(
-            name, marks=pytest.mark.xfail(reason=xfail_reasons[name], raises=raises, strict=False)
-        )
-        if name in xfail_reasons
-        else name
-        for name in WORKLOADS
-    ]
-
-
-@pytest.mark.parametrize("name", workload_params(NOT_RUNNABLE, raises=NotImplementedError))
+@pytest.mark.parametrize("name", list(WORKLOADS))
 def test_matches_cpu(name):
     cpu, neuron, _ = runs(name)
     tolerance = WORKLOADS[name].tolerance
@@ -103,12 +66,7 @@ def test_matches_cpu(name):
         )
 
 
-@pytest.mark.parametrize(
-    "name",
-    workload_params(
-        {name: f"ops still on the host fallback: {ops}" for name, ops in OBSERVED_FALLBACKS.items()}
-    ),
-)
+@pytest.mark.parametrize("name", list(WORKLOADS))
 def test_no_fallbacks(name):
     _, _, fallbacks = runs(name)
     assert fallbacks == {}, f"{name} ran ops on the host fallback: {fallbacks}"
@@ -117,7 +75,7 @@ def test_no_fallbacks(name):
 def test_training_losses_decrease():
     """A sanity check that the training workloads learn (on the CPU reference run)."""
     for name, workload in WORKLOADS.items():
-        if not workload.training or name in NOT_RUNNABLE:
+        if not workload.training:
             continue
         cpu, _, _ = runs(name)
         assert cpu[-1].item() < cpu[0].item(), f"{name}: loss did not decrease over {STEPS} steps"
