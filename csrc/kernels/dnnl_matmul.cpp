@@ -1,14 +1,18 @@
 #include "kernels/dnnl_matmul.h"
 
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/cast.h"
+#include "kernels/parallel.h"
 
 namespace openneuron::kernels {
 namespace {
@@ -99,32 +103,112 @@ PrimitiveCache& cache() {
   return *instance;
 }
 
+// oneDNN's OpenMP teams spin while idle; on a small host they starve the threads that
+// enqueue work. Every oneDNN call therefore runs on one thread, and parallel_for (which
+// sleeps when idle) spreads large products across cores instead.
+void use_one_openmp_thread() {
+  thread_local bool done = false;
+  if (!done) {
+    omp_set_num_threads(1);
+    done = true;
+  }
+}
+
+// `view` restricted to [begin, begin + length) along `dim`.
+TensorView slice(const TensorView& view, int dim, int64_t begin, int64_t length) {
+  TensorView part = view;
+  part.data = static_cast<char*>(view.data) +
+              begin * view.strides[dim] * static_cast<int64_t>(element_size(view.dtype));
+  part.sizes[dim] = length;
+  return part;
+}
+
+struct Problem {
+  TensorView out, a, b;
+};
+
+// The product restricted to rows (2-D) or batches (3-D) [begin, begin + length).
+Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, int dim,
+              int64_t begin, int64_t length) {
+  Problem part{slice(out, dim, begin, length), slice(a, dim, begin, length), b};
+  if (dim == 0 && b.strides[0] != 0) part.b = slice(b, 0, begin, length);
+  return part;
+}
+
 }  // namespace
 
 bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
                const TensorView* bias, double alpha, double beta) {
-  if ((out.dtype != DType::BFloat16 && out.dtype != DType::Float32) || a.dtype != out.dtype || b.dtype != out.dtype) return false;
+  const bool supported_dtype = out.dtype == DType::BFloat16 || out.dtype == DType::Float32;
+  if (!supported_dtype || a.dtype != out.dtype || b.dtype != out.dtype) return false;
   for (int d = 0; d < out.ndim; ++d) {
     if (out.sizes[d] == 0 || a.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0) return false;
   }
+  use_one_openmp_thread();
   const bool accumulate = bias != nullptr && beta != 0.0;
-  const Primitive* primitive = cache().find_or_create(out, a, b, alpha, accumulate, beta);
-  if (!primitive->optimised) return false;
-  if (accumulate) copy(out, *bias);  // the sum post-op adds beta * (what out holds)
-  dnnl::engine& engine = PrimitiveCache::engine();
-  dnnl::stream stream(engine);
-  memory a_memory(describe(a), engine, a.data);
-  memory b_memory(describe(b), engine, b.data);
-  memory out_memory(describe(out), engine, out.data);
-  try {
-    primitive->matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
-                                       {DNNL_ARG_WEIGHTS, b_memory},
-                                       {DNNL_ARG_DST, out_memory}});
-    stream.wait();
-  } catch (const dnnl::error&) {
-    return false;  // the BLAS path recomputes out from scratch (bias never aliases out)
+  const int rows_dim = out.ndim - 2;
+  const int64_t k = a.sizes[out.ndim - 1];
+  const int64_t batches = out.ndim == 3 ? out.sizes[0] : 1;
+  const int64_t work = batches * out.sizes[rows_dim] * out.sizes[out.ndim - 1] * k;
+  // Split batches when there are enough of them, rows otherwise; small products stay whole.
+  const int split_dim = batches >= kernel_thread_count() ? 0 : rows_dim;
+  const int64_t extent = out.sizes[split_dim];
+  const int64_t parts = work < (int64_t{1} << 21) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
+  const int64_t chunk = (extent + parts - 1) / parts;
+
+  // Every distinct piece shape must have an optimised primitive before anything is written.
+  std::vector<const Primitive*> primitives;
+  for (int64_t begin = 0; begin < extent; begin += chunk) {
+    const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
+    const Primitive* primitive = cache().find_or_create(part.out, part.a, part.b, alpha, accumulate, beta);
+    if (!primitive->optimised) return false;
+    primitives.push_back(primitive);
   }
-  return true;
+  if (accumulate && bias->data != out.data) copy(out, *bias);  // the sum post-op adds beta * out
+
+  std::atomic<bool> failed{false};
+  parallel_for(0, static_cast<int64_t>(primitives.size()), 1, [&](int64_t first, int64_t last) {
+    use_one_openmp_thread();
+    dnnl::engine& engine = PrimitiveCache::engine();
+    dnnl::stream stream(engine);
+    for (int64_t index = first; index < last; ++index) {
+      const int64_t begin = index * chunk;
+      const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
+      memory a_memory(describe(part.a), engine, part.a.data);
+      memory b_memory(describe(part.b), engine, part.b.data);
+      memory out_memory(describe(part.out), engine, part.out.data);
+      try {
+        primitives[index]->matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
+                                                   {DNNL_ARG_WEIGHTS, b_memory},
+                                                   {DNNL_ARG_DST, out_memory}});
+        stream.wait();
+      } catch (const dnnl::error&) {
+        failed = true;
+      }
+    }
+  });
+  // On failure the BLAS path recomputes out from scratch (it reads bias, never out).
+  return !failed;
+}
+
+bool dense_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  const auto matrix = [](const float* data, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+    TensorView view;
+    view.data = const_cast<float*>(data);
+    view.dtype = DType::Float32;
+    view.ndim = 2;
+    view.sizes[0] = rows;
+    view.sizes[1] = cols;
+    view.strides[0] = transposed ? 1 : ld;
+    view.strides[1] = transposed ? ld : 1;
+    return view;
+  };
+  const TensorView a_view = matrix(a, m, k, lda, trans_a);
+  const TensorView b_view = matrix(b, k, n, ldb, trans_b);
+  const TensorView c_view = matrix(c, m, n, ldc, false);
+  return dnnl_gemm(c_view, a_view, b_view, beta != 0.0f ? &c_view : nullptr, alpha, beta);
 }
 
 }  // namespace openneuron::kernels

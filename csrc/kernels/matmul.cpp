@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/blas_threads.h"
 #include "kernels/cast.h"
 #include "kernels/dnnl_matmul.h"
 #include "kernels/element_types.h"
@@ -88,6 +89,12 @@ BlasMatrix as_blas_matrix(const TensorView& m, std::vector<C>& scratch) {
 void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n, int64_t k,
                double alpha, const float* a, int64_t lda, const float* b, int64_t ldb, double beta,
                float* c, int64_t ldc) {
+  // Packed fp16/fp8 operands end up here as fp32: oneDNN first, as for fp32 tensors.
+  if (dense_sgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, static_cast<float>(alpha),
+                  a, lda, b, ldb, static_cast<float>(beta), c, ldc)) {
+    return;
+  }
+  single_threaded_blas();
   cblas_sgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), static_cast<float>(alpha), a, static_cast<int>(lda), b,
               static_cast<int>(ldb), static_cast<float>(beta), c, static_cast<int>(ldc));
@@ -96,6 +103,7 @@ void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int6
 void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n, int64_t k,
                double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
                double beta, double* c, int64_t ldc) {
+  single_threaded_blas();
   cblas_dgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
               c, static_cast<int>(ldc));
