@@ -15,7 +15,7 @@ test: build
 
 # Not a test: neuron eager against PyTorch CPU eager, side by side; prints tables, writes JSON.
 bench: build
-	$(PYTHON) bench/run.py
+	$(PYTHON) bench/run.py --markdown docs/performance.md
 
 system:
 	bash scripts/install_system_packages.sh

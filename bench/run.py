@@ -166,6 +166,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     parser.add_argument("--sections", default="dispatch,gemm,bandwidth,workloads")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the tables as Markdown (docs/performance.md)"
+    )
     args = parser.parse_args()
 
     import openneuron  # noqa: F401  (registers the device even with autoload disabled)
@@ -190,6 +193,40 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {args.json}")
+    if args.markdown:
+        args.markdown.write_text(markdown_report(results, " ".join(sys.argv[1:])))
+        print(f"wrote {args.markdown}")
+
+
+def markdown_report(results: dict, arguments: str) -> str:
+    """The results as the Markdown page docs/performance.md."""
+    machine_info = results["machine"]
+    lines = [
+        "# Performance: `neuron` eager against PyTorch CPU eager",
+        "",
+        f"Measured {results['date']} with `.venv/bin/python bench/run.py {arguments}`"
+        f" (`make bench` runs the full set) on {machine_info['cores']} cores of"
+        f" {machine_info['cpu_model']}, torch {machine_info['torch']}"
+        f" ({machine_info['torch_threads']} CPU threads). Both devices run in the same process,"
+        " one after the other; each figure is a median of repeated runs. The simulated device"
+        " runs on the same host CPU, so this compares the two software stacks on equal hardware.",
+        "",
+        "Ratios are CPU time / neuron time (or neuron rate / CPU rate): above 1 favours neuron.",
+    ]
+    for name, rows in results["sections"].items():
+        if not rows:
+            continue
+        keys = [k for k in rows[0] if k != "fallback_ops"]
+        lines += ["", f"## {name}", "", "| " + " | ".join(keys) + " |"]
+        lines.append("|" + "---|" * len(keys))
+        for row in rows:
+            lines.append("| " + " | ".join(format_value(row.get(k)) for k in keys) + " |")
+    if "workload_geomean_ratio" in results:
+        lines += [
+            "",
+            f"Workload geomean ratio (CPU / neuron): {results['workload_geomean_ratio']:.3f}.",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
