@@ -42,29 +42,59 @@ memory::desc describe(const TensorView& view) {
   return memory::desc(dims, dnnl_type(view.dtype), strides);
 }
 
-void append_key(std::string& key, const TensorView& view) {
-  key += std::to_string(static_cast<int>(view.dtype));
+// A problem's identity for the primitive cache: dtypes, sizes, strides, alpha, beta and the
+// piece index: pieces run concurrently, and executions of one oneDNN primitive serialise.
+using ProblemKey = std::vector<int64_t>;
+
+void append_key(ProblemKey& key, const TensorView& view) {
+  key.push_back(static_cast<int64_t>(view.dtype) << 8 | view.ndim);
   for (int d = 0; d < view.ndim; ++d) {
-    key += ',' + std::to_string(view.sizes[d]) + ':' + std::to_string(view.strides[d]);
+    key.push_back(view.sizes[d]);
+    key.push_back(view.strides[d]);
   }
-  key += ';';
 }
+
+int64_t bits_of(double value) {
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+struct ProblemKeyHash {
+  size_t operator()(const ProblemKey& key) const {
+    uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the words
+    for (int64_t word : key) hash = (hash ^ static_cast<uint64_t>(word)) * 1099511628211ULL;
+    return static_cast<size_t>(hash);
+  }
+};
 
 struct Primitive {
   dnnl::matmul matmul;
   bool optimised;
+  memory::desc scratchpad;
 };
+
+// Each thread brings its own scratchpad: a library-managed one is shared by concurrent
+// executions and serialises them.
+void* thread_scratchpad(size_t bytes) {
+  thread_local std::vector<char> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
 
 class PrimitiveCache {
  public:
   // The primitive for this problem, created on first use. Returns nullptr if unsupported.
   const Primitive* find_or_create(const TensorView& out, const TensorView& a, const TensorView& b,
-                                  double alpha, bool accumulate, double beta) {
-    std::string key;
+                                  double alpha, bool accumulate, double beta, int64_t piece) {
+    ProblemKey key;
+    key.reserve(24);
     append_key(key, out);
     append_key(key, a);
     append_key(key, b);
-    key += std::to_string(alpha) + '|' + std::to_string(accumulate ? beta : 0.0);
+    key.push_back(bits_of(alpha));
+    key.push_back(bits_of(accumulate ? beta : 0.0));
+    key.push_back(piece);
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = cache_.find(key);
     if (found != cache_.end()) return &found->second;
@@ -72,6 +102,7 @@ class PrimitiveCache {
     Primitive primitive{dnnl::matmul(), false};
     try {
       dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
       if (accumulate) {
         dnnl::post_ops ops;
@@ -81,7 +112,8 @@ class PrimitiveCache {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(describe(a), describe(b), describe(out)),
                                       attr, engine());
       const std::string impl = pd.impl_info_str();
-      primitive = Primitive{dnnl::matmul(pd), impl.find("ref") == std::string::npos};
+      primitive = Primitive{dnnl::matmul(pd), impl.find("ref") == std::string::npos,
+                            pd.scratchpad_desc()};
     } catch (const dnnl::error&) {
       primitive.optimised = false;
     }
@@ -95,7 +127,7 @@ class PrimitiveCache {
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, Primitive> cache_;
+  std::unordered_map<ProblemKey, Primitive, ProblemKeyHash> cache_;
 };
 
 PrimitiveCache& cache() {
@@ -131,7 +163,8 @@ struct Problem {
 Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, int dim,
               int64_t begin, int64_t length) {
   Problem part{slice(out, dim, begin, length), slice(a, dim, begin, length), b};
-  if (dim == 0 && b.strides[0] != 0) part.b = slice(b, 0, begin, length);
+  const bool batch_split = out.ndim == 3 && dim == 0;
+  if (batch_split && b.strides[0] != 0) part.b = slice(b, 0, begin, length);
   return part;
 }
 
@@ -153,14 +186,15 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
   // Split batches when there are enough of them, rows otherwise; small products stay whole.
   const int split_dim = batches >= kernel_thread_count() ? 0 : rows_dim;
   const int64_t extent = out.sizes[split_dim];
-  const int64_t parts = work < (int64_t{1} << 21) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
+  const int64_t parts = work < (int64_t{1} << 25) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
   const int64_t chunk = (extent + parts - 1) / parts;
 
   // Every distinct piece shape must have an optimised primitive before anything is written.
   std::vector<const Primitive*> primitives;
   for (int64_t begin = 0; begin < extent; begin += chunk) {
     const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
-    const Primitive* primitive = cache().find_or_create(part.out, part.a, part.b, alpha, accumulate, beta);
+    const Primitive* primitive = cache().find_or_create(part.out, part.a, part.b, alpha, accumulate,
+                                                        beta, static_cast<int64_t>(primitives.size()));
     if (!primitive->optimised) return false;
     primitives.push_back(primitive);
   }
@@ -170,17 +204,21 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
   parallel_for(0, static_cast<int64_t>(primitives.size()), 1, [&](int64_t first, int64_t last) {
     use_one_openmp_thread();
     dnnl::engine& engine = PrimitiveCache::engine();
-    dnnl::stream stream(engine);
+    thread_local dnnl::stream stream(engine);
     for (int64_t index = first; index < last; ++index) {
       const int64_t begin = index * chunk;
       const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
       memory a_memory(describe(part.a), engine, part.a.data);
       memory b_memory(describe(part.b), engine, part.b.data);
       memory out_memory(describe(part.out), engine, part.out.data);
+      const Primitive& primitive = *primitives[index];
+      memory scratchpad(primitive.scratchpad, engine,
+                        thread_scratchpad(primitive.scratchpad.get_size()));
       try {
-        primitives[index]->matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
-                                                   {DNNL_ARG_WEIGHTS, b_memory},
-                                                   {DNNL_ARG_DST, out_memory}});
+        primitive.matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
+                                          {DNNL_ARG_WEIGHTS, b_memory},
+                                          {DNNL_ARG_DST, out_memory},
+                                          {DNNL_ARG_SCRATCHPAD, scratchpad}});
         stream.wait();
       } catch (const dnnl::error&) {
         failed = true;
