@@ -74,6 +74,25 @@ TEST(DnnlMatmul, RunsContiguousFloat32) {
   EXPECT_TRUE(dnnl_gemm(out.view, a.view, w.view, nullptr, 1.0, 0.0));
 }
 
+// Large enough to be split across threads: every piece must still run on oneDNN (a decline
+// would silently fall back to BLAS) and match the reference.
+TEST(DnnlMatmul, SplitsLargeProductsAcrossThreadsCorrectly) {
+  std::mt19937 rng(3);
+  auto a = make_tensor(DType::Float32, {513, 256});
+  auto w = make_tensor(DType::Float32, {256, 257});
+  auto out = make_tensor(DType::Float32, {513, 257});
+  testing::fill_random(a.view, rng, -1, 1);
+  testing::fill_random(w.view, rng, -1, 1);
+  ASSERT_TRUE(dnnl_gemm(out.view, a.view, w.view, nullptr, 1.0, 0.0));
+  for (int64_t i = 0; i < 513; i += 37) {
+    for (int64_t j = 0; j < 257; j += 13) {
+      double expected = 0;
+      for (int64_t k = 0; k < 256; ++k) expected += get(a.view, {i, k}) * get(w.view, {k, j});
+      EXPECT_TRUE(testing::close(DType::Float32, get(out.view, {i, j}), expected)) << i << "," << j;
+    }
+  }
+}
+
 TEST(DnnlMatmul, DeclinesDtypesItDoesNotHandle) {
   auto a = make_tensor(DType::Float16, {4, 4});
   auto out = make_tensor(DType::Float16, {4, 4});
