@@ -57,6 +57,34 @@ def get_workload(name: str) -> Workload:
     return WORKLOADS[name]
 
 
+def training(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch_of: Callable[[int], tuple],
+    loss_of: Callable[..., torch.Tensor],
+) -> Built:
+    """A Built whose step(i) runs one optimizer step on batch i: loss_of(model, *batch)."""
+
+    def step(i: int) -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = loss_of(model, *batch_of(i))
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    return Built(model, optimizer, step)
+
+
+def classification_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of a classifier's logits on inputs `x` against labels `y`."""
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def causal_lm_loss(model: torch.nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Next-token loss of a Hugging Face causal language model on `tokens`."""
+    return model(input_ids=tokens, labels=tokens).loss
+
+
 def cycling_batches(batches: list, device: torch.device) -> Callable[[int], tuple]:
     """Moves the pre-drawn CPU batches to `device` once; batch(i) cycles through them."""
     on_device = [tuple(t.to(device) for t in batch) for batch in batches]

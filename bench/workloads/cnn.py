@@ -4,7 +4,14 @@ linear, cross-entropy), fp32, SGD."""
 import torch
 from torch import nn
 
-from bench.workloads import Built, Tolerance, Workload, cycling_batches, register
+from bench.workloads import (
+    Tolerance,
+    Workload,
+    classification_loss,
+    cycling_batches,
+    register,
+    training,
+)
 
 
 class SmallCNN(nn.Module):
@@ -41,15 +48,7 @@ def build(device, *, seed, batch, channels, classes, batches=4):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     batch_of = cycling_batches(cpu_batches, device)
 
-    def step(i):
-        x, y = batch_of(i)
-        optimizer.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-
-    return Built(model, optimizer, step)
+    return training(model, optimizer, batch_of, classification_loss)
 
 
 WORKLOAD = register(

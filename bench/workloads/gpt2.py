@@ -2,7 +2,14 @@
 
 import torch
 
-from bench.workloads import Built, Tolerance, Workload, cycling_batches, register
+from bench.workloads import (
+    Tolerance,
+    Workload,
+    causal_lm_loss,
+    cycling_batches,
+    register,
+    training,
+)
 
 
 def build(device, *, seed, batch, seq, n_layer, n_embd, n_head, vocab, batches=2):
@@ -27,15 +34,7 @@ def build(device, *, seed, batch, seq, n_layer, n_embd, n_head, vocab, batches=2
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     batch_of = cycling_batches(cpu_batches, device)
 
-    def step(i):
-        (tokens,) = batch_of(i)
-        optimizer.zero_grad()
-        loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-
-    return Built(model, optimizer, step)
+    return training(model, optimizer, batch_of, causal_lm_loss)
 
 
 WORKLOAD = register(

@@ -3,7 +3,14 @@ SiLU MLP, SDPA attention) under bf16 autocast with AdamW(fused=True)."""
 
 import torch
 
-from bench.workloads import Built, Tolerance, Workload, cycling_batches, register
+from bench.workloads import (
+    Tolerance,
+    Workload,
+    causal_lm_loss,
+    cycling_batches,
+    register,
+    training,
+)
 
 
 def build(device, *, seed, batch, seq, layers, hidden, heads, kv_heads, vocab, batches=2):
@@ -28,16 +35,11 @@ def build(device, *, seed, batch, seq, layers, hidden, heads, kv_heads, vocab, b
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
     batch_of = cycling_batches(cpu_batches, device)
 
-    def step(i):
-        (tokens,) = batch_of(i)
-        optimizer.zero_grad()
+    def autocast_loss(model, tokens):
         with torch.autocast(device.type, dtype=torch.bfloat16):
-            loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
+            return causal_lm_loss(model, tokens)
 
-    return Built(model, optimizer, step)
+    return training(model, optimizer, batch_of, autocast_loss)
 
 
 WORKLOAD = register(

@@ -2,7 +2,14 @@
 
 import torch
 
-from bench.workloads import Built, Tolerance, Workload, cycling_batches, register
+from bench.workloads import (
+    Tolerance,
+    Workload,
+    classification_loss,
+    cycling_batches,
+    register,
+    training,
+)
 
 
 def build(device, *, seed, batch, features, hidden, classes, batches=4):
@@ -26,15 +33,7 @@ def build(device, *, seed, batch, features, hidden, classes, batches=4):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     batch_of = cycling_batches(cpu_batches, device)
 
-    def step(i):
-        x, y = batch_of(i)
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
-
-    return Built(model, optimizer, step)
+    return training(model, optimizer, batch_of, classification_loss)
 
 
 WORKLOAD = register(
