@@ -460,14 +460,17 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, label):
     return True
 
 
-_SIXTEEN_BIT = (torch.float16, torch.bfloat16)
+# The hardware computes 16-bit floats in float32 and rounds once, and accumulates float32
+# reductions in double; PyTorch CPU rounds some intermediates to the narrow type (alpha * b in
+# half-precision add; float32 partial sums). So a result is also right when it matches the
+# CPU's computation at the next wider dtype, rounded once to the result's dtype.
+_WIDER = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float64}
 
 
 class _Comparer:
-    """compare() against the CPU's result; for 16-bit floats, a result that misses it is
-    also accepted if it matches the CPU's float32 computation rounded once to 16 bits (the
-    hardware's numerics; PyTorch CPU rounds some intermediates to 16 bits, e.g. alpha * b in
-    add), with the same tolerances."""
+    """compare() against the CPU's result; a result that misses it is also accepted if it
+    matches the CPU's computation at the next wider dtype rounded back (see _WIDER), with
+    the same tolerances."""
 
     def __init__(self, rtol: float, atol: float, values: bool):
         self.rtol, self.atol, self.values = rtol, atol, values
@@ -476,7 +479,7 @@ class _Comparer:
         try:
             compare(actual, expected, rtol=self.rtol, atol=self.atol, values=self.values, what=what)
         except CheckFailure:
-            if wide_reference is None or not _has_sixteen_bit(expected):
+            if wide_reference is None or not _has_widenable(expected):
                 raise
             try:
                 alternative = wide_reference()
@@ -493,12 +496,12 @@ class _Comparer:
             raise
 
 
-def _has_sixteen_bit(value: Any) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.dtype in _SIXTEEN_BIT for t in _flatten(value))
+def _has_widenable(value: Any) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.dtype in _WIDER for t in _flatten(value))
 
 
 class _WideReference:
-    """The CPU's result with 16-bit float inputs widened to float32 and the outputs rounded
+    """The CPU's result with floating inputs widened (see _WIDER) and the outputs rounded
     back to the CPU result's dtypes; computed on first use."""
 
     def __init__(self, op, sample, cotangents):
@@ -524,7 +527,7 @@ class _WideReference:
             sample_out = self.sample.output_process_fn_grad(wide_call.run(self.op))
             self._forward = _narrow_like(sample_out, expected)
             if self.cotangents and wide_call.leaves:
-                wide_cot = [c.float() if c.dtype in _SIXTEEN_BIT else c for c in self.cotangents]
+                wide_cot = [c.to(_WIDER.get(c.dtype, c.dtype)) for c in self.cotangents]
                 grads = _gradients(sample_out, wide_call.leaves, wide_cot, "cpu")
                 self._grads = [
                     None if g is None else g.to(n.dtype)
@@ -546,9 +549,9 @@ class _Sample:
 
 
 def _widen(t: torch.Tensor) -> torch.Tensor:
-    if t.dtype not in _SIXTEEN_BIT:
+    if t.dtype not in _WIDER:
         return t
-    return t.detach().float().requires_grad_(t.requires_grad)
+    return t.detach().to(_WIDER[t.dtype]).requires_grad_(t.requires_grad)
 
 
 def _narrow_like(value: Any, like: Any) -> Any:
