@@ -301,7 +301,7 @@ def failure_category(reason: str) -> str:
         message = text.split(" raised ", 1)[1]
         message = re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "…", message.split(" | ")[0])[:110]
         return f"{check} raised {message}"
-    if "not close" in text:
+    if "not close" in text or "not equal" in text:
         return f"{check}: wrong values"
     if "CPU gave" in text:
         return f"{check}: wrong dtype/shape/count"
