@@ -175,10 +175,10 @@ def to_device(t: torch.Tensor, device: str = DEVICE) -> torch.Tensor:
     """A copy of t on device with the same sizes, strides and storage offset, and the same
     storage contents around it (ops such as as_strided read storage outside the view)."""
     if t.layout != torch.strided or t.is_contiguous() and t.storage_offset() == 0:
-        return t.to(device)
+        return t.detach().to(device, copy=True)
     storage_elements = t.untyped_storage().nbytes() // t.element_size()
     flat = t.detach().as_strided((storage_elements,), (1,), 0)
-    return flat.to(device).as_strided(t.size(), t.stride(), t.storage_offset())
+    return flat.to(device, copy=True).as_strided(t.size(), t.stride(), t.storage_offset())
 
 
 def _map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], memo: dict[int, Any]) -> Any:
@@ -229,7 +229,7 @@ class Call:
 
 
 def _clone_input(value: Any) -> Any:
-    return _map_tensors(value, lambda t: t.detach().clone(), {})
+    return _map_tensors(value, lambda t: to_device(t, "cpu"), {})
 
 
 # ----------------------------------------------------------------------------- comparing
