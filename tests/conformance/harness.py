@@ -75,6 +75,13 @@ VALUES_NOT_COMPARABLE = {
     "empty_permuted": "uninitialized output",
 }
 
+# Ops whose samples name the CPU as the result's device (e.g. x.to("cpu")): a result on the
+# CPU is right for them.
+DEVICE_CHANGING_OPS = {"to": "samples move tensors to an explicitly named device"}
+
+# Ops whose non-input tensor arguments PyTorch requires on the CPU on every device.
+HOST_ARGUMENT_OPS = {"tensor_split": "tensor_indices_or_sections must be a CPU tensor"}
+
 # Modules with random forward passes in training mode: they are checked in eval mode.
 RANDOM_IN_TRAINING = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "RReLU")
 
@@ -204,9 +211,12 @@ def _device_kwargs(kwargs: dict[str, Any], device: str) -> dict[str, Any]:
 
 
 class Call:
-    """One sample's (input, args, kwargs) with fresh leaf tensors on one device."""
+    """One sample's (input, args, kwargs) with fresh leaf tensors on one device (only the
+    input when host_arguments: the other tensors stay on the CPU)."""
 
-    def __init__(self, sample, device: str, *, grad: bool, noncontiguous: bool = False):
+    def __init__(
+        self, sample, device: str, *, grad: bool, noncontiguous=False, host_arguments=False
+    ):
         memo: dict[int, Any] = {}
 
         def leaf(t: torch.Tensor) -> torch.Tensor:
@@ -218,8 +228,11 @@ class Call:
             return moved.detach().requires_grad_(wants_grad)
 
         self.input = _map_tensors(sample.input, leaf, memo)
-        self.args = _map_tensors(sample.args, leaf, memo)
-        self.kwargs = _device_kwargs(_map_tensors(sample.kwargs, leaf, memo), device)
+        if host_arguments and device != "cpu":
+            self.args, self.kwargs = sample.args, dict(sample.kwargs)
+        else:
+            self.args = _map_tensors(sample.args, leaf, memo)
+            self.kwargs = _device_kwargs(_map_tensors(sample.kwargs, leaf, memo), device)
         self.leaves = [t for t in memo.values() if t.requires_grad]
         # False for a factory call without a device argument: nothing here runs on neuron.
         self.uses_device = device == "cpu" or bool(memo) or "device" in self.kwargs
@@ -241,7 +254,10 @@ def _flatten(value: Any) -> list[Any]:
     return [value]
 
 
-def compare(actual: Any, expected: Any, *, rtol: float, atol: float, values: bool, what: str):
+def compare(
+    actual: Any, expected: Any, *, rtol: float, atol: float, values: bool, what: str,
+    check_device: bool = True,
+):  # fmt: skip
     """Raises CheckFailure unless actual (neuron) matches expected (CPU)."""
     got, want = _flatten(actual), _flatten(expected)
     if len(got) != len(want):
@@ -251,7 +267,7 @@ def compare(actual: Any, expected: Any, *, rtol: float, atol: float, values: boo
         if isinstance(e, torch.Tensor):
             if not isinstance(a, torch.Tensor):
                 raise CheckFailure(f"{where}: got {type(a).__name__}, CPU gave a tensor")
-            if a.device.type != DEVICE and e.device.type == "cpu":
+            if check_device and a.device.type != DEVICE and e.device.type == "cpu":
                 raise CheckFailure(f"{where}: result on {a.device}, expected on {DEVICE}")
             if a.dtype != e.dtype or a.shape != e.shape:
                 raise CheckFailure(
@@ -314,7 +330,7 @@ def _cotangent(t: torch.Tensor, seed: int) -> torch.Tensor:
 
 def _gradients(outputs: Any, leaves: list[torch.Tensor], cotangents: list[torch.Tensor], device):
     outs = _tensor_outputs(outputs)
-    grads_out = [c.to(device) for c in cotangents]
+    grads_out = [c.to(o.device) for c, o in zip(cotangents, outs, strict=True)]
     return torch.autograd.grad(outs, leaves, grads_out, allow_unused=True)
 
 
@@ -357,6 +373,10 @@ def _quiet(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(*args, **kwargs)
+
+
+def _host_args(op: OpInfo) -> bool:
+    return op_full_name(op) in HOST_ARGUMENT_OPS
 
 
 def _wants_grad(op: OpInfo, dtype: torch.dtype) -> bool:
@@ -447,10 +467,10 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips):
         except Exception:
             grad_check = False  # the CPU cannot differentiate this sample: not a neuron bug
     wide = _WideReference(op, sample, grad_check and cotangents)
-    check = _Comparer(rtol, atol, values)
+    check = _Comparer(rtol, atol, values, check_device=op_full_name(op) not in DEVICE_CHANGING_OPS)
 
     # Forward on neuron.
-    dev = Call(sample, DEVICE, grad=grad)
+    dev = Call(sample, DEVICE, grad=grad, host_arguments=_host_args(op))
     if not dev.uses_device:
         return "the sample has no tensor and no device argument"
     result.checks += 1
@@ -494,12 +514,16 @@ class _Comparer:
     matches the CPU's computation at the next wider dtype rounded back (see _WIDER), with
     the same tolerances."""
 
-    def __init__(self, rtol: float, atol: float, values: bool):
+    def __init__(self, rtol: float, atol: float, values: bool, check_device: bool = True):
         self.rtol, self.atol, self.values = rtol, atol, values
+        self.check_device = check_device
 
     def __call__(self, actual, expected, wide_reference: Callable[[], Any] | None, what: str):
         try:
-            compare(actual, expected, rtol=self.rtol, atol=self.atol, values=self.values, what=what)
+            compare(
+                actual, expected, rtol=self.rtol, atol=self.atol, values=self.values, what=what,
+                check_device=self.check_device,
+            )  # fmt: skip
         except CheckFailure:
             if wide_reference is None or not _has_widenable(expected):
                 raise
@@ -510,7 +534,10 @@ class _Comparer:
             if alternative is None:
                 raise
             try:
-                compare(actual, alternative, rtol=self.rtol, atol=self.atol, values=True, what=what)
+                compare(
+                    actual, alternative, rtol=self.rtol, atol=self.atol, values=True, what=what,
+                    check_device=self.check_device,
+                )  # fmt: skip
             except CheckFailure:
                 pass
             else:
@@ -596,7 +623,7 @@ def _check_out(op, sample, check, wide, track, result):
     except Exception:
         return  # the CPU has no out= form for this sample
     result.checks += 1
-    dev = Call(sample, DEVICE, grad=False)
+    dev = Call(sample, DEVICE, grad=False, host_arguments=_host_args(op))
     try:
         out_dev = _empty_like_outputs(out_cpu, DEVICE)
         track(dev.run, op, out=out_dev)
@@ -616,7 +643,7 @@ def _check_inplace(op, sample, check, wide, track, result):
     except Exception:
         return  # e.g. the result dtype cannot be stored in the input
     result.checks += 1
-    dev = Call(sample, DEVICE, grad=False)
+    dev = Call(sample, DEVICE, grad=False, host_arguments=_host_args(op))
     try:
         returned = track(dev.run, inplace)
     except Exception as err:
@@ -633,7 +660,7 @@ def _check_noncontiguous(op, sample, check, wide, track, result):
     except Exception:
         return
     result.checks += 1
-    dev = Call(sample, DEVICE, grad=False, noncontiguous=True)
+    dev = Call(sample, DEVICE, grad=False, noncontiguous=True, host_arguments=_host_args(op))
     try:
         actual = track(lambda: sample.output_process_fn_grad(dev.run(op)))
     except Exception as err:

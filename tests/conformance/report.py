@@ -295,6 +295,8 @@ def summarize(results: list[dict]) -> dict:
 def failure_category(reason: str) -> str:
     """Groups a failure reason: which check, and the exception type or kind of mismatch."""
     text = re.sub(r"^(sample|input) \d+( \([^)]*\))?: ", "", reason)
+    if text.startswith("neuron run"):
+        return text
     check = text.split(":")[0].split(" raised")[0]
     check = re.sub(r"\[\d+\]", "", check)
     if " raised " in text:
@@ -535,12 +537,14 @@ def main(argv=None) -> int:
         )
     if seconds is not None:
         print(f"wall time {seconds / 60:.1f} min")
+    if args.update_known_failures:
+        known = known_module.updated(known, results)
+        known_module.save(known)
+        print(f"rewrote {known_module.KNOWN_FAILURES_PATH.name}")
     if not args.no_write:
         write_report(results, args.out, command, seconds, known)
         print(f"wrote {args.out / 'op_coverage.md'} and op_coverage.json")
     if args.update_known_failures:
-        known_module.save(known_module.updated(known, results))
-        print(f"rewrote {known_module.KNOWN_FAILURES_PATH.name}")
         return 0
     for r in unexpected_failures[:50]:
         print(f"UNEXPECTED FAILURE {r['kind']} {r['name']} {r['dtype']}: {r['reason'][:200]}")
