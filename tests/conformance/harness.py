@@ -65,7 +65,6 @@ VALUES_NOT_COMPARABLE = {
     "nn.functional.dropout2d": "random output",
     "nn.functional.dropout3d": "random output",
     "nn.functional.alpha_dropout": "random output",
-    "nn.functional.feature_alpha_dropout": "random output",
     "nn.functional.rrelu": "random output",
     "empty": "uninitialized output",
     "empty_like": "uninitialized output",
