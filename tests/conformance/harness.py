@@ -1,0 +1,818 @@
+"""Differential conformance checks: PyTorch's OpInfo and ModuleInfo databases, neuron vs CPU.
+
+One call checks one (op, dtype) or (module, dtype) pair over every sample the database
+generates for the CPU, and classifies the pair:
+
+- "native":   every check passed and nothing fell back to the host during the neuron runs;
+- "fallback": every check passed, but some op ran on the host fallback;
+- "fail":     the CPU ran a sample and neuron gave a different result or raised;
+- "skip":     no sample ran on the CPU (no samples, or the CPU itself raised), with the reason.
+
+Checks per sample: forward values/dtype/shape, gradients of differentiable floating-point
+samples (backward on neuron vs backward on CPU), the out= variant, the in-place variant, and
+the forward of a non-contiguous copy of the sample. Inputs keep their strides when copied to
+the device, so non-contiguous CPU samples stay non-contiguous on neuron.
+
+Tolerances: torch.testing.assert_close's defaults for the result dtype, raised (never lowered)
+to the OpInfo's own toleranceOverride / precisionOverride for that dtype where it declares one.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import openneuron
+import torch
+from torch.testing._comparison import default_tolerances
+from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
+from torch.testing._internal.common_utils import noncontiguous_like
+from torch.testing._internal.opinfo.core import DecorateInfo, OpInfo
+
+DEVICE = "neuron"
+
+# Tests of PyTorch's own suite whose OpInfo decorators describe a device-vs-CPU comparison.
+_RELEVANT_TESTS = {
+    None,
+    "test_compare_cpu",
+    "test_noncontiguous_samples",
+    "test_variant_consistency_eager",
+    "test_out",
+}
+# A skip of one of these tests whose reason says the values are undefined means the values
+# cannot be compared between two implementations at all (random or uninitialized outputs).
+_INCOMPARABLE_WORDS = ("non-deterministic", "nondeterministic", "not comparable", "undefined")
+
+# Ops whose outputs are random or uninitialized but whose OpInfo does not say so; only
+# shape, dtype and device are compared for them.
+VALUES_NOT_COMPARABLE = {
+    "bernoulli": "random output",
+    "normal": "random output",
+    "normal.number_mean": "random output",
+    "randn": "random output",
+    "randn_like": "random output",
+    "rand_like": "random output",
+    "randint": "random output",
+    "randint_like": "random output",
+    "uniform": "random output",
+    "multinomial": "random output",
+    "nn.functional.dropout": "random output",
+    "nn.functional.dropout2d": "random output",
+    "nn.functional.dropout3d": "random output",
+    "nn.functional.alpha_dropout": "random output",
+    "nn.functional.rrelu": "random output",
+    "empty": "uninitialized output",
+    "empty_like": "uninitialized output",
+    "new_empty": "uninitialized output",
+    "new_empty_strided": "uninitialized output",
+    "empty_strided": "uninitialized output",
+    "empty_permuted": "uninitialized output",
+}
+
+# Ops whose samples name the CPU as the result's device (e.g. x.to("cpu")): a result on the
+# CPU is right for them.
+DEVICE_CHANGING_OPS = {"to": "samples move tensors to an explicitly named device"}
+
+# Ops whose non-input tensor arguments PyTorch requires on the CPU on every device.
+HOST_ARGUMENT_OPS = {"tensor_split": "tensor_indices_or_sections must be a CPU tensor"}
+
+# Modules with random forward passes in training mode: they are checked in eval mode.
+RANDOM_IN_TRAINING = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "RReLU")
+
+
+def op_full_name(op: OpInfo) -> str:
+    """The OpInfo's name with its variant, e.g. "max.reduction_with_dim"."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclasses.dataclass
+class Result:
+    """The outcome for one (op or module, dtype) pair."""
+
+    kind: str  # "op" or "module"
+    name: str
+    dtype: str
+    status: str  # native / fallback / fail / skip
+    reason: str = ""  # first failure, or why skipped
+    samples: int = 0  # samples the CPU ran
+    checks: int = 0  # comparisons made (forward, grad, out=, in-place, non-contiguous)
+    failures: list[str] = dataclasses.field(default_factory=list)  # up to a few, one line each
+    fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class CheckFailure(AssertionError):
+    """A neuron result that differs from the CPU's (or neuron raised where the CPU did not)."""
+
+
+# ----------------------------------------------------------------------------- tolerances
+
+
+def _active_decorators(decorators: Iterable[Any], dtype: torch.dtype, cls_names) -> list[Any]:
+    active = []
+    for info in decorators or ():
+        if not isinstance(info, DecorateInfo):
+            active.append((None, info))  # bare decorators apply to every test
+            continue
+        if info.cls_name not in cls_names or info.test_name not in _RELEVANT_TESTS:
+            continue
+        if info.device_type not in (None, "cpu"):
+            continue
+        if info.dtypes is not None and dtype not in info.dtypes:
+            continue
+        if callable(info.active_if) or not info.active_if:
+            continue
+        active.extend((info.test_name, d) for d in info.decorators)
+    return active
+
+
+def tolerances(
+    decorators, dtype: torch.dtype, cls_names=(None, "TestCommon")
+) -> tuple[float, float]:
+    """(rtol, atol): assert_close's defaults for dtype, raised to the OpInfo's overrides."""
+    rtol, atol = default_tolerances(dtype)
+    for _test, decorator in _active_decorators(decorators, dtype, cls_names):
+        if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
+            atol = max(atol, decorator.d[dtype].atol)
+            rtol = max(rtol, decorator.d[dtype].rtol)
+        elif isinstance(decorator, precisionOverride) and dtype in decorator.d:
+            atol = max(atol, decorator.d[dtype])
+    return rtol, atol
+
+
+def skipped_by_opinfo(op: OpInfo, dtype: torch.dtype, test_name: str) -> str | None:
+    """The OpInfo's reason for skipping PyTorch's test_name at dtype (on CPU), or None."""
+    for test, decorator in _active_decorators(op.decorators, dtype, (None, "TestCommon")):
+        if test == test_name and getattr(decorator, "__qualname__", "").startswith("skip."):
+            return getattr(decorator(lambda: None), "__unittest_skip_why__", "") or "no reason"
+    return None
+
+
+def incomparable_reason(op: OpInfo, dtype: torch.dtype) -> str | None:
+    """Why this op's values cannot be compared with the CPU's, or None if they can."""
+    name = op_full_name(op)
+    if name in VALUES_NOT_COMPARABLE:
+        return VALUES_NOT_COMPARABLE[name]
+    for test, decorator in _active_decorators(op.decorators, dtype, (None, "TestCommon")):
+        if not getattr(decorator, "__qualname__", "").startswith("skip."):
+            continue
+        why = getattr(decorator(lambda: None), "__unittest_skip_why__", "")
+        if test == "test_compare_cpu" or any(w in why.lower() for w in _INCOMPARABLE_WORDS):
+            return f"OpInfo skips test_compare_cpu: {why or 'no reason given'}"
+    return None
+
+
+# ----------------------------------------------------------------------------- moving samples
+
+
+def to_device(t: torch.Tensor, device: str = DEVICE) -> torch.Tensor:
+    """A copy of t on device with the same sizes, strides and storage offset, and the same
+    storage contents around it (ops such as as_strided read storage outside the view)."""
+    if t.layout != torch.strided or t.is_contiguous() and t.storage_offset() == 0:
+        return t.detach().to(device, copy=True)
+    storage_elements = t.untyped_storage().nbytes() // t.element_size()
+    flat = t.detach().as_strided((storage_elements,), (1,), 0)
+    return flat.to(device, copy=True).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def _map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], memo: dict[int, Any]) -> Any:
+    if isinstance(value, torch.Tensor):
+        if id(value) not in memo:
+            memo[id(value)] = fn(value)
+        return memo[id(value)]
+    if isinstance(value, list):
+        return [_map_tensors(v, fn, memo) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_map_tensors(v, fn, memo) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_tensors(v, fn, memo) for k, v in value.items()}
+    return value
+
+
+def _device_kwargs(kwargs: dict[str, Any], device: str) -> dict[str, Any]:
+    """Factory-style kwargs (device="cpu") point at the target device."""
+    kwargs = dict(kwargs)
+    if "device" in kwargs and kwargs["device"] is not None:
+        kwargs["device"] = device
+    return kwargs
+
+
+class Call:
+    """One sample's (input, args, kwargs) with fresh leaf tensors on one device (only the
+    input when host_arguments: the other tensors stay on the CPU)."""
+
+    def __init__(
+        self, sample, device: str, *, grad: bool, noncontiguous=False, host_arguments=False
+    ):
+        memo: dict[int, Any] = {}
+
+        def leaf(t: torch.Tensor) -> torch.Tensor:
+            base = noncontiguous_like(t.detach()) if noncontiguous else t.detach()
+            moved = base if device == "cpu" else to_device(base, device)
+            if device == "cpu" and moved is t:
+                moved = t.detach()
+            wants_grad = grad and t.requires_grad and (t.is_floating_point() or t.is_complex())
+            return moved.detach().requires_grad_(wants_grad)
+
+        self.input = _map_tensors(sample.input, leaf, memo)
+        if host_arguments and device != "cpu":
+            self.args, self.kwargs = sample.args, dict(sample.kwargs)
+        else:
+            self.args = _map_tensors(sample.args, leaf, memo)
+            self.kwargs = _device_kwargs(_map_tensors(sample.kwargs, leaf, memo), device)
+        self.leaves = [t for t in memo.values() if t.requires_grad]
+        # False for a factory call without a device argument: nothing here runs on neuron.
+        self.uses_device = device == "cpu" or bool(memo) or "device" in self.kwargs
+
+    def run(self, fn, **extra):
+        return fn(self.input, *self.args, **self.kwargs, **extra)
+
+
+def _clone_input(value: Any) -> Any:
+    return _map_tensors(value, lambda t: to_device(t, "cpu"), {})
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        return [leaf for v in value for leaf in _flatten(v)]
+    return [value]
+
+
+def compare(
+    actual: Any, expected: Any, *, rtol: float, atol: float, values: bool, what: str,
+    check_device: bool = True,
+):  # fmt: skip
+    """Raises CheckFailure unless actual (neuron) matches expected (CPU)."""
+    got, want = _flatten(actual), _flatten(expected)
+    if len(got) != len(want):
+        raise CheckFailure(f"{what}: {len(got)} outputs, CPU gave {len(want)}")
+    for i, (a, e) in enumerate(zip(got, want, strict=True)):
+        where = f"{what}[{i}]" if len(want) > 1 else what
+        if isinstance(e, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                raise CheckFailure(f"{where}: got {type(a).__name__}, CPU gave a tensor")
+            if check_device and a.device.type != DEVICE and e.device.type == "cpu":
+                raise CheckFailure(f"{where}: result on {a.device}, expected on {DEVICE}")
+            if a.dtype != e.dtype or a.shape != e.shape:
+                raise CheckFailure(
+                    f"{where}: {a.dtype}{list(a.shape)}, CPU gave {e.dtype}{list(e.shape)}"
+                )
+            if not values or e.layout != torch.strided:
+                continue
+            # The result's own dtype sets the floor (e.g. cov of int8 gives float32).
+            dtype_rtol, dtype_atol = default_tolerances(e.dtype)
+            try:
+                torch.testing.assert_close(
+                    a.detach().cpu(),
+                    e.detach(),
+                    rtol=max(rtol, dtype_rtol),
+                    atol=max(atol, dtype_atol),
+                    equal_nan=True,
+                    check_device=False,
+                    check_stride=False,
+                )
+            except AssertionError as err:
+                raise CheckFailure(f"{where}: {_first_lines(str(err), 4)}") from None
+        elif values and not _same_plain_value(a, e):
+            raise CheckFailure(f"{where}: got {a!r}, CPU gave {e!r}")
+
+
+def _same_plain_value(a: Any, e: Any) -> bool:
+    if isinstance(a, float) and isinstance(e, float) and a != a and e != e:
+        return True
+    if isinstance(a, torch.Tensor):
+        return False
+    try:
+        return bool(a == e)
+    except Exception:
+        return False
+
+
+def _first_lines(text: str, n: int) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[:n])
+
+
+def _describe(err: BaseException) -> str:
+    return f"{type(err).__name__}: {_first_lines(str(err), 2)}"[:400]
+
+
+def _tensor_outputs(value: Any) -> list[torch.Tensor]:
+    return [
+        t
+        for t in _flatten(value)
+        if isinstance(t, torch.Tensor)
+        and t.requires_grad
+        and (t.is_floating_point() or t.is_complex())
+    ]
+
+
+def _cotangent(t: torch.Tensor, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(t.shape, dtype=t.dtype, generator=generator)
+
+
+def _gradients(outputs: Any, leaves: list[torch.Tensor], cotangents: list[torch.Tensor], device):
+    outs = _tensor_outputs(outputs)
+    grads_out = [c.to(o.device) for c, o in zip(cotangents, outs, strict=True)]
+    return torch.autograd.grad(outs, leaves, grads_out, allow_unused=True)
+
+
+def _empty_like_outputs(value: Any, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty(0, dtype=value.dtype, device=device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_empty_like_outputs(v, device) for v in value)
+    raise TypeError("not a tensor output")
+
+
+# ----------------------------------------------------------------------------- the checker
+
+
+def spread(items: list, limit: int | None) -> list:
+    """At most limit items, evenly spaced over the list (all of them for None or 0)."""
+    if not limit or len(items) <= limit:
+        return items
+    return [items[(i * len(items)) // limit] for i in range(limit)]
+
+
+class _Tracker:
+    """Runs neuron work under op tracking and accumulates the ops that fell back."""
+
+    def __init__(self):
+        self.fallbacks: Counter[str] = Counter()
+
+    def __call__(self, fn, *args, **kwargs):
+        openneuron.clear_op_tracking()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return fn(*args, **kwargs)
+        finally:
+            torch.neuron.synchronize()
+            self.fallbacks.update(openneuron.get_fallback_ops())
+
+
+def _quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def _host_args(op: OpInfo) -> bool:
+    return op_full_name(op) in HOST_ARGUMENT_OPS
+
+
+def _wants_grad(op: OpInfo, dtype: torch.dtype) -> bool:
+    return (
+        op.supports_autograd
+        and dtype.is_floating_point
+        and dtype in op.supported_backward_dtypes("cpu")
+    )
+
+
+def check_op(op: OpInfo, dtype: torch.dtype, *, max_samples: int | None = None) -> Result:
+    """Checks one OpInfo at one dtype over its CPU samples; see the module docstring."""
+    started = time.perf_counter()
+    name = op_full_name(op)
+    result = Result("op", name, dtype_name(dtype), "skip")
+    grad = _wants_grad(op, dtype)
+    rtol, atol = tolerances(op.decorators, dtype)
+    incomparable = incomparable_reason(op, dtype)
+    # Checks PyTorch's own suite skips for this op (e.g. non-contiguous as_strided views).
+    skips = {
+        test: why
+        for test in ("test_out", "test_noncontiguous_samples")
+        if (why := skipped_by_opinfo(op, dtype, test)) is not None
+    }
+    values = incomparable is None
+    track = _Tracker()
+    cpu_errors: list[str] = []
+    try:
+        torch.manual_seed(0)
+        samples = list(_quiet(op.sample_inputs, "cpu", dtype, requires_grad=grad))
+    except Exception as err:  # the database cannot make samples for this dtype
+        result.reason = f"sample generation failed: {_describe(err)}"
+        result.seconds = time.perf_counter() - started
+        return result
+    samples = spread(samples, max_samples)
+
+    for index, sample in enumerate(samples):
+        label = f"sample {index}"
+        try:
+            ran = _check_sample(op, sample, grad, rtol, atol, values, track, result, skips)
+        except CheckFailure as err:
+            result.failures.append(f"{label}: {err}"[:600])
+            ran = True
+        if ran is False:
+            continue
+        if isinstance(ran, str):
+            cpu_errors.append(ran)
+            continue
+        result.samples += 1
+
+    result.fallback_ops = dict(track.fallbacks)
+    if result.failures:
+        result.status = "fail"
+        result.reason = result.failures[0]
+        result.failures = result.failures[:5]
+    elif result.samples == 0:
+        result.status = "skip"
+        result.reason = (
+            f"the CPU raised on every sample: {cpu_errors[0]}" if cpu_errors else "no samples"
+        )
+    else:
+        result.status = "fallback" if track.fallbacks else "native"
+        notes = [f"values not compared ({incomparable})"] if incomparable else []
+        notes += [f"{test} not checked (OpInfo: {why})" for test, why in skips.items()]
+        result.reason = "; ".join(notes)
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips):
+    """Checks one sample. Returns a string (the CPU's error) when the CPU cannot run it."""
+    # Forward (and gradients) on the CPU first: the reference.
+    cpu = Call(sample, "cpu", grad=grad)
+    try:
+        expected = _quiet(cpu.run, op)
+        expected = sample.output_process_fn_grad(expected)
+    except Exception as err:
+        return _describe(err)
+    grad_check = grad and cpu.leaves and _tensor_outputs(expected)
+    expected_grads = None
+    if grad_check:
+        seeds = range(len(_tensor_outputs(expected)))
+        cotangents = [
+            _cotangent(t, 1000 + s) for t, s in zip(_tensor_outputs(expected), seeds, strict=True)
+        ]
+        try:
+            expected_grads = _quiet(_gradients, expected, cpu.leaves, cotangents, "cpu")
+        except Exception:
+            grad_check = False  # the CPU cannot differentiate this sample: not a neuron bug
+    wide = _WideReference(op, sample, grad_check and cotangents)
+    check = _Comparer(rtol, atol, values, check_device=op_full_name(op) not in DEVICE_CHANGING_OPS)
+
+    # Forward on neuron.
+    dev = Call(sample, DEVICE, grad=grad, host_arguments=_host_args(op))
+    if not dev.uses_device:
+        return "the sample has no tensor and no device argument"
+    result.checks += 1
+    try:
+        actual = track(lambda: sample.output_process_fn_grad(dev.run(op)))
+    except Exception as err:
+        raise CheckFailure(f"forward raised {_describe(err)}") from None
+    check(actual, expected, wide.forward, "forward")
+
+    if grad_check:
+        result.checks += 1
+        try:
+            actual_grads = track(_gradients, actual, dev.leaves, cotangents, DEVICE)
+        except Exception as err:
+            raise CheckFailure(f"backward raised {_describe(err)}") from None
+        for i, (a, e) in enumerate(zip(actual_grads, expected_grads, strict=True)):
+            if e is None:
+                continue
+            if a is None:
+                raise CheckFailure(f"grad[{i}]: neuron gave no gradient")
+            check(a, e, lambda i=i: wide.gradients()[i], f"grad[{i}]")
+
+    with torch.no_grad():
+        if "test_out" not in skips:
+            _check_out(op, sample, check, wide, track, result)
+        _check_inplace(op, sample, check, wide, track, result)
+        if "test_noncontiguous_samples" not in skips:
+            _check_noncontiguous(op, sample, check, wide, track, result)
+    return True
+
+
+# The hardware computes 16-bit floats in float32 and rounds once, and accumulates float32
+# reductions in double; PyTorch CPU rounds some intermediates to the narrow type (alpha * b in
+# half-precision add; float32 partial sums). So a result is also right when it matches the
+# CPU's computation at the next wider dtype, rounded once to the result's dtype.
+_WIDER = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float64}
+
+
+class _Comparer:
+    """compare() against the CPU's result; a result that misses it is also accepted if it
+    matches the CPU's computation at the next wider dtype rounded back (see _WIDER), with
+    the same tolerances."""
+
+    def __init__(self, rtol: float, atol: float, values: bool, check_device: bool = True):
+        self.rtol, self.atol, self.values = rtol, atol, values
+        self.check_device = check_device
+
+    def __call__(self, actual, expected, wide_reference: Callable[[], Any] | None, what: str):
+        try:
+            compare(
+                actual, expected, rtol=self.rtol, atol=self.atol, values=self.values, what=what,
+                check_device=self.check_device,
+            )  # fmt: skip
+        except CheckFailure:
+            if wide_reference is None or not _has_widenable(expected):
+                raise
+            try:
+                alternative = wide_reference()
+            except Exception:
+                alternative = None
+            if alternative is None:
+                raise
+            try:
+                compare(
+                    actual, alternative, rtol=self.rtol, atol=self.atol, values=True, what=what,
+                    check_device=self.check_device,
+                )  # fmt: skip
+            except CheckFailure:
+                pass
+            else:
+                return
+            raise
+
+
+def _has_widenable(value: Any) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.dtype in _WIDER for t in _flatten(value))
+
+
+class _WideReference:
+    """The CPU's result with floating inputs widened (see _WIDER) and the outputs rounded
+    back to the CPU result's dtypes; computed on first use."""
+
+    def __init__(self, op, sample, cotangents):
+        self.op, self.sample, self.cotangents = op, sample, cotangents
+        self._forward = self._grads = None
+        self._done = False
+
+    def _run(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        memo: dict[int, Any] = {}
+        widened = _Sample(
+            _map_tensors(self.sample.input, _widen, memo),
+            _map_tensors(self.sample.args, _widen, memo),
+            _map_tensors(self.sample.kwargs, _widen, memo),
+        )
+        narrow = Call(self.sample, "cpu", grad=bool(self.cotangents))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = self.sample.output_process_fn_grad(narrow.run(self.op))
+            wide_call = Call(widened, "cpu", grad=bool(self.cotangents))
+            sample_out = self.sample.output_process_fn_grad(wide_call.run(self.op))
+            self._forward = _narrow_like(sample_out, expected)
+            if self.cotangents and wide_call.leaves:
+                wide_cot = [c.to(_WIDER.get(c.dtype, c.dtype)) for c in self.cotangents]
+                grads = _gradients(sample_out, wide_call.leaves, wide_cot, "cpu")
+                self._grads = [
+                    None if g is None else g.to(n.dtype)
+                    for g, n in zip(grads, narrow.leaves, strict=True)
+                ]
+
+    def forward(self):
+        self._run()
+        return self._forward
+
+    def gradients(self):
+        self._run()
+        return self._grads
+
+
+class _Sample:
+    def __init__(self, input, args, kwargs):
+        self.input, self.args, self.kwargs = input, args, kwargs
+
+
+def _widen(t: torch.Tensor) -> torch.Tensor:
+    if t.dtype not in _WIDER:
+        return t
+    return t.detach().to(_WIDER[t.dtype]).requires_grad_(t.requires_grad)
+
+
+def _narrow_like(value: Any, like: Any) -> Any:
+    if isinstance(like, torch.Tensor):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError("shape of the result changed")
+        return value.detach().to(like.dtype)
+    if isinstance(like, (list, tuple)) and not isinstance(like, torch.Size):
+        return type(like)(_narrow_like(v, lk) for v, lk in zip(value, like, strict=True))
+    return value
+
+
+def _check_out(op, sample, check, wide, track, result):
+    if not op.supports_out:
+        return
+    cpu = Call(sample, "cpu", grad=False)
+    try:
+        out_cpu = _empty_like_outputs(_quiet(cpu.run, op), "cpu")
+        _quiet(cpu.run, op, out=out_cpu)
+    except Exception:
+        return  # the CPU has no out= form for this sample
+    result.checks += 1
+    dev = Call(sample, DEVICE, grad=False, host_arguments=_host_args(op))
+    try:
+        out_dev = _empty_like_outputs(out_cpu, DEVICE)
+        track(dev.run, op, out=out_dev)
+    except Exception as err:
+        raise CheckFailure(f"out= raised {_describe(err)}") from None
+    check(out_dev, out_cpu, wide.forward, "out=")
+
+
+def _check_inplace(op, sample, check, wide, track, result):
+    inplace = op.inplace_variant
+    if inplace is None or not isinstance(sample.input, torch.Tensor):
+        return
+    cpu = Call(sample, "cpu", grad=False)
+    cpu.input = _clone_input(cpu.input)
+    try:
+        _quiet(cpu.run, inplace)
+    except Exception:
+        return  # e.g. the result dtype cannot be stored in the input
+    result.checks += 1
+    dev = Call(sample, DEVICE, grad=False, host_arguments=_host_args(op))
+    try:
+        returned = track(dev.run, inplace)
+    except Exception as err:
+        raise CheckFailure(f"in-place raised {_describe(err)}") from None
+    check(dev.input, cpu.input, wide.forward, "in-place")
+    if returned is not dev.input:
+        raise CheckFailure("in-place: did not return its input")
+
+
+def _check_noncontiguous(op, sample, check, wide, track, result):
+    cpu = Call(sample, "cpu", grad=False, noncontiguous=True)
+    try:
+        expected = sample.output_process_fn_grad(_quiet(cpu.run, op))
+    except Exception:
+        return
+    result.checks += 1
+    dev = Call(sample, DEVICE, grad=False, noncontiguous=True, host_arguments=_host_args(op))
+    try:
+        actual = track(lambda: sample.output_process_fn_grad(dev.run(op)))
+    except Exception as err:
+        raise CheckFailure(f"non-contiguous forward raised {_describe(err)}") from None
+    check(actual, expected, wide.forward, "non-contiguous")
+
+
+# ----------------------------------------------------------------------------- modules
+
+
+def module_dtypes(module_info) -> list[torch.dtype]:
+    return list(module_info.supported_dtypes("cpu"))
+
+
+def check_module(module_info, dtype: torch.dtype, *, max_samples: int | None = None) -> Result:
+    """Checks one ModuleInfo at one dtype: the same weights on CPU and neuron, forward
+    outputs, input and parameter gradients, and buffers (e.g. running stats) afterwards."""
+    started = time.perf_counter()
+    result = Result("module", module_info.name, dtype_name(dtype), "skip")
+    rtol, atol = tolerances(module_info.decorators, dtype, cls_names=(None, "TestModule"))
+    track = _Tracker()
+    random_in_training = module_info.module_cls.__name__ in RANDOM_IN_TRAINING
+    training = not random_in_training
+    grad = dtype.is_floating_point or dtype.is_complex
+    cpu_errors: list[str] = []
+    try:
+        torch.manual_seed(0)
+        inputs = _quiet(
+            module_info.module_inputs_func,
+            module_info,
+            device="cpu",
+            dtype=dtype,
+            requires_grad=grad,
+            training=training,
+        )
+    except Exception as err:
+        result.reason = f"input generation failed: {_describe(err)}"
+        return result
+    inputs = spread(inputs, max_samples)
+    for index, module_input in enumerate(inputs):
+        if module_input.forward_input is None:
+            continue
+        label = f"input {index} ({module_input.desc or 'default'})"
+        try:
+            outcome = _check_module_input(
+                module_info, module_input, dtype, training, grad, rtol, atol, track, result
+            )
+        except CheckFailure as err:
+            result.failures.append(f"{label}: {err}"[:600])
+            outcome = True
+        if isinstance(outcome, str):
+            cpu_errors.append(outcome)
+        else:
+            result.samples += 1
+    result.fallback_ops = dict(track.fallbacks)
+    if result.failures:
+        result.status, result.reason = "fail", result.failures[0]
+        result.failures = result.failures[:5]
+    elif result.samples == 0:
+        result.reason = (
+            f"the CPU raised on every input: {cpu_errors[0]}" if cpu_errors else "no inputs"
+        )
+    else:
+        result.status = "fallback" if track.fallbacks else "native"
+        if random_in_training:
+            result.reason = "checked in eval mode (random in training mode)"
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _check_module_input(
+    module_info, module_input, dtype, training, grad, rtol, atol, track, result
+):
+    ctor = module_input.constructor_input
+    fwd = module_input.forward_input
+    try:
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ctor_args = _map_tensors(ctor.args, lambda t: t.detach(), {})
+            ctor_kwargs = _map_tensors(ctor.kwargs, lambda t: t.detach(), {})
+            cpu_module = module_info.module_cls(*ctor_args, **ctor_kwargs).to(dtype)
+            if module_info.is_lazy:
+                return "lazy module: not checked"  # materialized by its first forward
+            cpu_module.train(training)
+            dev_module = copy.deepcopy(cpu_module)
+            cpu_call = Call(_AsSample(fwd), "cpu", grad=grad)
+            out_cpu = run_module_call(cpu_call, cpu_module)
+            cpu_outs = _tensor_outputs(out_cpu)
+            cotangents = [_cotangent(t, 2000 + i) for i, t in enumerate(cpu_outs)]
+            params_cpu = [p for p in cpu_module.parameters() if p.requires_grad]
+            grads_cpu = None
+            if grad and cpu_outs:
+                grads_cpu = torch.autograd.grad(
+                    cpu_outs, cpu_call.leaves + params_cpu, cotangents, allow_unused=True
+                )
+    except Exception as err:
+        return _describe(err)
+
+    result.checks += 1
+    dev_call = Call(_AsSample(fwd), DEVICE, grad=grad)
+    try:
+        dev_module = track(dev_module.to, DEVICE)
+        out_dev = track(run_module_call, dev_call, dev_module)
+    except Exception as err:
+        raise CheckFailure(f"forward raised {_describe(err)}") from None
+    compare(out_dev, out_cpu, rtol=rtol, atol=atol, values=True, what="forward")
+    for (name, b_dev), (_, b_cpu) in zip(
+        dev_module.named_buffers(), cpu_module.named_buffers(), strict=True
+    ):
+        compare(b_dev, b_cpu, rtol=rtol, atol=atol, values=True, what=f"buffer {name}")
+    if grads_cpu is not None:
+        result.checks += 1
+        params_dev = [p for p in dev_module.parameters() if p.requires_grad]
+        try:
+            grads_dev = track(_gradients, out_dev, dev_call.leaves + params_dev, cotangents, DEVICE)
+        except Exception as err:
+            raise CheckFailure(f"backward raised {_describe(err)}") from None
+        names = [f"input grad {i}" for i in range(len(dev_call.leaves))] + [
+            f"grad {n}" for n, p in dev_module.named_parameters() if p.requires_grad
+        ]
+        for what, a, e in zip(names, grads_dev, grads_cpu, strict=True):
+            if e is None:
+                continue
+            if a is None:
+                raise CheckFailure(f"{what}: neuron gave no gradient")
+            compare(a, e, rtol=rtol, atol=atol, values=True, what=what)
+    return True
+
+
+class _AsSample:
+    """A FunctionInput seen as a sample (input = first arg) so Call can move it."""
+
+    def __init__(self, function_input):
+        args = function_input.args
+        self.input = args[0] if args else None
+        self.args = args[1:]
+        self.kwargs = function_input.kwargs
+
+
+def run_module_call(call: Call, module):
+    if call.input is None:
+        return module(*call.args, **call.kwargs)
+    return module(call.input, *call.args, **call.kwargs)
+
+
+__all__ = [
+    "DEVICE",
+    "Result",
+    "check_module",
+    "check_op",
+    "dtype_name",
+    "module_dtypes",
+    "op_full_name",
+    "tolerances",
+]
