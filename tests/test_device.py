@@ -322,3 +322,14 @@ def test_in_place_ops_on_views_reflect_in_the_base():
     base.as_strided((2, 2), (6, 1), 3).copy_(torch.full((2, 2), 5.0))
     host.as_strided((2, 2), (6, 1), 3).copy_(torch.full((2, 2), 5.0))
     assert torch.equal(base.cpu(), host)
+
+
+def test_copies_resolve_conjugate_and_negative_views():
+    x = torch.randn(5, dtype=torch.complex64)
+    on_device = x.to("neuron")
+    torch.testing.assert_close(on_device.conj().resolve_conj().cpu(), x.conj())
+    torch.testing.assert_close(on_device.conj().cpu().resolve_conj(), x.conj())
+    target = torch.empty(5, dtype=torch.complex64, device="neuron")
+    target.copy_(x.conj())
+    torch.testing.assert_close(target.cpu(), x.conj())
+    torch.testing.assert_close(torch._neg_view(on_device).cpu().resolve_neg(), -x)

@@ -39,11 +39,29 @@ bool kernel_copyable(const at::Tensor& tensor) {
   }
 }
 
-// A CPU tensor aliasing device memory, for dtypes the kernels do not handle. The caller
-// has synchronised the stream, so the host may touch the bytes directly.
+// A CPU tensor aliasing device memory (with the same conjugate/negative view bits), for
+// copies the kernels do not handle. The caller has synchronised the stream, so the host may
+// touch the bytes directly. CPU tensors are returned as they are.
 at::Tensor host_alias(const at::Tensor& tensor) {
-  return at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(),
-                       tensor.options().device(at::kCPU));
+  if (!tensor.is_privateuseone()) return tensor;
+  at::Tensor alias = at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(),
+                                   tensor.options().device(at::kCPU));
+  alias._set_conj(tensor.is_conj());
+  alias._set_neg(tensor.is_neg());
+  return alias;
+}
+
+bool has_math_bits(const at::Tensor& tensor) { return tensor.is_conj() || tensor.is_neg(); }
+
+// Copies involving lazily conjugated or negated views: PyTorch's CPU copy resolves the bits.
+void copy_resolving_math_bits(const at::Tensor& src, const at::Tensor& dst) {
+  for (const at::Tensor* tensor : {&src, &dst}) {
+    if (tensor->is_privateuseone()) {
+      const c10::DeviceGuard guard(tensor->device());
+      OPENNEURON_RUNTIME_CALL(stream_for(*tensor).synchronize());
+    }
+  }
+  host_alias(dst).copy_(host_alias(src));
 }
 
 // dst (device) = src (device, same device), converting dtype and broadcasting, in stream order.
@@ -130,6 +148,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0 || self.is_same(dst)) return dst;
   const bool src_on_device = self.is_privateuseone();
   const bool dst_on_device = dst.is_privateuseone();
+  if (has_math_bits(self) || has_math_bits(dst)) {
+    copy_resolving_math_bits(self, dst);
+    return dst;
+  }
   TORCH_CHECK(src_on_device || self.is_cpu(), "copy_: cannot copy from ", self.device(), " to ",
               dst.device());
   TORCH_CHECK(dst_on_device || dst.is_cpu(), "copy_: cannot copy from ", self.device(), " to ",
