@@ -2,6 +2,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
@@ -144,6 +145,44 @@ at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
   at::Tensor out = at::empty({self.size(0), self.size(1), mat2.size(2)}, self.options());
   launch_gemm("aten::bmm", out, self, mat2, at::Tensor(), 0.0, 1.0);
   return out;
+}
+
+at::Tensor& baddbmm_out(const at::Tensor& bias, const at::Tensor& batch1, const at::Tensor& batch2,
+                        const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  if (!matmul_is_native({&bias, &batch1, &batch2, &out})) {
+    return OPENNEURON_FALLBACK(baddbmm_out, bias, batch1, batch2, beta, alpha, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::baddbmm.out");
+  const c10::Device device = check_same_device("aten::baddbmm", {&bias, &batch1, &batch2, &out});
+  check_operands("baddbmm", batch1, batch2, 3);
+  const c10::DeviceGuard guard(device);
+  const std::vector<int64_t> shape = {batch1.size(0), batch1.size(1), batch2.size(2)};
+  TORCH_CHECK(at::is_expandable_to(bias.sizes(), shape), "baddbmm: self of shape ", bias.sizes(),
+              " cannot be broadcast to ", c10::IntArrayRef(shape));
+  if (!out.is_same(bias)) at::native::resize_output(out, shape);
+  launch_gemm("aten::baddbmm", out, batch1, batch2, bias, beta.toDouble(), alpha.toDouble());
+  return out;
+}
+
+at::Tensor baddbmm(const at::Tensor& bias, const at::Tensor& batch1, const at::Tensor& batch2,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!matmul_is_native({&bias, &batch1, &batch2})) {
+    return OPENNEURON_FALLBACK(baddbmm, bias, batch1, batch2, beta, alpha);
+  }
+  const c10::DeviceGuard guard(batch1.device());
+  at::Tensor out = at::empty({0}, batch1.options());
+  return baddbmm_out(bias, batch1, batch2, beta, alpha, out);
+}
+
+at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                     const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!matmul_is_native({&self, &batch1, &batch2})) {
+    return OPENNEURON_FALLBACK(baddbmm_, self, batch1, batch2, beta, alpha);
+  }
+  TORCH_CHECK(self.dim() == 3 && self.size(0) == batch1.size(0) && self.size(1) == batch1.size(1) &&
+                  self.size(2) == batch2.size(2),
+              "baddbmm_: self of shape ", self.sizes(), " does not match the product shape");
+  return baddbmm_out(self, batch1, batch2, beta, alpha, self);
 }
 
 }  // namespace openneuron::bridge

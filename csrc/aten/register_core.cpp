@@ -62,6 +62,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm.out", TORCH_FN(addmm_out));
   m.impl("bmm", TORCH_FN(bmm));
   m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("baddbmm", TORCH_FN(baddbmm));
+  m.impl("baddbmm_", TORCH_FN(baddbmm_));
+  m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
 
   // Softmax.
   m.impl("_softmax", TORCH_FN(softmax));

@@ -1,0 +1,113 @@
+"""Matrix products on neuron against the CPU: forward, gradients, layouts, out= and in-place.
+
+Tolerances: fp32 products accumulate in fp32 on both devices (blocking orders differ):
+rtol 1.3e-6 * sqrt(K)-ish, so 1e-5; bf16 results are one bf16 rounding of an fp32
+accumulation: rtol 1.6e-2 (2^-6), atol scaled to the operands' magnitude.
+"""
+
+import pytest
+import torch
+
+import openneuron
+
+TOLERANCE = {
+    torch.float32: dict(rtol=1e-5, atol=1e-5),
+    torch.bfloat16: dict(rtol=1.6e-2, atol=5e-2),
+}
+DTYPES = [torch.float32, torch.bfloat16]
+
+
+def on_both(fn, *tensors, grad=True):
+    """fn on CPU and on neuron copies; returns (cpu out, neuron out, cpu grads, neuron grads)."""
+    results = []
+    for device in ("cpu", "neuron"):
+        leaves = [
+            t.detach().to(device).requires_grad_(grad and t.is_floating_point()) for t in tensors
+        ]
+        out = fn(*leaves)
+        grads = []
+        if grad:
+            out.float().square().sum().backward()
+            grads = [leaf.grad.cpu() for leaf in leaves]
+        results.append((out.detach().cpu(), grads))
+    return results
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "name, fn, shapes",
+    [
+        ("mm", torch.mm, [(8, 5), (5, 7)]),
+        ("mm_transposed", lambda a, b: a.t() @ b.t(), [(5, 8), (7, 5)]),
+        (
+            "addmm",
+            lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0),
+            [(7,), (8, 5), (5, 7)],
+        ),
+        ("bmm", torch.bmm, [(3, 4, 5), (3, 5, 6)]),
+        (
+            "baddbmm",
+            lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=2.0),
+            [(3, 4, 6), (3, 4, 5), (3, 5, 6)],
+        ),
+        ("baddbmm_broadcast_bias", torch.baddbmm, [(6,), (3, 4, 5), (3, 5, 6)]),
+        ("matmul_broadcast", torch.matmul, [(2, 3, 4, 5), (5, 6)]),
+        ("linear", torch.nn.functional.linear, [(2, 3, 5), (7, 5), (7,)]),
+    ],
+)
+def test_forward_and_gradients_match_cpu(name, fn, shapes, dtype):
+    torch.manual_seed(0)
+    tensors = [torch.randn(*shape, dtype=dtype) for shape in shapes]
+    openneuron.clear_op_tracking()
+    (cpu_out, cpu_grads), (dev_out, dev_grads) = on_both(fn, *tensors)
+    assert openneuron.get_fallback_ops() == {}
+    torch.testing.assert_close(dev_out, cpu_out, **TOLERANCE[dtype])
+    for got, expected in zip(dev_grads, cpu_grads):
+        torch.testing.assert_close(
+            got.float(),
+            expected.float(),
+            rtol=TOLERANCE[dtype]["rtol"],
+            atol=0.5 if dtype == torch.bfloat16 else 1e-4,
+        )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_out_and_in_place_variants(dtype):
+    torch.manual_seed(1)
+    a, b, c = (
+        torch.randn(4, 3, dtype=dtype),
+        torch.randn(3, 5, dtype=dtype),
+        torch.randn(4, 5, dtype=dtype),
+    )
+    out = torch.empty(0, dtype=dtype, device="neuron")
+    torch.mm(a.neuron(), b.neuron(), out=out)
+    torch.testing.assert_close(out.cpu(), torch.mm(a, b), **TOLERANCE[dtype])
+    in_place = c.neuron()
+    in_place.addmm_(a.neuron(), b.neuron())
+    torch.testing.assert_close(in_place.cpu(), c.addmm(a, b), **TOLERANCE[dtype])
+    batch = c[None].repeat(2, 1, 1).neuron()
+    batch.baddbmm_(a[None].repeat(2, 1, 1).neuron(), b[None].repeat(2, 1, 1).neuron())
+    torch.testing.assert_close(batch.cpu()[1], c.addmm(a, b), **TOLERANCE[dtype])
+
+
+def test_large_products_split_across_threads_match_cpu():
+    torch.manual_seed(2)
+    a, b = torch.randn(513, 300), torch.randn(300, 257)
+    torch.testing.assert_close((a.neuron() @ b.neuron()).cpu(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_zero_size_and_empty_reduction_dimension():
+    a, b = torch.randn(0, 3), torch.randn(3, 4)
+    assert (a.neuron() @ b.neuron()).shape == (0, 4)
+    zero_k = torch.randn(2, 0).neuron() @ torch.randn(0, 3).neuron()
+    torch.testing.assert_close(zero_k.cpu(), torch.zeros(2, 3))
+
+
+def test_mismatched_shapes_and_dtypes_raise_like_cpu():
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        torch.mm(torch.randn(2, 3, device="neuron"), torch.randn(4, 5, device="neuron"))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.mm(
+            torch.randn(2, 3, device="neuron"),
+            torch.randn(3, 2, device="neuron", dtype=torch.bfloat16),
+        )
