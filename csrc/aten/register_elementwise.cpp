@@ -87,7 +87,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"hardswish", "hardswish_", "hardswish.out"}, unary(Op::Hardswish, R::Common, kFloats));
   pointwise(m, {"softplus", "softplus.out"}, unary(Op::Softplus, R::Common, kFloats));
   pointwise(m, {"leaky_relu", "leaky_relu_", "leaky_relu.out"}, unary(Op::LeakyRelu, R::Common, kFloats));
-  pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"}, unary(Op::Hardtanh, R::Common, kNumbers));
+  // hardtanh is clamp with defaults: the same op serves integer inputs, as on CPU.
+  pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"}, unary(Op::Clamp, R::Common, kNumbers));
   pointwise(m, {"elu", "elu_", "elu.out"}, unary(Op::Elu, R::Common, kFloats));
   pointwise(m, {"gelu_backward", "gelu_backward.grad_input"},
             binary(Op::GeluBackward, R::Common, kFloats));
