@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import warnings
 
-import openneuron  # noqa: F401  (registers the device before the databases are built)
 import torch  # noqa: F401
+
+import openneuron  # noqa: F401  (registers the device before the databases are built)
 
 
 @functools.cache

@@ -27,12 +27,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import openneuron
 import torch
 from torch.testing._comparison import default_tolerances
 from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
 from torch.testing._internal.common_utils import noncontiguous_like
 from torch.testing._internal.opinfo.core import DecorateInfo, OpInfo
+
+import openneuron
 
 DEVICE = "neuron"
 
