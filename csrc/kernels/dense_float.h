@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/cast.h"
@@ -25,6 +28,54 @@ inline TensorView dense_view_like(void* data, DType dtype, const TensorView& sha
   return view;
 }
 
+// An fp32 scratch block reused across calls on the same thread: fresh multi-megabyte
+// temporaries are new mappings whose page faults cost more than the arithmetic on them.
+class ScratchFloats {
+ public:
+  ScratchFloats() = default;
+  ScratchFloats(const ScratchFloats&) = delete;
+  ScratchFloats& operator=(const ScratchFloats&) = delete;
+  ~ScratchFloats() { release(); }
+
+  // `count` floats, zeroed when `zero` (otherwise uninitialised).
+  float* acquire(size_t count, bool zero) {
+    release();
+    auto& pool = thread_pool();
+    size_t best = pool.size();
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (pool[i].second >= count && (best == pool.size() || pool[i].second < pool[best].second)) {
+        best = i;
+      }
+    }
+    if (best < pool.size()) {
+      block_ = std::move(pool[best]);
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(best));
+    } else {
+      block_ = {std::unique_ptr<float[]>(new float[count == 0 ? 1 : count]), count};
+    }
+    size_ = count;
+    if (zero && count > 0) std::memset(block_.first.get(), 0, count * sizeof(float));
+    return block_.first.get();
+  }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  using Block = std::pair<std::unique_ptr<float[]>, size_t>;
+  static std::vector<Block>& thread_pool() {
+    thread_local std::vector<Block> pool;
+    return pool;
+  }
+  void release() {
+    if (!block_.first) return;
+    auto& pool = thread_pool();
+    if (pool.size() < 8) pool.push_back(std::move(block_));
+    block_ = {};
+    size_ = 0;
+  }
+  Block block_;
+  size_t size_ = 0;
+};
+
 // Read-only fp32 dense contents of a view: the view itself when it already is dense fp32.
 class DenseFloatInput {
  public:
@@ -33,14 +84,14 @@ class DenseFloatInput {
       data_ = static_cast<const float*>(view.data);
       return;
     }
-    buffer_.resize(static_cast<size_t>(view.numel()));
-    if (!buffer_.empty()) copy(dense_view_like(buffer_.data(), DType::Float32, view), view);
-    data_ = buffer_.data();
+    float* dense = buffer_.acquire(static_cast<size_t>(view.numel()), /*zero=*/false);
+    if (!buffer_.empty()) copy(dense_view_like(dense, DType::Float32, view), view);
+    data_ = dense;
   }
   const float* data() const { return data_; }
 
  private:
-  std::vector<float> buffer_;
+  ScratchFloats buffer_;
   const float* data_ = nullptr;
 };
 
@@ -53,20 +104,19 @@ class DenseFloatOutput {
     if (direct_) {
       data_ = static_cast<float*>(target.data);
     } else {
-      buffer_.resize(static_cast<size_t>(target.numel()));
-      data_ = buffer_.data();
+      data_ = buffer_.acquire(static_cast<size_t>(target.numel()), /*zero=*/true);
     }
   }
   float* data() { return data_; }
   void commit() {
     if (!direct_ && !buffer_.empty()) {
-      copy(target_, dense_view_like(buffer_.data(), DType::Float32, target_));
+      copy(target_, dense_view_like(data_, DType::Float32, target_));
     }
   }
 
  private:
   TensorView target_;
-  std::vector<float> buffer_;
+  ScratchFloats buffer_;
   float* data_ = nullptr;
   bool direct_ = false;
 };
