@@ -24,7 +24,8 @@ namespace openneuron::bridge {
 
 namespace {
 
-using kernels::BinaryOp;
+// The four arithmetic ops with typed registrations here; they run on the pointwise engine.
+enum class BinaryOp { Add, Sub, Mul, Div };
 
 at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
   at::ScalarType type = at::result_type(a, b);

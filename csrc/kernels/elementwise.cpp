@@ -52,23 +52,7 @@ C scalar_as(Scalar value) {
   }
 }
 
-// Integer arithmetic wraps (through uint64) instead of overflowing into undefined behaviour.
-template <typename C>
-C add(C x, C y) {
-  if constexpr (std::is_integral_v<C>) {
-    return static_cast<C>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-  } else {
-    return x + y;
-  }
-}
-template <typename C>
-C mul(C x, C y) {
-  if constexpr (std::is_integral_v<C>) {
-    return static_cast<C>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-  } else {
-    return x * y;
-  }
-}
+// Integer negation wraps (through uint64) instead of overflowing into undefined behaviour.
 template <typename C>
 C negate(C x) {
   if constexpr (std::is_integral_v<C>) {
@@ -77,18 +61,6 @@ C negate(C x) {
     return -x;
   }
 }
-// Integer division truncates; x/0 gives 0 rather than trapping (callers reject it earlier).
-template <typename C>
-C divide(C x, C y) {
-  if constexpr (std::is_integral_v<C>) {
-    if (y == 0) return 0;
-    if (y == -1) return negate(x);
-    return x / y;
-  } else {
-    return x / y;
-  }
-}
-
 void check_operand_shape(const TensorView& out, const TensorView& operand, const char* op) {
   bool same = out.ndim == operand.ndim;
   for (int d = 0; same && d < out.ndim; ++d) same = out.sizes[d] == operand.sizes[d];
@@ -119,7 +91,7 @@ void binary_row_direct(const RowPointers<3>& row, int64_t n, const Op& op) {
   }
 }
 
-// out = op(x, y) elementwise, evaluated in compute type C.
+// out = op(x, y) elementwise, evaluated in compute type C (threshold_backward's loop).
 template <typename C, typename Op>
 void run_binary(const TensorView& out, const TensorView& x, const TensorView& y, const Op& op) {
   if (out.dtype == dtype_of<C>() && x.dtype == out.dtype && y.dtype == out.dtype) {
@@ -174,35 +146,6 @@ void run_unary(const TensorView& out, const TensorView& x, const Op& op) {
 }
 
 }  // namespace
-
-void binary(BinaryOp op, const TensorView& out, const TensorView& a, const TensorView& b,
-            Scalar alpha) {
-  check_operand_shape(out, a, "binary");
-  check_operand_shape(out, b, "binary");
-  if (out.numel() == 0) return;
-  visit_compute_type(out.dtype, [&](auto tag) {
-    using C = typename decltype(tag)::type;
-    const C scale = scalar_as<C>(alpha);
-    switch (op) {
-      case BinaryOp::Add:
-        if (scale == C(1)) {
-          run_binary<C>(out, a, b, [](C x, C y) { return add(x, y); });
-        } else {
-          run_binary<C>(out, a, b, [scale](C x, C y) { return add(x, mul(scale, y)); });
-        }
-        break;
-      case BinaryOp::Sub:
-        run_binary<C>(out, a, b, [scale](C x, C y) { return add(x, negate(mul(scale, y))); });
-        break;
-      case BinaryOp::Mul:
-        run_binary<C>(out, a, b, [](C x, C y) { return mul(x, y); });
-        break;
-      case BinaryOp::Div:
-        run_binary<C>(out, a, b, [](C x, C y) { return divide(x, y); });
-        break;
-    }
-  });
-}
 
 void unary(UnaryOp op, const TensorView& out, const TensorView& in) {
   check_operand_shape(out, in, "unary");
