@@ -63,7 +63,7 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   params.values[0] = kernel_scalar(alpha);
   params.present[0] = true;
   const kernels::PointwiseOp pointwise_op = to_pointwise(op);
-  stream_for(out).enqueue(name, [pointwise_op, out_view, lhs, rhs, params]() mutable {
+  enqueue_sized(stream_for(out), name, out.numel(), [pointwise_op, out_view, lhs, rhs, params]() mutable {
     const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
     kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
   });
@@ -113,7 +113,8 @@ at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
   const c10::DeviceGuard guard(self.device());
   const kernels::TensorView view = view_of(self);
   const kernels::Scalar fill_value = kernel_scalar(value);
-  stream_for(self).enqueue("aten::fill_", [view, fill_value] { kernels::fill(view, fill_value); });
+  enqueue_sized(stream_for(self), "aten::fill_", self.numel(),
+                [view, fill_value] { kernels::fill(view, fill_value); });
   return self;
 }
 

@@ -173,7 +173,7 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
     const kernels::TensorView out_view = view_of(out);
     const kernels::DType compute_kernel = kernel_dtype(compute);
     const PointwiseOp kernel_op = resolved.op;
-    stream_for(out).enqueue(name_.c_str(), [=]() mutable {
+    enqueue_sized(stream_for(out), name_.c_str(), out.numel(), [=]() mutable {
       std::array<kernels::TensorView, 3> views;
       for (size_t k = 0; k < inputs.size(); ++k) views[k] = inputs[k].bind();
       kernels::pointwise(kernel_op, out_view, views.data(), static_cast<int>(inputs.size()),

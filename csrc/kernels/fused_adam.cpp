@@ -22,19 +22,23 @@ struct AdamCoefficients {
   bool has_grad_scale, amsgrad, maximize, decoupled;
 };
 
-// The update on dense fp32 chunks; returns nothing, writes every state back.
-void update_chunk(const AdamCoefficients& k, float* param, float* grad, float* m, float* v,
-                  float* v_max, int64_t n) {
+// The update on dense fp32 chunks; writes every state back. The flags are template parameters
+// and the pointers restrict-qualified so the loop has no branches or aliasing and vectorizes.
+template <bool kGradScale, bool kMaximize, bool kWeightDecay, bool kDecoupled, bool kAmsgrad>
+void update_chunk_specialized(const AdamCoefficients& coefficients, float* __restrict param,
+                              float* __restrict grad, float* __restrict m, float* __restrict v,
+                              float* __restrict v_max, int64_t n) {
+  const AdamCoefficients k = coefficients;  // a local copy: stores cannot alias it
   for (int64_t j = 0; j < n; ++j) {
     float g = grad[j];
-    if (k.has_grad_scale) {
+    if constexpr (kGradScale) {
       g = g / k.grad_scale;
       grad[j] = g;
     }
-    if (k.maximize) g = -g;
+    if constexpr (kMaximize) g = -g;
     float p = param[j];
-    if (k.weight_decay != 0.0f) {
-      if (k.decoupled) {
+    if constexpr (kWeightDecay) {
+      if constexpr (kDecoupled) {
         p = p * k.decay_factor;
       } else {
         g = g + p * k.weight_decay;
@@ -45,13 +49,33 @@ void update_chunk(const AdamCoefficients& k, float* param, float* grad, float* m
     m[j] = m_new;
     v[j] = v_new;
     float second = v_new;
-    if (k.amsgrad) {
+    if constexpr (kAmsgrad) {
       second = v_max[j] < v_new ? v_new : v_max[j];
       v_max[j] = second;
     }
     const float denom = std::sqrt(second) / k.bias_correction2_sqrt + k.eps;
     param[j] = p - k.step_size * m_new / denom;
   }
+}
+
+using UpdateChunk = void (*)(const AdamCoefficients&, float*, float*, float*, float*, float*,
+                             int64_t);
+
+template <bool... kFlags>
+UpdateChunk select_update(const AdamCoefficients& k) {
+  constexpr size_t kDecided = sizeof...(kFlags);
+  if constexpr (kDecided == 5) {
+    return &update_chunk_specialized<kFlags...>;
+  } else {
+    const bool flags[5] = {k.has_grad_scale, k.maximize, k.weight_decay != 0.0f, k.decoupled,
+                           k.amsgrad};
+    return flags[kDecided] ? select_update<kFlags..., true>(k) : select_update<kFlags..., false>(k);
+  }
+}
+
+void update_chunk(const AdamCoefficients& k, float* param, float* grad, float* m, float* v,
+                  float* v_max, int64_t n) {
+  select_update<>(k)(k, param, grad, m, v, v_max, n);
 }
 
 }  // namespace
@@ -95,7 +119,7 @@ void fused_adam(const TensorView& param, const TensorView& grad, const TensorVie
     auto* m = static_cast<float*>(exp_avg.data);
     auto* v = static_cast<float*>(exp_avg_sq.data);
     auto* vm = static_cast<float*>(v_max_view.data);
-    parallel_for(0, numel, 65536, [&](int64_t begin, int64_t end) {
+    parallel_for(0, numel, 16384, [&](int64_t begin, int64_t end) {
       update_chunk(k, p + begin, g + begin, m + begin, v + begin, vm + begin, end - begin);
     });
     return;

@@ -28,7 +28,7 @@ void run_forward(PointwiseOp op, const TensorView& out, const TensorView& xv,
           return C(0.5) * a * (C(1) + fast_tanh(inner));
         });
       } else {
-        map<C, C>(out, in, [](C a) { return a * C(0.5) * (C(1) + std::erf(a * C(kSqrtHalf))); });
+        map<C, C>(out, in, [](C a) { return a * C(0.5) * (C(1) + fast_erf(a * C(kSqrtHalf))); });
       }
       return;
     case PointwiseOp::Silu:
@@ -87,7 +87,7 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
         });
       } else {
         map<C, C>(out, in, [](C g, C a) {
-          const C cdf = C(0.5) * (C(1) + std::erf(a * C(kSqrtHalf)));
+          const C cdf = C(0.5) * (C(1) + fast_erf(a * C(kSqrtHalf)));
           const C pdf = fast_exp(C(-0.5) * a * a) * C(kInvSqrt2Pi);
           return g * (cdf + a * pdf);
         });

@@ -157,7 +157,12 @@ bool run_float_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
     case PointwiseOp::PowScalar: {
       const C e = scalar_as<C>(p.values[0]);
       // The common exponents use exact arithmetic instead of pow, like PyTorch's CPU kernel.
-      if (e == C(2)) {
+      // Like PyTorch, x ** 1 is a copy and x ** 0 is 1 (autograd asks for x ** 1 in pow's backward).
+      if (e == C(1)) {
+        map<C, C>(out, in, [](C a) { return a; });
+      } else if (e == C(0)) {
+        map<C, C>(out, in, [](C) { return C(1); });
+      } else if (e == C(2)) {
         map<C, C>(out, in, [](C a) { return a * a; });
       } else if (e == C(3)) {
         map<C, C>(out, in, [](C a) { return a * a * a; });

@@ -62,20 +62,47 @@ bool Stream::spin_for_work() {
   return false;
 }
 
+bool Stream::begin_inline() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (busy_ || stopping_ || !queue_.empty()) return false;
+  busy_ = true;
+  return true;
+}
+
+void Stream::end_inline() {
+  bool wake_worker = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
+    // Another thread may have queued work meanwhile; the worker held off while we ran.
+    wake_worker = !queue_.empty() && worker_sleeping_;
+    if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
+  }
+  if (wake_worker) work_ready_.notify_one();
+}
+
 void Stream::run_worker() {
   std::unique_lock<std::mutex> lock(mutex_);
+  // Work can start only when queued and nothing runs inline on a caller's thread.
+  const auto runnable = [this] { return !queue_.empty() && !busy_; };
   for (;;) {
-    if (queue_.empty() && !stopping_) {
+    if (!runnable() && !stopping_) {
       lock.unlock();
       spin_for_work();
       lock.lock();
     }
-    if (queue_.empty() && !stopping_) {
+    if (!runnable() && !stopping_) {
       worker_sleeping_ = true;
-      work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      work_ready_.wait(lock, [&] { return stopping_ || runnable(); });
       worker_sleeping_ = false;
     }
     if (queue_.empty()) return;  // stopping with nothing left to do
+    if (busy_) {  // stopping while work runs inline: let it finish first
+      worker_sleeping_ = true;
+      work_ready_.wait(lock, [this] { return !busy_; });
+      worker_sleeping_ = false;
+      continue;
+    }
     Task task = std::move(queue_.front());
     queue_.pop_front();
     queued_.store(queue_.size(), std::memory_order_release);

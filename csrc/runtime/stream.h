@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -29,6 +30,26 @@ class Stream {
   // `op_name` (a string literal or other storage that outlives the stream).
   void enqueue(const char* op_name, std::function<void()> work);
 
+  // Runs `work` at once on the calling thread when nothing is queued or running on the stream
+  // (the outcome equals queuing it, without the hand-off to the worker thread); queues it
+  // otherwise. Meant for work that takes about as long as that hand-off (tiny tensors): the
+  // caller waits for it. Errors are kept and raised by synchronize(), as for enqueue().
+  template <typename Work>
+  void enqueue_small(const char* op_name, Work&& work) {
+    if (!launch_blocking_ && begin_inline()) {
+      try {
+        work();
+      } catch (const std::exception& e) {
+        record_failure(op_name, e.what());
+      } catch (...) {
+        record_failure(op_name, "unknown exception");
+      }
+      end_inline();
+      return;
+    }
+    enqueue(op_name, std::function<void()>(std::forward<Work>(work)));
+  }
+
   // Blocks until every queued item has run, then throws the first error captured since
   // the last synchronize(), if any (and forgets it, so the stream stays usable).
   void synchronize();
@@ -45,6 +66,9 @@ class Stream {
     std::function<void()> work;
   };
   static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
+  // Marks the stream busy if it is idle with nothing queued; false if it is not.
+  bool begin_inline();
+  void end_inline();
   void run_worker();
   // Spins briefly until work is queued; true if some arrived.
   bool spin_for_work();

@@ -198,5 +198,65 @@ TEST(StreamTest, ManyThreadsEnqueueConcurrently) {
   EXPECT_EQ(completed, 1000);
 }
 
+TEST(StreamTest, SmallWorkOnAnIdleStreamRunsOnTheCallingThread) {
+  Stream stream(0, 0, false);
+  std::thread::id ran_on;
+  stream.enqueue_small("small", [&] { ran_on = std::this_thread::get_id(); });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(StreamTest, SmallWorkQueuesBehindPendingWork) {
+  Stream stream(0, 0, false);
+  Gate gate;
+  std::vector<int> order;  // touched by one thread at a time: the worker, then the test
+  stream.enqueue("gated", gate.waiter());
+  stream.enqueue("first", [&] { order.push_back(1); });
+  stream.enqueue_small("small", [&] { order.push_back(2); });
+  EXPECT_TRUE(order.empty()) << "small work jumped the queue";
+  gate.open();
+  stream.synchronize();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(StreamTest, SmallWorkErrorsWaitForSynchronize) {
+  Stream stream(0, 0, false);
+  EXPECT_NO_THROW(
+      stream.enqueue_small("aten::tiny", [] { throw std::runtime_error("index out of range"); }));
+  EXPECT_EQ(synchronize_error(stream), "neuron:0 queued op 'aten::tiny' failed: index out of range");
+  EXPECT_EQ(synchronize_error(stream), "");
+}
+
+TEST(StreamTest, SmallAndQueuedWorkFromManyThreadsKeepsEachThreadsOrder) {
+  Stream stream(0, 0, false);
+  constexpr int kThreads = 4, kItems = 500;
+  std::vector<std::vector<int>> seen(kThreads);  // each list is appended in its thread's order
+  std::atomic<int> running{0}, overlaps{0};
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kItems; ++i) {
+        auto work = [&, t, i] {
+          if (running.fetch_add(1) != 0) ++overlaps;
+          seen[t].push_back(i);
+          running.fetch_sub(1);
+        };
+        if (i % 2 == 0) {
+          stream.enqueue_small("small", work);
+        } else {
+          stream.enqueue("queued", work);
+        }
+      }
+    });
+  }
+  for (auto& producer : producers) producer.join();
+  stream.synchronize();
+  EXPECT_EQ(overlaps, 0) << "two items of one stream ran at the same time";
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(seen[t].size(), static_cast<size_t>(kItems));
+    for (int i = 0; i < kItems; ++i) ASSERT_EQ(seen[t][i], i) << "thread " << t << " reordered";
+  }
+}
+
 }  // namespace
 }  // namespace openneuron::runtime
