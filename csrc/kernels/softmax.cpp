@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/element_types.h"
+#include "kernels/parallel.h"
 #include "kernels/row_io.h"
 #include "kernels/strided_loop.h"
 #include "kernels/vector_exp.h"
@@ -103,17 +105,24 @@ C max_of(const C* values, int64_t length) {
   return max;
 }
 
+// The sum in double. Floats are added in float lanes over short blocks (full vector width)
+// and the block sums in double, which keeps the error of a pairwise sum.
 template <typename C>
 double sum_of(const C* values, int64_t length) {
-  double lanes[kLanes] = {};
+  constexpr int64_t kBlock = 16 * kLanes;
+  double total = 0.0;
   int64_t j = 0;
-  for (; j + kLanes <= length; j += kLanes) {
-    for (int lane = 0; lane < kLanes; ++lane) lanes[lane] += values[j + lane];
+  for (; j + kBlock <= length; j += kBlock) {
+    C lanes[2 * kLanes] = {};
+    for (int64_t i = 0; i < kBlock; i += 2 * kLanes) {
+      for (int lane = 0; lane < 2 * kLanes; ++lane) lanes[lane] += values[j + i + lane];
+    }
+    double block = 0.0;
+    for (int lane = 0; lane < 2 * kLanes; ++lane) block += lanes[lane];
+    total += block;
   }
-  double sum = 0.0;
-  for (; j < length; ++j) sum += values[j];
-  for (int lane = 0; lane < kLanes; ++lane) sum += lanes[lane];
-  return sum;
+  for (; j < length; ++j) total += values[j];
+  return total;
 }
 
 // NaN anywhere makes the slice NaN through exp; an all -inf slice gives NaN, as in PyTorch.
@@ -129,6 +138,34 @@ void softmax_in_place(C* values, C* scratch, int64_t length, bool log) {
   }
   const C inverse_sum = static_cast<C>(1.0 / sum);
   for (int64_t j = 0; j < length; ++j) values[j] = scratch[j] * inverse_sum;
+}
+
+// One slice when input and output are dense in the compute type: out may alias in.
+template <typename C>
+void softmax_dense(C* out, const C* in, int64_t length, bool log) {
+  const C max = max_of(in, length);
+  if (log) {
+    C lanes[2 * kLanes] = {};  // the sum of exponentials, in blocks as sum_of does
+    double sum = 0.0;
+    int64_t j = 0;
+    for (; j + 2 * kLanes <= length; j += 2 * kLanes) {
+      for (int lane = 0; lane < 2 * kLanes; ++lane) lanes[lane] += exp_of(in[j + lane] - max);
+      if ((j / (2 * kLanes)) % 8 == 7) {
+        for (int lane = 0; lane < 2 * kLanes; ++lane) {
+          sum += lanes[lane];
+          lanes[lane] = C(0);
+        }
+      }
+    }
+    for (; j < length; ++j) sum += exp_of(in[j] - max);
+    for (int lane = 0; lane < 2 * kLanes; ++lane) sum += lanes[lane];
+    const C log_sum = static_cast<C>(std::log(sum));
+    for (int64_t i = 0; i < length; ++i) out[i] = in[i] - max - log_sum;
+    return;
+  }
+  for (int64_t j = 0; j < length; ++j) out[j] = exp_of(in[j] - max);
+  const C inverse_sum = static_cast<C>(1.0 / sum_of(out, length));
+  for (int64_t j = 0; j < length; ++j) out[j] *= inverse_sum;
 }
 
 // Slices processed side by side when they interleave in memory (softmax over a dim that is
@@ -175,6 +212,7 @@ void softmax_tile_in_place(C* tile, int64_t length, bool log) {
 
 template <typename C>
 void run_softmax(const TensorView& out, const TensorView& in, const SliceLayout& layout, bool log) {
+  const DType compute_dtype = std::is_same_v<C, float> ? DType::Float32 : DType::Float64;
   const size_t length = static_cast<size_t>(layout.length);
   std::vector<C> values, scratch, tile;
   for_each_slice_group<2>(
@@ -186,8 +224,16 @@ void run_softmax(const TensorView& out, const TensorView& in, const SliceLayout&
         if (!interleaved) {
           values.resize(length);
           scratch.resize(length);
+          const auto dense = static_cast<int64_t>(sizeof(C));
+          const bool direct = in.dtype == out.dtype && out.dtype == compute_dtype &&
+                              dim_strides[0] == dense && dim_strides[1] == dense;
           for (int64_t s = 0; s < count; ++s) {
             const auto slice = offset_starts(starts, neighbours, s);
+            if (direct) {
+              softmax_dense(reinterpret_cast<C*>(slice[0]), reinterpret_cast<const C*>(slice[1]),
+                            layout.length, log);
+              continue;
+            }
             load_row<C>(values.data(), slice[1], dim_strides[1], in.dtype, layout.length);
             softmax_in_place(values.data(), scratch.data(), layout.length, log);
             store_row<C>(slice[0], dim_strides[0], out.dtype, values.data(), layout.length);
@@ -212,13 +258,44 @@ void run_softmax(const TensorView& out, const TensorView& in, const SliceLayout&
       });
 }
 
+// One slice's gradient when every operand is dense in the compute type: no staging copies.
+// grad_in may alias grad_out.
+template <typename C>
+void softmax_backward_dense(C* grad_in, const C* grad_out, const C* out, int64_t length, bool log) {
+  if (log) {
+    const C total = static_cast<C>(sum_of(grad_out, length));
+    for (int64_t j = 0; j < length; ++j) grad_in[j] = grad_out[j] - exp_of(out[j]) * total;
+    return;
+  }
+  double dot_lanes[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= length; j += kLanes) {
+    for (int lane = 0; lane < kLanes; ++lane) {
+      dot_lanes[lane] += static_cast<double>(grad_out[j + lane]) * out[j + lane];
+    }
+  }
+  double sum = 0.0;
+  for (; j < length; ++j) sum += static_cast<double>(grad_out[j]) * out[j];
+  for (int lane = 0; lane < kLanes; ++lane) sum += dot_lanes[lane];
+  const C dot = static_cast<C>(sum);
+  for (int64_t i = 0; i < length; ++i) grad_in[i] = out[i] * (grad_out[i] - dot);
+}
+
 template <typename C>
 void run_softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
                           const TensorView& out, const SliceLayout& layout, bool log) {
   const size_t length = static_cast<size_t>(layout.length);
   std::vector<C> grads(length), outputs(length);
+  const bool all_compute_type = grad_in.dtype == out.dtype && grad_out.dtype == out.dtype &&
+                                out.dtype == (std::is_same_v<C, float> ? DType::Float32 : DType::Float64);
   const auto slice_fn = [&](const std::array<char*, 3>& starts,
                             const std::array<int64_t, 3>& strides) {
+    const auto dense = static_cast<int64_t>(sizeof(C));
+    if (all_compute_type && strides[0] == dense && strides[1] == dense && strides[2] == dense) {
+      softmax_backward_dense(reinterpret_cast<C*>(starts[0]), reinterpret_cast<const C*>(starts[1]),
+                             reinterpret_cast<const C*>(starts[2]), layout.length, log);
+      return;
+    }
     load_row<C>(grads.data(), starts[1], strides[1], grad_out.dtype, layout.length);
     load_row<C>(outputs.data(), starts[2], strides[2], out.dtype, layout.length);
     if (log) {
@@ -254,6 +331,36 @@ void run_softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
 
 bool wants_double(DType a, DType b) { return a == DType::Float64 || b == DType::Float64; }
 
+// Elements per piece below which splitting across threads costs more than it saves.
+constexpr int64_t kParallelGrain = 32768;
+
+// Runs fn(pieces) on disjoint parts of the views (same shapes), split along the outermost dim
+// other than the softmax dim `dim`, in parallel; every slice along `dim` stays whole.
+template <size_t N, typename Fn>
+void split_slices(const std::array<TensorView, N>& views, int dim, const Fn& fn) {
+  const TensorView& first = views[0];
+  int split = -1;
+  for (int d = 0; d < first.ndim && split < 0; ++d) {
+    if (d != dim && first.sizes[d] > 1) split = d;
+  }
+  const int64_t numel = first.numel();
+  if (split < 0 || numel < 2 * kParallelGrain || kernel_thread_count() == 1) {
+    fn(views);
+    return;
+  }
+  const int64_t per_index = numel / first.sizes[split];
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / per_index);
+  parallel_for(0, first.sizes[split], grain, [&](int64_t begin, int64_t end) {
+    std::array<TensorView, N> parts = views;
+    for (TensorView& part : parts) {
+      part.data = static_cast<char*>(part.data) +
+                  begin * part.strides[split] * static_cast<int64_t>(element_size(part.dtype));
+      part.sizes[split] = end - begin;
+    }
+    fn(parts);
+  });
+}
+
 }  // namespace
 
 void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
@@ -263,11 +370,14 @@ void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
   }
   const SliceLayout layout = slice_layout(in, dim);
   if (in.numel() == 0) return;
-  if (wants_double(out.dtype, in.dtype)) {
-    run_softmax<double>(out, in, layout, log);
-  } else {
-    run_softmax<float>(out, in, layout, log);
-  }
+  split_slices<2>({out, in}, layout.dim, [&](const std::array<TensorView, 2>& part) {
+    const SliceLayout part_layout = slice_layout(part[1], dim);
+    if (wants_double(out.dtype, in.dtype)) {
+      run_softmax<double>(part[0], part[1], part_layout, log);
+    } else {
+      run_softmax<float>(part[0], part[1], part_layout, log);
+    }
+  });
 }
 
 void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, const TensorView& out,
@@ -279,11 +389,14 @@ void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, con
   }
   const SliceLayout layout = slice_layout(out, dim);
   if (out.numel() == 0) return;
-  if (wants_double(grad_in.dtype, out.dtype)) {
-    run_softmax_backward<double>(grad_in, grad_out, out, layout, log);
-  } else {
-    run_softmax_backward<float>(grad_in, grad_out, out, layout, log);
-  }
+  split_slices<3>({grad_in, grad_out, out}, layout.dim, [&](const std::array<TensorView, 3>& part) {
+    const SliceLayout part_layout = slice_layout(part[2], dim);
+    if (wants_double(grad_in.dtype, out.dtype)) {
+      run_softmax_backward<double>(part[0], part[1], part[2], part_layout, log);
+    } else {
+      run_softmax_backward<float>(part[0], part[1], part[2], part_layout, log);
+    }
+  });
 }
 
 }  // namespace openneuron::kernels
