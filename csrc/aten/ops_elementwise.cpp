@@ -17,7 +17,6 @@
 #include "aten/ops.h"
 #include "aten/tensor_views.h"
 #include "kernels/cast.h"
-#include "kernels/elementwise.h"
 #include "kernels/pointwise.h"
 
 namespace openneuron::bridge {
@@ -184,8 +183,9 @@ void launch_relu(const at::Tensor& self, const at::Tensor& out) {
   if (out.numel() == 0) return;
   const kernels::TensorView in_view = view_of(self);
   const kernels::TensorView out_view = view_of(out);
-  stream_for(out).enqueue("aten::relu", [out_view, in_view] {
-    kernels::unary(kernels::UnaryOp::Relu, out_view, in_view);
+  const kernels::DType compute = kernel_dtype(out.scalar_type());
+  enqueue_sized(stream_for(out), "aten::relu", out.numel(), [out_view, in_view, compute] {
+    kernels::pointwise(kernels::PointwiseOp::Relu, out_view, &in_view, 1, compute, {});
   });
 }
 
@@ -227,9 +227,14 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad_output, const at::Tens
   const kernels::TensorView out_view = view_of(grad_input);
   const kernels::TensorView grad_view = broadcast_view(grad_output, shape);
   const kernels::TensorView self_view = broadcast_view(self, shape);
-  const kernels::Scalar threshold_value = kernel_scalar(threshold);
-  stream_for(grad_input).enqueue("aten::threshold_backward", [=] {
-    kernels::threshold_backward(out_view, grad_view, self_view, threshold_value);
+  kernels::PointwiseParams params;
+  params.values[0] = kernel_scalar(threshold);
+  params.present[0] = true;
+  const kernels::DType compute = kernel_dtype(grad_input.scalar_type());
+  enqueue_sized(stream_for(grad_input), "aten::threshold_backward", grad_input.numel(), [=] {
+    const kernels::TensorView inputs[2] = {grad_view, self_view};
+    kernels::pointwise(kernels::PointwiseOp::ThresholdBackward, out_view, inputs, 2, compute,
+                       params);
   });
   return grad_input;
 }

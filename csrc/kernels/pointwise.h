@@ -23,6 +23,7 @@ enum class PointwiseOp : uint8_t {
   BitwiseNot,    // integers
   IsNan, IsInf, IsPosInf, IsNegInf,                // bool result
   Clamp,         // p0 = min, p1 = max (either may be absent); NaN propagates
+  Relu,          // any: x < 0 ? 0 : x (NaN and -0.0 pass through, as torch.relu)
   PowScalar,     // x ** p0
 
   // Activations (float).
@@ -54,6 +55,7 @@ enum class PointwiseOp : uint8_t {
   LogicalAnd, LogicalOr, LogicalXor,         // bool result
   BitwiseAnd, BitwiseOr, BitwiseXor,         // integers and bool
   ClampMin, ClampMax,                        // max(x, y), min(x, y), NaN propagating
+  ThresholdBackward,    // y <= p0 ? 0 : x (x = grad_output, y = input; NaN y passes x)
   LerpScalar,                                // x + p0 * (y - x)
 
   // Ternary.

@@ -35,6 +35,11 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const std::array<Tensor
     case PointwiseOp::ClampMax:
       map<C, C>(out, in, [](C a, C b) { return is_nan(a) ? a : propagating_min(a, b); });
       return true;
+    case PointwiseOp::ThresholdBackward: {
+      const C bound = scalar_as<C>(p.values[0]);
+      map<C, C>(out, in, [=](C grad, C x) { return x <= bound ? C(0) : grad; });
+      return true;
+    }
 #define OPENNEURON_PREDICATE(name, expr)                    \
   case PointwiseOp::name:                                   \
     map<bool, C>(out, in, [](C a, C b) { return expr; }); \

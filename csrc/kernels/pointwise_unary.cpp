@@ -60,6 +60,9 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
         else return a == -std::numeric_limits<C>::infinity();
       });
       return true;
+    case PointwiseOp::Relu:
+      map<C, C>(out, in, [](C a) { return a < C(0) ? C(0) : a; });
+      return true;
     case PointwiseOp::Clamp: {
       const bool has_min = p.present[0], has_max = p.present[1];
       const C lo = scalar_as<C>(p.values[0]), hi = scalar_as<C>(p.values[1]);

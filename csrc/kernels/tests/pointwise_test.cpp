@@ -169,5 +169,61 @@ TEST(FusedAdam, MatchesReferenceStep) {
   }
 }
 
+TEST(Pointwise, ReluAcrossDtypesKeepsNaNAndNegativeZero) {
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16, DType::Int32, DType::Int64,
+                      DType::Float64}) {
+    std::mt19937 rng(5);
+    auto in = make_tensor(dtype, {7, 41});
+    fill_random(in.view, rng, -10, 10);
+    auto out = make_tensor(dtype, {41, 7});
+    const TensorView out_t = permute(out.view, {1, 0});
+    run(PointwiseOp::Relu, out_t, {in.view}, dtype);
+    for_each_index(in.view, [&](const Index& i) {
+      EXPECT_EQ(get(out_t, i), std::max(0.0, get(in.view, i))) << dtype_name(dtype);
+    });
+  }
+  auto in = make_tensor(DType::Float32, {3});
+  auto out = make_tensor(DType::Float32, {3});
+  set(in.view, {0}, std::nan(""));
+  set(in.view, {1}, -0.0);
+  set(in.view, {2}, -2.0);
+  run(PointwiseOp::Relu, out.view, {in.view}, DType::Float32);
+  EXPECT_TRUE(std::isnan(get(out.view, {0})));
+  EXPECT_TRUE(std::signbit(get(out.view, {1})));
+  EXPECT_EQ(get(out.view, {2}), 0.0);
+}
+
+TEST(Pointwise, ThresholdBackwardPassesGradientWhereInputAboveThreshold) {
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    std::mt19937 rng(11);
+    auto grad_out = make_tensor(dtype, {5, 300});
+    auto self = make_tensor(dtype, {5, 300});
+    auto grad_in = make_tensor(dtype, {5, 300});
+    fill_random(grad_out.view, rng, -4, 4);
+    fill_random(self.view, rng, -1, 1);
+    set(self.view, {0, 0}, std::nan(""));
+    set(self.view, {0, 1}, 0.0);
+    PointwiseParams params;
+    params.values[0] = Scalar::from_double(0.0);
+    params.present[0] = true;
+    run(PointwiseOp::ThresholdBackward, grad_in.view, {grad_out.view, self.view}, dtype, params);
+    for_each_index(self.view, [&](const Index& i) {
+      const double x = get(self.view, i);
+      const double expected = x <= 0.0 ? 0.0 : get(grad_out.view, i);
+      EXPECT_EQ(get(grad_in.view, i), expected);
+    });
+    // Broadcast self (stride 0) and in-place on grad_out.
+    const TensorView row = expand(testing::slice(self.view, 0, 1, 1), {5, 300});
+    auto expected = make_tensor(dtype, {5, 300});
+    expected.storage = grad_out.storage;
+    params.values[0] = Scalar::from_double(0.25);
+    run(PointwiseOp::ThresholdBackward, grad_out.view, {grad_out.view, row}, dtype, params);
+    for_each_index(row, [&](const Index& i) {
+      const double want = get(row, i) <= 0.25 ? 0.0 : get(expected.view, i);
+      EXPECT_EQ(get(grad_out.view, i), want);
+    });
+  }
+}
+
 }  // namespace
 }  // namespace openneuron::kernels
