@@ -141,11 +141,13 @@ Geometry geometry(const TensorView& input, const TensorView& weight, const Tenso
   return g;
 }
 
-// Reference kernels are far slower than im2col; for bf16 only the native bf16 kernels count
-// (oneDNN's gemm-based bf16 convolutions are slow and failed to execute in some cases here).
+// Only oneDNN's JIT convolution kernels count. Reference kernels are far slower than im2col,
+// and the gemm-based ones fail to execute ("unimplemented") inside a PyTorch process: torch's
+// bundled oneDNN exports a same-named one-time initialiser of the gemm kernels, which the
+// dynamic linker binds in place of this library's, leaving its gemm kernel table empty.
 bool optimised(const dnnl::primitive_desc_base& pd, memory::data_type type) {
   const std::string impl = pd.impl_info_str();
-  if (impl.find("ref") != std::string::npos) return false;
+  if (impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos) return false;
   return type != memory::data_type::bf16 || impl.find("bf16") != std::string::npos;
 }
 
