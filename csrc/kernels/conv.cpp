@@ -1,5 +1,6 @@
-// im2col convolution: each sample's receptive fields are unrolled into a [C/g*KH*KW, OH*OW]
-// column matrix so that every group's convolution is one sgemm with OpenBLAS's threads.
+// Convolution entry points: oneDNN's convolution primitives (dnnl_conv.cpp) when they take the
+// problem, else im2col: each sample's receptive fields are unrolled into a [C/g*KH*KW, OH*OW]
+// column matrix so that every group's convolution is one sgemm.
 #include "kernels/conv.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels/dense_float.h"
+#include "kernels/dnnl_conv.h"
 #include "kernels/nn_blas.h"
 #include "kernels/parallel.h"
 
@@ -137,6 +139,7 @@ void conv2d_forward(const TensorView& out, const TensorView& input, const Tensor
   check_dtypes({&out, &input, &weight, bias});
   const ConvShape s = conv_shape(input, weight, out, params);
   if (out.numel() == 0) return;
+  if (dnnl_conv2d_forward(out, input, weight, bias, params)) return;
   DenseFloatOutput result(out);
   float* out_data = result.data();
   const int64_t plane = s.out_plane();
@@ -181,6 +184,9 @@ void conv2d_backward(const TensorView* grad_input, const TensorView* grad_weight
                      const Conv2dParams& params) {
   check_dtypes({grad_input, grad_weight, grad_bias, &grad_out, &input, &weight});
   const ConvShape s = conv_shape(input, weight, grad_out, params);
+  if (dnnl_conv2d_backward(grad_input, grad_weight, grad_bias, grad_out, input, weight, params)) {
+    return;
+  }
   const int64_t plane = s.out_plane();
   const int64_t og = s.group_out_channels();
   const int64_t k = s.col_rows();

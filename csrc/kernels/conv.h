@@ -1,5 +1,6 @@
-// 2-D convolution (cross-correlation, as PyTorch defines it), forward and backward, by
-// im2col + BLAS sgemm. 1-D convolutions are 2-D ones with a height of 1.
+// 2-D convolution (cross-correlation, as PyTorch defines it), forward and backward, by oneDNN
+// convolution primitives, or im2col + sgemm where oneDNN declines. 1-D convolutions are 2-D
+// ones with a height of 1.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // Pooling kernels: one parallel task range over the N*C planes, each plane dense fp32.
+// (Max pooling forward lives in pooling_max.cpp.)
 #include "kernels/pooling.h"
 
 #include <algorithm>
@@ -42,52 +43,6 @@ int64_t adaptive_end(int64_t o, int64_t in_size, int64_t out_size) {
 }
 
 }  // namespace
-
-void max_pool2d_forward(const TensorView& out, const TensorView& indices, const TensorView& input,
-                        const Pool2dParams& p) {
-  check_4d(out, input);
-  if (indices.dtype != DType::Int64 || !indices.is_contiguous()) {
-    throw std::invalid_argument("openneuron kernels: max_pool2d: indices must be dense int64");
-  }
-  if (out.numel() == 0) return;
-  const int64_t H = input.sizes[2], W = input.sizes[3], OH = out.sizes[2], OW = out.sizes[3];
-  const DenseFloatInput in(input);
-  DenseFloatOutput result(out);
-  int64_t* index_data = static_cast<int64_t*>(indices.data);
-  parallel_for(0, out.sizes[0] * out.sizes[1], 4, [&](int64_t begin, int64_t end) {
-    for (int64_t plane = begin; plane < end; ++plane) {
-      const float* src = in.data() + plane * H * W;
-      float* dst = result.data() + plane * OH * OW;
-      int64_t* idx = index_data + plane * OH * OW;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t h0 = oh * p.stride[0] - p.padding[0];
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t w0 = ow * p.stride[1] - p.padding[1];
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t best_index = -1;
-          for (int64_t kh = 0; kh < p.kernel[0]; ++kh) {
-            const int64_t ih = h0 + kh * p.dilation[0];
-            if (ih < 0 || ih >= H) continue;
-            for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
-              const int64_t iw = w0 + kw * p.dilation[1];
-              if (iw < 0 || iw >= W) continue;
-              const float value = src[ih * W + iw];
-              if (best_index < 0 || value > best || std::isnan(value)) {
-                best = value;
-                best_index = ih * W + iw;
-                if (std::isnan(value)) break;
-              }
-            }
-            if (best_index >= 0 && std::isnan(best)) break;
-          }
-          dst[oh * OW + ow] = best;
-          idx[oh * OW + ow] = best_index;
-        }
-      }
-    }
-  });
-  result.commit();
-}
 
 void max_pool2d_backward(const TensorView& grad_input, const TensorView& grad_out,
                          const TensorView& indices) {
