@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "kernels/element_types.h"
+#include "kernels/parallel_views.h"
 #include "kernels/strided_loop.h"
 
 namespace openneuron::kernels {
@@ -77,33 +78,11 @@ void convert_rows(const TensorView& dst, const TensorView& src) {
                   });
 }
 
-}  // namespace
-
-void copy(const TensorView& dst, const TensorView& src) {
-  check_same_shape(dst, src);
-  if (dst.numel() == 0) return;
-  if (dst.dtype == src.dtype) {
-    bool exact_alias = dst.data == src.data;
-    for (int d = 0; exact_alias && d < dst.ndim; ++d)
-      exact_alias = dst.strides[d] == src.strides[d];
-    if (exact_alias) return;  // in-place same-dtype copy: nothing to move
-    copy_same_dtype(dst, src);
-    return;
-  }
-  visit_dtype(dst.dtype, [&](auto to_tag) {
-    visit_dtype(src.dtype, [&](auto from_tag) {
-      convert_rows<typename decltype(to_tag)::type, typename decltype(from_tag)::type>(dst, src);
-    });
-  });
-}
-
-void fill(const TensorView& dst, Scalar value) {
-  if (dst.numel() == 0) return;
-  visit_dtype(dst.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T converted = value.is_integral ? cast_value<T>(value.i) : cast_value<T>(value.f);
+// Every element of dst = value.
+template <typename T>
+void fill_rows(const TensorView& dst, T converted) {
     for_each_row<1>({&dst}, LoopOrder::kFirstOperandMemory,
-                    [&](const RowPointers<1>& row, int64_t n) {
+                    [converted](const RowPointers<1>& row, int64_t n) {
                       char* out = row.ptrs[0];
                       if (row.strides[0] == sizeof(T)) {
                         T* typed = reinterpret_cast<T*>(out);
@@ -114,6 +93,42 @@ void fill(const TensorView& dst, Scalar value) {
                         *reinterpret_cast<T*>(out + j * row.strides[0]) = converted;
                       }
                     });
+}
+
+}  // namespace
+
+void copy(const TensorView& dst, const TensorView& src) {
+  check_same_shape(dst, src);
+  if (dst.numel() == 0) return;
+  if (dst.dtype == src.dtype) {
+    bool exact_alias = dst.data == src.data;
+    for (int d = 0; exact_alias && d < dst.ndim; ++d)
+      exact_alias = dst.strides[d] == src.strides[d];
+    if (exact_alias) return;  // in-place same-dtype copy: nothing to move
+    parallel_over_views<2>({dst, src}, [](const std::array<TensorView, 2>& part) {
+      copy_same_dtype(part[0], part[1]);
+    });
+    return;
+  }
+  visit_dtype(dst.dtype, [&](auto to_tag) {
+    visit_dtype(src.dtype, [&](auto from_tag) {
+      using To = typename decltype(to_tag)::type;
+      using From = typename decltype(from_tag)::type;
+      parallel_over_views<2>({dst, src}, [](const std::array<TensorView, 2>& part) {
+        convert_rows<To, From>(part[0], part[1]);
+      });
+    });
+  });
+}
+
+void fill(const TensorView& dst, Scalar value) {
+  if (dst.numel() == 0) return;
+  visit_dtype(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T converted = value.is_integral ? cast_value<T>(value.i) : cast_value<T>(value.f);
+    parallel_over_views<1>({dst}, [&](const std::array<TensorView, 1>& part) {
+      fill_rows(part[0], converted);
+    });
   });
 }
 

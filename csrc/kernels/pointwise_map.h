@@ -5,7 +5,7 @@
 // already dense in the compute type is read (or written) in place, anything else (other dtype,
 // strided, broadcast) is gathered into an L1-resident buffer first. The loop itself is therefore
 // always `out[j] = op(in0[j], in1[j], ...)` over dense arrays, which the compiler vectorizes.
-// Large tensors are split across the kernel thread pool along one dimension.
+// Large tensors are split across the kernel thread pool along one dimension (parallel_views.h).
 #pragma once
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "kernels/element_types.h"
-#include "kernels/parallel.h"
+#include "kernels/parallel_views.h"
 #include "kernels/row_io.h"
 #include "kernels/strided_loop.h"
 #include "kernels/tensor_view.h"
@@ -24,8 +24,6 @@ namespace openneuron::kernels::pointwise_detail {
 
 // Elements per chunk; a few buffers of this many doubles stay in L1.
 constexpr int64_t kChunk = 512;
-// Below this many elements the thread pool's hand-off costs more than it saves.
-constexpr int64_t kParallelGrain = 32768;
 
 template <typename T>
 constexpr DType storage_dtype() {
@@ -84,45 +82,24 @@ void map_rows(const TensorView& out, const std::array<TensorView, N>& in, const 
                       });
 }
 
-// Picks the dimension to split across threads: the outermost one long enough to give every
-// thread work, else the longest.
-inline int split_dimension(const TensorView& out) {
-  const int64_t wanted = 2 * static_cast<int64_t>(kernel_thread_count());
-  int longest = 0;
-  for (int d = 0; d < out.ndim; ++d) {
-    if (out.sizes[d] >= wanted) return d;
-    if (out.sizes[d] > out.sizes[longest]) longest = d;
-  }
-  return longest;
-}
-
-inline TensorView slice_view(const TensorView& view, int dim, int64_t begin, int64_t end) {
-  TensorView part = view;
-  part.sizes[dim] = end - begin;
-  part.data = static_cast<char*>(view.data) +
-              begin * view.strides[dim] * static_cast<int64_t>(element_size(view.dtype));
-  return part;
-}
-
 // out[i] = op(in[0][i], ..., in[N-1][i]) for every index of out. Inputs have out's ndim and sizes
 // (stride 0 where broadcast) and any dtype: they are read as C. Results of type R are converted to
 // out's dtype. out may alias an input exactly (in-place); partial overlap is not supported.
 template <typename R, typename C, size_t N, typename Op>
 void map(const TensorView& out, const std::array<TensorView, N>& in, const Op& op) {
-  const int64_t numel = out.numel();
-  if (numel == 0) return;
+  if (out.numel() == 0) return;
   const auto indices = std::make_index_sequence<N>{};
-  if (numel < 2 * kParallelGrain || out.ndim == 0 || kernel_thread_count() == 1) {
+  if (out.ndim == 0) {
     map_rows<R, C, N>(out, in, op, indices);
     return;
   }
-  const int dim = split_dimension(out);
-  const int64_t inner = numel / out.sizes[dim];
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / inner);
-  parallel_for(0, out.sizes[dim], grain, [&](int64_t begin, int64_t end) {
-    std::array<TensorView, N> parts;
-    for (size_t k = 0; k < N; ++k) parts[k] = slice_view(in[k], dim, begin, end);
-    map_rows<R, C, N>(slice_view(out, dim, begin, end), parts, op, indices);
+  std::array<TensorView, N + 1> views;
+  views[0] = out;
+  for (size_t k = 0; k < N; ++k) views[k + 1] = in[k];
+  parallel_over_views<N + 1>(views, [&](const std::array<TensorView, N + 1>& parts) {
+    std::array<TensorView, N> inputs;
+    for (size_t k = 0; k < N; ++k) inputs[k] = parts[k + 1];
+    map_rows<R, C, N>(parts[0], inputs, op, indices);
   });
 }
 

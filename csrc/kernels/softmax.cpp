@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/element_types.h"
-#include "kernels/parallel.h"
+#include "kernels/parallel_views.h"
 #include "kernels/row_io.h"
 #include "kernels/strided_loop.h"
 #include "kernels/vector_exp.h"
@@ -331,36 +331,6 @@ void run_softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
 
 bool wants_double(DType a, DType b) { return a == DType::Float64 || b == DType::Float64; }
 
-// Elements per piece below which splitting across threads costs more than it saves.
-constexpr int64_t kParallelGrain = 32768;
-
-// Runs fn(pieces) on disjoint parts of the views (same shapes), split along the outermost dim
-// other than the softmax dim `dim`, in parallel; every slice along `dim` stays whole.
-template <size_t N, typename Fn>
-void split_slices(const std::array<TensorView, N>& views, int dim, const Fn& fn) {
-  const TensorView& first = views[0];
-  int split = -1;
-  for (int d = 0; d < first.ndim && split < 0; ++d) {
-    if (d != dim && first.sizes[d] > 1) split = d;
-  }
-  const int64_t numel = first.numel();
-  if (split < 0 || numel < 2 * kParallelGrain || kernel_thread_count() == 1) {
-    fn(views);
-    return;
-  }
-  const int64_t per_index = numel / first.sizes[split];
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / per_index);
-  parallel_for(0, first.sizes[split], grain, [&](int64_t begin, int64_t end) {
-    std::array<TensorView, N> parts = views;
-    for (TensorView& part : parts) {
-      part.data = static_cast<char*>(part.data) +
-                  begin * part.strides[split] * static_cast<int64_t>(element_size(part.dtype));
-      part.sizes[split] = end - begin;
-    }
-    fn(parts);
-  });
-}
-
 }  // namespace
 
 void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
@@ -370,14 +340,14 @@ void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
   }
   const SliceLayout layout = slice_layout(in, dim);
   if (in.numel() == 0) return;
-  split_slices<2>({out, in}, layout.dim, [&](const std::array<TensorView, 2>& part) {
+  parallel_over_views<2>({out, in}, [&](const std::array<TensorView, 2>& part) {
     const SliceLayout part_layout = slice_layout(part[1], dim);
     if (wants_double(out.dtype, in.dtype)) {
       run_softmax<double>(part[0], part[1], part_layout, log);
     } else {
       run_softmax<float>(part[0], part[1], part_layout, log);
     }
-  });
+  }, layout.dim);
 }
 
 void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, const TensorView& out,
@@ -389,14 +359,14 @@ void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, con
   }
   const SliceLayout layout = slice_layout(out, dim);
   if (out.numel() == 0) return;
-  split_slices<3>({grad_in, grad_out, out}, layout.dim, [&](const std::array<TensorView, 3>& part) {
+  parallel_over_views<3>({grad_in, grad_out, out}, [&](const std::array<TensorView, 3>& part) {
     const SliceLayout part_layout = slice_layout(part[2], dim);
     if (wants_double(grad_in.dtype, out.dtype)) {
       run_softmax_backward<double>(part[0], part[1], part[2], part_layout, log);
     } else {
       run_softmax_backward<float>(part[0], part[1], part[2], part_layout, log);
     }
-  });
+  }, layout.dim);
 }
 
 }  // namespace openneuron::kernels
