@@ -3,7 +3,6 @@
 #include "kernels/dnnl_conv.h"
 
 #include <dnnl.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cast.h"
+#include "kernels/dnnl_runtime.h"
 #include "kernels/dense_float.h"
 #include "kernels/parallel.h"
 
@@ -30,26 +30,6 @@ using Tag = memory::format_tag;
 // Below this many multiply-adds a convolution runs whole on the calling thread: handing a
 // piece to another thread costs more than it saves.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 21;
-
-dnnl::engine& engine() {
-  static dnnl::engine instance(dnnl::engine::kind::cpu, 0);
-  return instance;
-}
-
-// oneDNN's OpenMP team spins while idle and starves the stream threads on a small host, so
-// every oneDNN call runs on one OpenMP thread; parallel_for provides the parallelism.
-void use_one_openmp_thread() {
-  thread_local bool done = false;
-  if (!done) {
-    omp_set_num_threads(1);
-    done = true;
-  }
-}
-
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(engine());
-  return stream;
-}
 
 // The roles a buffer plays in one primitive call; each thread keeps one growing buffer per
 // role, since fresh multi-megabyte temporaries cost a page fault per page on every call.
@@ -167,38 +147,38 @@ struct Operand {
 
 Operand input_operand(const memory::desc& user, const memory::desc& inner) {
   Operand op{user, inner, dnnl::reorder(), user != inner};
-  if (op.reordered) op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), inner));
+  if (op.reordered) op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), user, dnnl_engine(), inner));
   return op;
 }
 
 Operand output_operand(const memory::desc& user, const memory::desc& inner) {
   Operand op{user, inner, dnnl::reorder(), user != inner};
-  if (op.reordered) op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), inner, engine(), user));
+  if (op.reordered) op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), inner, dnnl_engine(), user));
   return op;
 }
 
 // The primitive-side memory of an input: the caller's buffer, or its reordered copy in `slot`.
 memory bind_input(const Operand& op, void* data, Slot slot) {
-  memory user(op.user, engine(), data);
+  memory user(op.user, dnnl_engine(), data);
   if (!op.reordered) return user;
-  memory inner(op.inner, engine(), thread_buffer(slot, op.inner.get_size()));
-  op.reorder.execute(thread_stream(), user, inner);
+  memory inner(op.inner, dnnl_engine(), thread_buffer(slot, op.inner.get_size()));
+  op.reorder.execute(dnnl_thread_stream(), user, inner);
   return inner;
 }
 
 memory bind_output(const Operand& op, void* data, Slot slot) {
-  if (!op.reordered) return memory(op.user, engine(), data);
-  return memory(op.inner, engine(), thread_buffer(slot, op.inner.get_size()));
+  if (!op.reordered) return memory(op.user, dnnl_engine(), data);
+  return memory(op.inner, dnnl_engine(), thread_buffer(slot, op.inner.get_size()));
 }
 
 void finish_output(const Operand& op, memory inner, void* data) {
   if (!op.reordered) return;
-  memory user(op.user, engine(), data);
-  op.reorder.execute(thread_stream(), inner, user);
+  memory user(op.user, dnnl_engine(), data);
+  op.reorder.execute(dnnl_thread_stream(), inner, user);
 }
 
 memory scratchpad(const memory::desc& desc) {
-  return memory(desc, engine(), thread_buffer(kScratchpadSlot, desc.get_size()));
+  return memory(desc, dnnl_engine(), thread_buffer(kScratchpadSlot, desc.get_size()));
 }
 
 // ---------------------------------------------------------------- plan cache
@@ -326,7 +306,7 @@ std::shared_ptr<const ForwardPlan> create_forward_plan(const TensorView& out, co
       dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_desc(g.src, type),
       any_desc(g.weights, type), plan->bias, any_desc(g.dst, type), g.strides, g.dilates, g.pad_left,
       g.pad_right);
-  const dnnl::convolution_forward::primitive_desc pd(desc, user_scratchpad(), engine());
+  const dnnl::convolution_forward::primitive_desc pd(desc, user_scratchpad(), dnnl_engine());
   if (!optimised(pd, type)) return nullptr;
   plan->conv = dnnl::convolution_forward(pd);
   plan->src = input_operand(activation_desc(input), pd.src_desc());
@@ -345,10 +325,10 @@ void run_forward(const ForwardPlan& plan, const TensorView& out, const TensorVie
                                        {DNNL_ARG_WEIGHTS, weights},
                                        {DNNL_ARG_DST, dst},
                                        {DNNL_ARG_SCRATCHPAD, scratchpad(plan.scratchpad)}};
-  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(plan.bias, engine(), bias));
-  plan.conv.execute(thread_stream(), args);
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(plan.bias, dnnl_engine(), bias));
+  plan.conv.execute(dnnl_thread_stream(), args);
   finish_output(plan.dst, dst, out.data);
-  thread_stream().wait();
+  dnnl_thread_stream().wait();
 }
 
 // Views are fp32 or bf16 alike, with positive strides.
@@ -432,14 +412,14 @@ std::shared_ptr<const BackwardPlan> create_backward_plan(const BackwardViews& v,
                                       dnnl::algorithm::convolution_direct, src_any,
                                       any_desc(g.weights, type), bias, dst_any, g.strides,
                                       g.dilates, g.pad_left, g.pad_right),
-      user_scratchpad(), engine());
+      user_scratchpad(), dnnl_engine());
   const memory::desc grad_out_user = activation_desc(v.grad_out);
   if (plan->data) {
     const dnnl::convolution_backward_data::primitive_desc pd(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_any,
                                               any_desc(g.weights, type), dst_any, g.strides,
                                               g.dilates, g.pad_left, g.pad_right),
-        user_scratchpad(), engine(), hint);
+        user_scratchpad(), dnnl_engine(), hint);
     if (!optimised(pd, type)) return nullptr;
     plan->data_conv = dnnl::convolution_backward_data(pd);
     plan->data_diff_dst = input_operand(grad_out_user, pd.diff_dst_desc());
@@ -456,7 +436,7 @@ std::shared_ptr<const BackwardPlan> create_backward_plan(const BackwardViews& v,
                    : dnnl::convolution_backward_weights::desc(
                          dnnl::algorithm::convolution_direct, src_any, diff_weights_any, dst_any,
                          g.strides, g.dilates, g.pad_left, g.pad_right);
-    const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), engine(),
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), dnnl_engine(),
                                                                 hint);
     if (!optimised(pd, type)) return nullptr;
     plan->weights_conv = dnnl::convolution_backward_weights(pd);
@@ -470,7 +450,7 @@ std::shared_ptr<const BackwardPlan> create_backward_plan(const BackwardViews& v,
       plan->user_grad_weight =
           weights_desc(*v.grad_weight, p.groups, dnnl_type(v.grad_weight->dtype));
       plan->diff_weights_to_user = dnnl::reorder(dnnl::reorder::primitive_desc(
-          engine(), plan->diff_weights, engine(), plan->user_grad_weight));
+          dnnl_engine(), plan->diff_weights, dnnl_engine(), plan->user_grad_weight));
     }
   }
   return plan;
@@ -485,7 +465,7 @@ void run_backward(const BackwardPlan& plan, const BackwardViews& v, float* diff_
     grad_out_for_data = bind_input(plan.data_diff_dst, v.grad_out.data, kDiffDstSlot);
     const memory weights = bind_input(plan.data_weights, v.weight.data, kWeightsSlot);
     const memory diff_src = bind_output(plan.diff_src, v.grad_input->data, kDstSlot);
-    plan.data_conv.execute(thread_stream(),
+    plan.data_conv.execute(dnnl_thread_stream(),
                            {{DNNL_ARG_DIFF_DST, grad_out_for_data},
                             {DNNL_ARG_WEIGHTS, weights},
                             {DNNL_ARG_DIFF_SRC, diff_src},
@@ -501,12 +481,12 @@ void run_backward(const BackwardPlan& plan, const BackwardViews& v, float* diff_
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src},
         {DNNL_ARG_DIFF_DST, grad_out},
-        {DNNL_ARG_DIFF_WEIGHTS, memory(plan.diff_weights, engine(), diff_weights)},
+        {DNNL_ARG_DIFF_WEIGHTS, memory(plan.diff_weights, dnnl_engine(), diff_weights)},
         {DNNL_ARG_SCRATCHPAD, scratchpad(plan.weights_scratchpad)}};
-    if (plan.bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(plan.diff_bias, engine(), diff_bias));
-    plan.weights_conv.execute(thread_stream(), args);
+    if (plan.bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(plan.diff_bias, dnnl_engine(), diff_bias));
+    plan.weights_conv.execute(dnnl_thread_stream(), args);
   }
-  thread_stream().wait();
+  dnnl_thread_stream().wait();
 }
 
 BackwardViews piece_views(const BackwardViews& v, const Pieces& pieces, int64_t piece,
@@ -566,10 +546,10 @@ bool backward_native(const BackwardViews& v, const TensorView* grad_bias, const 
     for (size_t i = 0; i < piece_floats; ++i) partial[i] += other[i];
   }
   if (v.grad_weight != nullptr) {
-    memory sum(first.diff_weights, engine(), partial);
-    memory user(first.user_grad_weight, engine(), v.grad_weight->data);
-    first.diff_weights_to_user.execute(thread_stream(), sum, user);
-    thread_stream().wait();
+    memory sum(first.diff_weights, dnnl_engine(), partial);
+    memory user(first.user_grad_weight, dnnl_engine(), v.grad_weight->data);
+    first.diff_weights_to_user.execute(dnnl_thread_stream(), sum, user);
+    dnnl_thread_stream().wait();
   }
   if (grad_bias != nullptr) {
     TensorView sums;

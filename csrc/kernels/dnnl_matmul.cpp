@@ -1,7 +1,6 @@
 #include "kernels/dnnl_matmul.h"
 
 #include <dnnl.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cast.h"
+#include "kernels/dnnl_runtime.h"
 #include "kernels/parallel.h"
 
 namespace openneuron::kernels {
@@ -110,7 +110,7 @@ class PrimitiveCache {
         attr.set_post_ops(ops);
       }
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(describe(a), describe(b), describe(out)),
-                                      attr, engine());
+                                      attr, dnnl_engine());
       const std::string impl = pd.impl_info_str();
       primitive = Primitive{dnnl::matmul(pd), impl.find("ref") == std::string::npos,
                             pd.scratchpad_desc()};
@@ -118,11 +118,6 @@ class PrimitiveCache {
       primitive.optimised = false;
     }
     return &cache_.emplace(key, std::move(primitive)).first->second;
-  }
-
-  static dnnl::engine& engine() {
-    static dnnl::engine instance(dnnl::engine::kind::cpu, 0);
-    return instance;
   }
 
  private:
@@ -133,17 +128,6 @@ class PrimitiveCache {
 PrimitiveCache& cache() {
   static auto* instance = new PrimitiveCache();
   return *instance;
-}
-
-// oneDNN's OpenMP teams spin while idle; on a small host they starve the threads that
-// enqueue work. Every oneDNN call therefore runs on one thread, and parallel_for (which
-// sleeps when idle) spreads large products across cores instead.
-void use_one_openmp_thread() {
-  thread_local bool done = false;
-  if (!done) {
-    omp_set_num_threads(1);
-    done = true;
-  }
 }
 
 // `view` restricted to [begin, begin + length) along `dim`.
@@ -203,8 +187,8 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
   std::atomic<bool> failed{false};
   parallel_for(0, static_cast<int64_t>(primitives.size()), 1, [&](int64_t first, int64_t last) {
     use_one_openmp_thread();
-    dnnl::engine& engine = PrimitiveCache::engine();
-    thread_local dnnl::stream stream(engine);
+    dnnl::engine& engine = dnnl_engine();
+    dnnl::stream& stream = dnnl_thread_stream();
     for (int64_t index = first; index < last; ++index) {
       const int64_t begin = index * chunk;
       const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));

@@ -1,6 +1,7 @@
 // Activation functions of kernels::pointwise and the gradients autograd asks for.
 #include <cmath>
 
+#include "kernels/dnnl_eltwise.h"
 #include "kernels/pointwise_internal.h"
 #include "kernels/pointwise_map.h"
 #include "kernels/pointwise_math.h"
@@ -152,11 +153,30 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
   }
 }
 
+// gelu on oneDNN's JIT kernels when every operand is dense in one dtype oneDNN computes
+// (PyTorch's CPU backend runs gelu there too); false if not taken.
+bool try_dnnl_gelu(PointwiseOp op, const TensorView& out, const TensorView* in,
+                   const PointwiseParams& params) {
+  if (op != PointwiseOp::Gelu && op != PointwiseOp::GeluBackward) return false;
+  const int arity = op == PointwiseOp::Gelu ? 1 : 2;
+  if (!out.is_contiguous()) return false;
+  for (int k = 0; k < arity; ++k) {
+    if (in[k].dtype != out.dtype || !in[k].is_contiguous()) return false;
+  }
+  const bool tanh_approximation = params.values[0].to_double() != 0;
+  if (op == PointwiseOp::Gelu) {
+    return dnnl_gelu(out.data, in[0].data, out.numel(), out.dtype, tanh_approximation);
+  }
+  return dnnl_gelu_backward(out.data, in[0].data, in[1].data, out.numel(), out.dtype,
+                            tanh_approximation);
+}
+
 }  // namespace
 
 bool run_activation(PointwiseOp op, const TensorView& out, const TensorView* in, DType compute,
                     const PointwiseParams& params) {
   if (!is_floating(compute)) unsupported_compute(op, compute);
+  if (try_dnnl_gelu(op, out, in, params)) return true;
   const bool backward = op >= PointwiseOp::GeluBackward;
   visit_compute(compute, [&](auto tag) {
     using C = typename decltype(tag)::type;

@@ -1,0 +1,20 @@
+// What every oneDNN caller in the kernel library shares: one CPU engine, a stream per thread,
+// and the rule that oneDNN's own OpenMP team stays at one thread.
+#pragma once
+
+#include <dnnl.hpp>
+
+namespace openneuron::kernels {
+
+// The process-wide oneDNN CPU engine.
+dnnl::engine& dnnl_engine();
+
+// The calling thread's oneDNN stream on dnnl_engine().
+dnnl::stream& dnnl_thread_stream();
+
+// Limits the calling thread's OpenMP team to one thread. oneDNN's idle OpenMP threads spin and
+// starve the stream worker threads on a small host, so parallel_for (which sleeps when idle)
+// provides the parallelism instead. Call before any oneDNN work on a thread.
+void use_one_openmp_thread();
+
+}  // namespace openneuron::kernels
