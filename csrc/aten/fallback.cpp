@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aten/generator.h"
 #include "aten/op_tracking.h"
@@ -94,6 +96,17 @@ void replace_generators(const c10::OperatorHandle& op, torch::jit::Stack& stack,
   }
 }
 
+// Arguments some CPU kernels update in place although their schema does not mark them
+// mutable (Tensor(a!)), so cpu_fallback, which writes back only marked arguments, would drop
+// the update: native_batch_norm's running_mean and running_var (arguments 3 and 4) in training.
+const std::vector<size_t>* unmarked_mutated_arguments(const std::string& name) {
+  static const std::vector<size_t> kBatchNormRunningStats = {3, 4};
+  if (name == "aten::native_batch_norm" || name == "aten::native_batch_norm.out") {
+    return &kBatchNormRunningStats;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
@@ -127,7 +140,23 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                "to make this an error.");
   }
   replace_generators(op, *stack, first, device);
+  // Unmarked in-place updates go to host copies we own, then back to the device tensors.
+  std::vector<std::pair<at::Tensor, at::Tensor>> written_back;  // (device tensor, host copy)
+  if (const std::vector<size_t>* mutated = unmarked_mutated_arguments(name)) {
+    for (size_t index : *mutated) {
+      c10::IValue& value = (*stack)[first + index];
+      if (!value.isTensor() || !value.toTensor().defined() ||
+          !value.toTensor().is_privateuseone()) {
+        continue;
+      }
+      at::Tensor on_device = value.toTensor();
+      at::Tensor on_host = on_device.cpu();
+      value = c10::IValue(on_host);
+      written_back.emplace_back(std::move(on_device), std::move(on_host));
+    }
+  }
   at::native::cpu_fallback(op, stack);
+  for (auto& [on_device, on_host] : written_back) on_device.copy_(on_host);
 }
 
 }  // namespace openneuron::bridge

@@ -45,6 +45,15 @@ _RELEVANT_TESTS = {
     "test_variant_consistency_eager",
     "test_out",
 }
+# TestModule's tests that compare a module's results (with CPU, with a reference function,
+# between memory layouts): their tolerance overrides state how exactly PyTorch expects a
+# module's values to agree, as _RELEVANT_TESTS' do for ops.
+_RELEVANT_MODULE_TESTS = {
+    None,
+    "test_cpu_gpu_parity",
+    "test_forward",
+    "test_non_contiguous_tensors",
+}
 # A skip of one of these tests whose reason says the values are undefined means the values
 # cannot be compared between two implementations at all (random or uninitialized outputs).
 _INCOMPARABLE_WORDS = ("non-deterministic", "nondeterministic", "not comparable", "undefined")
@@ -121,13 +130,15 @@ class CheckFailure(AssertionError):
 # ----------------------------------------------------------------------------- tolerances
 
 
-def _active_decorators(decorators: Iterable[Any], dtype: torch.dtype, cls_names) -> list[Any]:
+def _active_decorators(
+    decorators: Iterable[Any], dtype: torch.dtype, cls_names, tests=_RELEVANT_TESTS
+) -> list[Any]:
     active = []
     for info in decorators or ():
         if not isinstance(info, DecorateInfo):
             active.append((None, info))  # bare decorators apply to every test
             continue
-        if info.cls_name not in cls_names or info.test_name not in _RELEVANT_TESTS:
+        if info.cls_name not in cls_names or info.test_name not in tests:
             continue
         if info.device_type not in (None, "cpu"):
             continue
@@ -140,11 +151,12 @@ def _active_decorators(decorators: Iterable[Any], dtype: torch.dtype, cls_names)
 
 
 def tolerances(
-    decorators, dtype: torch.dtype, cls_names=(None, "TestCommon")
+    decorators, dtype: torch.dtype, cls_names=(None, "TestCommon"), tests=_RELEVANT_TESTS
 ) -> tuple[float, float]:
-    """(rtol, atol): assert_close's defaults for dtype, raised to the OpInfo's overrides."""
+    """(rtol, atol): assert_close's defaults for dtype, raised to the OpInfo's (or
+    ModuleInfo's) overrides for the tests that compare results."""
     rtol, atol = default_tolerances(dtype)
-    for _test, decorator in _active_decorators(decorators, dtype, cls_names):
+    for _test, decorator in _active_decorators(decorators, dtype, cls_names, tests):
         if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
             atol = max(atol, decorator.d[dtype].atol)
             rtol = max(rtol, decorator.d[dtype].rtol)
@@ -680,7 +692,9 @@ def check_module(module_info, dtype: torch.dtype, *, max_samples: int | None = N
     outputs, input and parameter gradients, and buffers (e.g. running stats) afterwards."""
     started = time.perf_counter()
     result = Result("module", module_info.name, dtype_name(dtype), "skip")
-    rtol, atol = tolerances(module_info.decorators, dtype, cls_names=(None, "TestModule"))
+    rtol, atol = tolerances(
+        module_info.decorators, dtype, cls_names=(None, "TestModule"), tests=_RELEVANT_MODULE_TESTS
+    )
     track = _Tracker()
     random_in_training = module_info.module_cls.__name__ in RANDOM_IN_TRAINING
     training = not random_in_training
@@ -747,6 +761,7 @@ def _check_module_input(
                 return "lazy module: not checked"  # materialized by its first forward
             cpu_module.train(training)
             dev_module = copy.deepcopy(cpu_module)
+            ref_module = copy.deepcopy(cpu_module)  # the float64 arbiter's (before forward)
             cpu_call = Call(_AsSample(fwd), "cpu", grad=grad)
             out_cpu = run_module_call(cpu_call, cpu_module)
             cpu_outs = _tensor_outputs(out_cpu)
@@ -761,17 +776,18 @@ def _check_module_input(
         return _describe(err)
 
     result.checks += 1
+    arbiter = _Float64Arbiter(ref_module, fwd, cotangents, grad, dtype)
     dev_call = Call(_AsSample(fwd), DEVICE, grad=grad)
     try:
         dev_module = track(dev_module.to, DEVICE)
         out_dev = track(run_module_call, dev_call, dev_module)
     except Exception as err:
         raise CheckFailure(f"forward raised {_describe(err)}") from None
-    compare(out_dev, out_cpu, rtol=rtol, atol=atol, values=True, what="forward")
+    arbiter.compare(out_dev, out_cpu, ("forward",), rtol=rtol, atol=atol, result=result)
     for (name, b_dev), (_, b_cpu) in zip(
         dev_module.named_buffers(), cpu_module.named_buffers(), strict=True
     ):
-        compare(b_dev, b_cpu, rtol=rtol, atol=atol, values=True, what=f"buffer {name}")
+        arbiter.compare(b_dev, b_cpu, ("buffer", name), rtol=rtol, atol=atol, result=result)
     if grads_cpu is not None:
         result.checks += 1
         params_dev = [p for p in dev_module.parameters() if p.requires_grad]
@@ -779,16 +795,114 @@ def _check_module_input(
             grads_dev = track(_gradients, out_dev, dev_call.leaves + params_dev, cotangents, DEVICE)
         except Exception as err:
             raise CheckFailure(f"backward raised {_describe(err)}") from None
-        names = [f"input grad {i}" for i in range(len(dev_call.leaves))] + [
-            f"grad {n}" for n, p in dev_module.named_parameters() if p.requires_grad
+        keys = [("input grad", i) for i in range(len(dev_call.leaves))] + [
+            ("grad", n) for n, p in dev_module.named_parameters() if p.requires_grad
         ]
-        for what, a, e in zip(names, grads_dev, grads_cpu, strict=True):
+        for key, a, e in zip(keys, grads_dev, grads_cpu, strict=True):
             if e is None:
                 continue
             if a is None:
-                raise CheckFailure(f"{what}: neuron gave no gradient")
-            compare(a, e, rtol=rtol, atol=atol, values=True, what=what)
+                raise CheckFailure(f"{key[0]} {key[1]}: neuron gave no gradient")
+            arbiter.compare(a, e, key, rtol=rtol, atol=atol, result=result)
     return True
+
+
+class _Float64Arbiter:
+    """Settles a module value that differs from the CPU's beyond tolerance at a float32 or
+    16-bit dtype: the same module and input run at float64 on the CPU give the exact value
+    (to within float64 rounding), and neuron's value passes only if every element is at least
+    as close to it as the CPU's element is, within the tolerance:
+    |neuron - exact| <= |cpu - exact| + atol + rtol * |exact|.
+    This keeps the CPU as the reference while not demanding that neuron reproduce the CPU's
+    own rounding error where that error exceeds the tolerance (ill-conditioned gradients such
+    as attention's softmax backward, or CPU per-op rounding of 16-bit intermediates).
+    Every pair settled this way is recorded in the result's reason."""
+
+    def __init__(self, ref_module, fwd, cotangents, grad: bool, dtype: torch.dtype):
+        self._args = (ref_module, fwd, cotangents, grad)
+        self._enabled = dtype in (torch.float32, torch.float16, torch.bfloat16)
+        self._values: dict[tuple, Any] | None = None
+
+    def _exact(self) -> dict[tuple, Any]:
+        if self._values is not None:
+            return self._values
+        ref_module, fwd, cotangents, grad = self._args
+        self._values = {}
+
+        def widen(t: torch.Tensor) -> torch.Tensor:
+            if not t.is_floating_point():
+                return t.detach()
+            return t.detach().to(torch.float64).requires_grad_(t.requires_grad)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = ref_module.to(torch.float64)
+            sample = _AsSample(
+                type("FunctionInput", (), {
+                    "args": _map_tensors(fwd.args, widen, {}),
+                    "kwargs": _map_tensors(fwd.kwargs, widen, {}),
+                })()
+            )
+            call = Call(sample, "cpu", grad=grad)
+            out = run_module_call(call, module)
+            self._values[("forward",)] = out
+            for name, buffer in module.named_buffers():
+                self._values[("buffer", name)] = buffer
+            outs = _tensor_outputs(out)
+            if grad and outs:
+                params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+                grads = torch.autograd.grad(
+                    outs, call.leaves + [p for _, p in params],
+                    [c.to(torch.float64) for c in cotangents], allow_unused=True,
+                )  # fmt: skip
+                keys = [("input grad", i) for i in range(len(call.leaves))]
+                keys += [("grad", n) for n, _ in params]
+                self._values.update(zip(keys, grads, strict=True))
+        return self._values
+
+    def compare(self, actual, expected, key: tuple, *, rtol: float, atol: float, result):
+        what = " ".join(str(k) for k in key)
+        try:
+            compare(actual, expected, rtol=rtol, atol=atol, values=True, what=what)
+        except CheckFailure as failure:
+            if not self._enabled:
+                raise
+            try:
+                exact = self._exact().get(key)
+            except Exception:
+                raise failure from None
+            if exact is None or not self._closer(actual, expected, exact, rtol, atol):
+                raise failure from None
+            note = f"{what}: differs from CPU beyond tolerance, but is at least as close to " \
+                   "the float64 result as the CPU's value (float64 arbiter)"
+            result.reason = result.reason or note
+
+    @staticmethod
+    def _closer(actual, expected, exact, rtol: float, atol: float) -> bool:
+        got, want, truth = _flatten(actual), _flatten(expected), _flatten(exact)
+        if not len(got) == len(want) == len(truth):
+            return False
+        for a, e, r in zip(got, want, truth, strict=True):
+            if not isinstance(e, torch.Tensor):
+                if not _same_plain_value(a, e):
+                    return False
+                continue
+            if not isinstance(r, torch.Tensor) or r.shape != e.shape:
+                return False
+            if not (e.is_floating_point() and a.dtype == e.dtype and a.shape == e.shape):
+                return False
+            dtype_rtol, dtype_atol = default_tolerances(e.dtype)
+            rt, at = max(rtol, dtype_rtol), max(atol, dtype_atol)
+            a64 = a.detach().cpu().to(torch.float64)
+            e64 = e.detach().to(torch.float64)
+            r64 = r.detach().to(torch.float64)
+            if not torch.equal(a64.isnan(), e64.isnan()):
+                return False
+            finite = ~e64.isnan()
+            bound = (e64 - r64).abs() + at + rt * r64.abs()
+            if not bool(((a64 - r64).abs() <= bound)[finite].all()):
+                return False
+        return True
 
 
 class _AsSample:
