@@ -81,6 +81,10 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
   for (size_t pos = 0; pos < num_args; ++pos) {
     if (is_operand[pos] || (has_out && pos + 1 == num_args)) continue;
     if (num_params == 4) break;
+    if (args[pos].isComplexDouble()) {  // e.g. lerp's weight: complex math runs on the host
+      host_fallback(op, stack);
+      return;
+    }
     params.values[num_params] = scalar_param(args[pos], &params.present[num_params]);
     ++num_params;
   }
