@@ -111,3 +111,30 @@ def test_mismatched_shapes_and_dtypes_raise_like_cpu():
             torch.randn(2, 3, device="neuron"),
             torch.randn(3, 2, device="neuron", dtype=torch.bfloat16),
         )
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float16])
+def test_dot_matches_cpu_natively(dtype):
+    torch.manual_seed(0)
+    a, b = torch.randn(64, dtype=dtype), torch.randn(128, dtype=dtype)[::2]  # b strided
+    openneuron.clear_op_tracking()
+    (cpu, cpu_grads), (neuron, neuron_grads) = on_both(torch.dot, a, b)
+    assert openneuron.get_fallback_ops() == {}
+    tolerance = TOLERANCE.get(dtype, dict(rtol=2e-3, atol=1e-2))  # fp16: one fp16 rounding
+    torch.testing.assert_close(neuron, cpu, **tolerance)
+    for got, want in zip(neuron_grads, cpu_grads):
+        torch.testing.assert_close(got, want, **tolerance)
+    out = torch.empty((), dtype=dtype, device="neuron")
+    torch.dot(a.to("neuron"), b.to("neuron"), out=out)
+    torch.testing.assert_close(out.cpu(), cpu, **tolerance)
+
+
+def test_dot_edge_cases_and_errors():
+    empty = torch.empty(0, device="neuron")
+    assert torch.dot(empty, empty).item() == 0.0
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.dot(torch.ones(2, 2, device="neuron"), torch.ones(2, 2, device="neuron"))
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        torch.dot(torch.ones(3, device="neuron"), torch.ones(4, device="neuron"))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.dot(torch.ones(3, device="neuron"), torch.ones(3, device="neuron").bfloat16())

@@ -77,6 +77,8 @@ at::Tensor& addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& m
 at::Tensor& addmm_out(const at::Tensor& bias, const at::Tensor& mat1, const at::Tensor& mat2,
                       const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out);
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor dot(const at::Tensor& self, const at::Tensor& tensor);
+at::Tensor& dot_out(const at::Tensor& self, const at::Tensor& tensor, at::Tensor& out);
 at::Tensor baddbmm(const at::Tensor& bias, const at::Tensor& batch1, const at::Tensor& batch2,
                    const at::Scalar& beta, const at::Scalar& alpha);
 at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,

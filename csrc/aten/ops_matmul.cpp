@@ -1,9 +1,10 @@
-// Matrix products on the device: mm, addmm, bmm.
+// Matrix products on the device: mm, addmm, bmm, baddbmm, dot.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/dot.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <c10/core/DeviceGuard.h>
@@ -183,6 +184,39 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tenso
                   self.size(2) == batch2.size(2),
               "baddbmm_: self of shape ", self.sizes(), " does not match the product shape");
   return baddbmm_out(self, batch1, batch2, beta, alpha, self);
+}
+
+at::Tensor& dot_out(const at::Tensor& self, const at::Tensor& tensor, at::Tensor& out) {
+  if (!matmul_is_native({&self, &tensor, &out})) {
+    return OPENNEURON_FALLBACK(dot_out, self, tensor, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::dot.out");
+  const c10::Device device = check_same_device("aten::dot", {&self, &tensor, &out});
+  TORCH_CHECK(self.dim() == 1 && tensor.dim() == 1, "1D tensors expected, but got ", self.dim(),
+              "D and ", tensor.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == tensor.scalar_type(),
+              "dot : expected both vectors to have same dtype, but found ", self.scalar_type(),
+              " and ", tensor.scalar_type());
+  TORCH_CHECK(self.numel() == tensor.numel(), "inconsistent tensor size, expected tensor [",
+              self.numel(), "] and src [", tensor.numel(),
+              "] to have the same number of elements, but got ", self.numel(), " and ",
+              tensor.numel(), " elements respectively");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "dot: expected out of dtype ",
+              self.scalar_type(), " but got ", out.scalar_type());
+  const c10::DeviceGuard guard(device);
+  at::native::resize_output(out, {});
+  if (self.numel() == 0) return out.zero_();
+  // A 1 x n by n x 1 product: the GEMM accumulates in fp32 like CPU's dot.
+  launch_gemm("aten::dot", out.view({1, 1}), self.unsqueeze(0), tensor.unsqueeze(1), at::Tensor(),
+              0.0, 1.0);
+  return out;
+}
+
+at::Tensor dot(const at::Tensor& self, const at::Tensor& tensor) {
+  if (!matmul_is_native({&self, &tensor})) return OPENNEURON_FALLBACK(dot, self, tensor);
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({}, self.options());
+  return dot_out(self, tensor, out);
 }
 
 }  // namespace openneuron::bridge
