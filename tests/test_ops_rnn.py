@@ -49,9 +49,17 @@ def _modules():
             (3, 4, 5),
             None,
         ),
-        "lstm_proj_no_bias": (lambda: torch.nn.LSTM(5, 6, proj_size=3, bias=False), (4, 2, 5), None),
+        "lstm_proj_no_bias": (
+            lambda: torch.nn.LSTM(5, 6, proj_size=3, bias=False),
+            (4, 2, 5),
+            None,
+        ),
         "gru": (lambda: torch.nn.GRU(5, 6, num_layers=2), (4, 3, 5), None),
-        "gru_bidir_no_bias": (lambda: torch.nn.GRU(5, 6, bidirectional=True, bias=False), (3, 2, 5), None),
+        "gru_bidir_no_bias": (
+            lambda: torch.nn.GRU(5, 6, bidirectional=True, bias=False),
+            (3, 2, 5),
+            None,
+        ),
         "lstm_unbatched": (lambda: torch.nn.LSTM(5, 6), (4, 5), None),
         "lstm_cell": (lambda: torch.nn.LSTMCell(5, 6), (3, 5), [(3, 6), (3, 6)]),
         "lstm_cell_unbatched": (lambda: torch.nn.LSTMCell(5, 6), (5,), None),
@@ -97,7 +105,11 @@ def _make(name, dtype, device, compute_dtype=None):
     module = ctor().to(dtype)
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
-    states = [torch.randn(s, generator=generator, dtype=torch.float64).to(dtype) for s in state_shapes] if state_shapes else None
+    states = (
+        [torch.randn(s, generator=generator, dtype=torch.float64).to(dtype) for s in state_shapes]
+        if state_shapes
+        else None
+    )
     target = compute_dtype or dtype
     module = module.to(device=device, dtype=target)
     x = x.to(device=device, dtype=target).requires_grad_()
@@ -147,7 +159,9 @@ def test_16bit_modules_match_fp32_cpu_natively(name, dtype):
     _assert_close_all(got_grads, want_grads, TOL[dtype], "grad")
 
 
-@pytest.mark.parametrize("name", ["lstm", "gru_bidir_no_bias", "lstm_cell", "gru_cell", "lstm_proj_no_bias"])
+@pytest.mark.parametrize(
+    "name", ["lstm", "gru_bidir_no_bias", "lstm_cell", "gru_cell", "lstm_proj_no_bias"]
+)
 def test_float64_modules_run_on_host_and_match_cpu(name):
     cpu_module, cpu_x, cpu_states = _make(name, torch.float64, "cpu")
     dev_module, dev_x, dev_states = _make(name, torch.float64, DEVICE)
@@ -244,14 +258,16 @@ def test_fused_lstm_cell_forward_and_backward(dtype, bias, noncontiguous):
     ghy = torch.randn(B, H, generator=g, dtype=torch.float64)
     gcy = torch.randn(B, H, generator=g, dtype=torch.float64)
     grads = torch.autograd.grad(
-        [hy, cy], leaves + [b for b in dev_bias if b is not None],
+        [hy, cy],
+        leaves + [b for b in dev_bias if b is not None],
         [ghy.to(DEVICE, dtype), gcy.to(DEVICE, dtype)],
     )
     ref_leaves = [t.double().requires_grad_() for t in (ig, hg, cx)]
     ref_bias = [t.double().requires_grad_() for t in (bi, bh)] if bias else [None, None]
     r_hy, r_cy = _lstm_reference(*ref_leaves, *ref_bias)
     want = torch.autograd.grad(
-        [r_hy, r_cy], ref_leaves + [b for b in ref_bias if b is not None],
+        [r_hy, r_cy],
+        ref_leaves + [b for b in ref_bias if b is not None],
         [ghy.to(dtype).double(), gcy.to(dtype).double()],
     )
     for got, exp in zip(grads, want):
@@ -315,7 +331,9 @@ def test_lstm_backward_without_incoming_gradients_and_with_cy_only():
 
 def test_empty_batch():
     ig = torch.randn(0, 12, device=DEVICE)
-    hy, cy, ws = torch.ops.aten._thnn_fused_lstm_cell(ig, ig.clone(), torch.randn(0, 3, device=DEVICE))
+    hy, cy, ws = torch.ops.aten._thnn_fused_lstm_cell(
+        ig, ig.clone(), torch.randn(0, 3, device=DEVICE)
+    )
     assert hy.shape == (0, 3) and cy.shape == (0, 3)
     hy, ws = torch.ops.aten._thnn_fused_gru_cell(
         ig[:, :9], ig[:, :9].clone(), torch.randn(0, 3, device=DEVICE)
@@ -326,7 +344,9 @@ def test_empty_batch():
 def test_bad_arguments_fail_like_pytorch():
     ig = torch.randn(2, 8, device=DEVICE)
     with pytest.raises(RuntimeError, match="same size"):
-        torch.ops.aten._thnn_fused_lstm_cell(ig, torch.randn(2, 4, device=DEVICE), torch.randn(2, 2, device=DEVICE))
+        torch.ops.aten._thnn_fused_lstm_cell(
+            ig, torch.randn(2, 4, device=DEVICE), torch.randn(2, 2, device=DEVICE)
+        )
     with pytest.raises(RuntimeError, match="elements"):
         torch.ops.aten._thnn_fused_lstm_cell(ig, ig, torch.randn(2, 3, device=DEVICE))
     with pytest.raises(RuntimeError, match="same device"):
@@ -355,7 +375,7 @@ def test_float64_batch_norm_updates_running_stats(ctor, shape):
     cpu_module = ctor().double().train()
     dev_module = ctor().double().train().to(DEVICE)
     dev_module.load_state_dict(cpu_module.state_dict())
-    for step in range(2):
+    for _step in range(2):
         x = torch.randn(shape, dtype=torch.float64)
         want = cpu_module(x)
         with warnings.catch_warnings():

@@ -838,10 +838,14 @@ class _Float64Arbiter:
             warnings.simplefilter("ignore")
             module = ref_module.to(torch.float64)
             sample = _AsSample(
-                type("FunctionInput", (), {
-                    "args": _map_tensors(fwd.args, widen, {}),
-                    "kwargs": _map_tensors(fwd.kwargs, widen, {}),
-                })()
+                type(
+                    "FunctionInput",
+                    (),
+                    {
+                        "args": _map_tensors(fwd.args, widen, {}),
+                        "kwargs": _map_tensors(fwd.kwargs, widen, {}),
+                    },
+                )()
             )
             call = Call(sample, "cpu", grad=grad)
             out = run_module_call(call, module)
@@ -873,8 +877,10 @@ class _Float64Arbiter:
                 raise failure from None
             if exact is None or not self._closer(actual, expected, exact, rtol, atol):
                 raise failure from None
-            note = f"{what}: differs from CPU beyond tolerance, but is at least as close to " \
-                   "the float64 result as the CPU's value (float64 arbiter)"
+            note = (
+                f"{what}: differs from CPU beyond tolerance, but is at least as close to "
+                "the float64 result as the CPU's value (float64 arbiter)"
+            )
             result.reason = result.reason or note
 
     @staticmethod
