@@ -3,11 +3,13 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <array>
+#include <vector>
 
 #include "aten/op_helpers.h"
 #include "aten/fallback.h"
 #include "aten/ops_elementwise_common.h"
 #include "aten/ops_elementwise_pointwise.h"
+#include "kernels/parallel_views.h"
 
 namespace openneuron::bridge {
 
@@ -118,12 +120,26 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     }
     const kernels::PointwiseOp kernel_op = spec_.op;
     stream_for(self.front()).enqueue(name_.c_str(), [kernel_op, jobs = std::move(jobs)]() mutable {
-      for (ForeachJob& job : jobs) {
+      const auto run = [&](ForeachJob& job) {
         std::array<kernels::TensorView, 3> views;
         for (size_t k = 0; k < job.inputs.size(); ++k) views[k] = job.inputs[k].bind();
         kernels::pointwise(kernel_op, job.out, views.data(), static_cast<int>(job.inputs.size()),
                            job.compute, job.params);
+      };
+      // Large tensors use every kernel thread each; small ones (most of a model's parameters)
+      // would each run on one thread, so they run side by side instead.
+      std::vector<ForeachJob*> small;
+      for (ForeachJob& job : jobs) {
+        if (job.out.numel() >= 2 * kernels::kParallelGrainElements) {
+          run(job);
+        } else {
+          small.push_back(&job);
+        }
       }
+      kernels::parallel_for(0, static_cast<int64_t>(small.size()), 1,
+                            [&](int64_t begin, int64_t end) {
+                              for (int64_t i = begin; i < end; ++i) run(*small[i]);
+                            });
     });
   }
   torch::jit::drop(*stack, num_args);
