@@ -1,0 +1,250 @@
+// Contiguous-row layer/RMS norm: per row, widen to fp32, reduce in double lanes (AVX-512
+// where available), normalise and round once on store. Parallel over rows; the column sums
+// of the backward are per-chunk double partials combined in chunk order (deterministic).
+#include "kernels/normalization_rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/dense_float.h"
+#include "kernels/element_types.h"
+#include "kernels/parallel.h"
+
+namespace openneuron::kernels::normalization_rows {
+namespace {
+
+// Rows per parallel_for grain: a few rows amortise the dispatch on short rows.
+int64_t row_grain(int64_t d) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(d, 1)); }
+
+#if defined(__AVX512F__)
+// fp32 -> fp64 lanes (the masked form: GCC 12's plain _mm512_cvtps_pd trips -Wuninitialized).
+__m512d to_double(__m256 x) { return _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xFF, x); }
+
+double lanes_sum(__m512d lanes) {
+  alignas(64) double values[8];
+  _mm512_store_pd(values, lanes);
+  double total = 0.0;
+  for (double v : values) total += v;
+  return total;
+}
+#endif
+
+// sum x[i], accumulated in double.
+double sum(const float* x, int64_t n) {
+  int64_t i = 0;
+  double total = 0.0;
+#if defined(__AVX512F__)
+  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+  for (; i + 16 <= n; i += 16) {
+    low = _mm512_add_pd(low, to_double(_mm256_loadu_ps(x + i)));
+    high = _mm512_add_pd(high, to_double(_mm256_loadu_ps(x + i + 8)));
+  }
+  total = lanes_sum(_mm512_add_pd(low, high));
+#endif
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+// sum (x[i] - shift)^2 with the difference in fp32 and the squares summed in double.
+double squared_deviations(const float* x, int64_t n, float shift) {
+  int64_t i = 0;
+  double total = 0.0;
+#if defined(__AVX512F__)
+  const __m256 s = _mm256_set1_ps(shift);
+  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+  for (; i + 16 <= n; i += 16) {
+    const __m512d a = to_double(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    const __m512d c = to_double(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
+    low = _mm512_fmadd_pd(a, a, low);
+    high = _mm512_fmadd_pd(c, c, high);
+  }
+  total = lanes_sum(_mm512_add_pd(low, high));
+#endif
+  for (; i < n; ++i) {
+    const double dv = x[i] - shift;
+    total += dv * dv;
+  }
+  return total;
+}
+
+// sum w*g and sum (w*g) * xhat with xhat = (x - mu) * rs; products in fp32, sums in double.
+void weighted_grad_sums(const float* w, const float* g, const float* x, float mu, float rs,
+                        int64_t n, double* sum_wg, double* sum_wg_xhat) {
+  int64_t i = 0;
+  double total_wg = 0.0, total_wgx = 0.0;
+#if defined(__AVX512F__)
+  const __m256 m = _mm256_set1_ps(mu), r = _mm256_set1_ps(rs);
+  __m512d acc_wg = _mm512_setzero_pd(), acc_wgx = _mm512_setzero_pd();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wg = _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(g + i));
+    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), r);
+    const __m512d wg_d = to_double(wg);
+    acc_wg = _mm512_add_pd(acc_wg, wg_d);
+    acc_wgx = _mm512_fmadd_pd(wg_d, to_double(xhat), acc_wgx);
+  }
+  total_wg = lanes_sum(acc_wg);
+  total_wgx = lanes_sum(acc_wgx);
+#endif
+  for (; i < n; ++i) {
+    const float wg = w[i] * g[i];
+    total_wg += wg;
+    total_wgx += static_cast<double>(wg) * ((x[i] - mu) * rs);
+  }
+  *sum_wg = total_wg;
+  *sum_wg_xhat = total_wgx;
+}
+
+// Row r of an [R, D] view of T, as fp32: the row itself for float, else widened into buffer.
+template <typename T>
+const float* widen_row(const TensorView& view, int64_t r, float* buffer) {
+  const T* row = static_cast<const T*>(view.data) + r * view.strides[0];
+  if constexpr (std::is_same_v<T, float>) {
+    return row;
+  } else {
+    const int64_t d = view.sizes[1];
+    for (int64_t i = 0; i < d; ++i) buffer[i] = cast_value<float>(row[i]);
+    return buffer;
+  }
+}
+
+template <typename T>
+T* row_of(const TensorView& view, int64_t r) {
+  return static_cast<T*>(view.data) + r * view.strides[0];
+}
+
+template <typename T>
+void forward_typed(const TensorView& out, const TensorView& input, const float* w,
+                   const float* b, double eps, bool rms, double* mean, double* rstd) {
+  const int64_t rows = input.sizes[0], d = input.sizes[1];
+  parallel_for(0, rows, row_grain(d), [&](int64_t begin, int64_t end) {
+    ScratchFloats scratch;
+    float* buffer = scratch.acquire(static_cast<size_t>(d), false);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* x = widen_row<T>(input, r, buffer);
+      const double mu = rms ? 0.0 : (d > 0 ? sum(x, d) / static_cast<double>(d) : 0.0);
+      const double m2 = squared_deviations(x, d, static_cast<float>(mu));
+      mean[r] = mu;
+      rstd[r] = 1.0 / std::sqrt((d > 0 ? m2 / static_cast<double>(d) : 0.0) + eps);
+      const float muf = static_cast<float>(mu), rs = static_cast<float>(rstd[r]);
+      T* y = row_of<T>(out, r);
+      if (rms) {
+        for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>(x[i] * rs * w[i]);
+      } else {
+        for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>((x[i] - muf) * rs * w[i] + b[i]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
+                    const TensorView& input, const float* w, const float* mean,
+                    const float* rstd, bool rms, bool want_columns, std::vector<double>& gw,
+                    std::vector<double>& gb) {
+  const int64_t rows = input.sizes[0], d = input.sizes[1];
+  // Fixed row chunks (not parallel_for's split) so the column partials add up in one order.
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(kernel_thread_count(),
+                                                                rows / row_grain(d)));
+  const int64_t chunk_rows = (rows + chunks - 1) / chunks;
+  std::vector<double> partials(want_columns ? static_cast<size_t>(chunks * 2 * d) : 0, 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t first, int64_t last) {
+    ScratchFloats x_scratch, g_scratch;
+    float* x_buffer = x_scratch.acquire(static_cast<size_t>(d), false);
+    float* g_buffer = g_scratch.acquire(static_cast<size_t>(d), false);
+    for (int64_t chunk = first; chunk < last; ++chunk) {
+      double* col_w = want_columns ? partials.data() + chunk * 2 * d : nullptr;
+      double* col_b = want_columns ? col_w + d : nullptr;
+      const int64_t row_end = std::min(rows, (chunk + 1) * chunk_rows);
+      for (int64_t r = chunk * chunk_rows; r < row_end; ++r) {
+        const float* x = widen_row<T>(input, r, x_buffer);
+        const float* g = widen_row<T>(grad_out, r, g_buffer);
+        const float mu = rms ? 0.0f : mean[r], rs = rstd[r];
+        if (grad_input != nullptr) {
+          double sum_wg, sum_wg_xhat;
+          weighted_grad_sums(w, g, x, mu, rs, d, &sum_wg, &sum_wg_xhat);
+          const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
+          const float bq = static_cast<float>(sum_wg_xhat / d);
+          T* dst = row_of<T>(*grad_input, r);
+          for (int64_t i = 0; i < d; ++i) {
+            const float xhat = (x[i] - mu) * rs;
+            dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
+          }
+        }
+        if (want_columns) {
+          for (int64_t i = 0; i < d; ++i) {
+            col_w[i] += static_cast<double>(g[i]) * ((x[i] - mu) * rs);
+            col_b[i] += g[i];
+          }
+        }
+      }
+    }
+  });
+  if (want_columns) {
+    gw.assign(static_cast<size_t>(d), 0.0);
+    gb.assign(static_cast<size_t>(d), 0.0);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const double* col_w = partials.data() + chunk * 2 * d;
+      for (int64_t i = 0; i < d; ++i) {
+        gw[i] += col_w[i];
+        gb[i] += col_w[d + i];
+      }
+    }
+  }
+}
+
+bool row_dtype(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::BFloat16 || dtype == DType::Float16;
+}
+
+}  // namespace
+
+bool supports(std::initializer_list<const TensorView*> row_views) {
+  const TensorView* first = nullptr;
+  for (const TensorView* view : row_views) {
+    if (view == nullptr) continue;
+    if (first == nullptr) first = view;
+    if (view->ndim != 2 || !row_dtype(view->dtype) || view->dtype != first->dtype ||
+        view->sizes[0] != first->sizes[0] || view->sizes[1] != first->sizes[1]) {
+      return false;
+    }
+    if (view->sizes[1] > 1 && view->strides[1] != 1) return false;
+  }
+  return first != nullptr;
+}
+
+void forward(const TensorView& out, const TensorView& input, const std::vector<float>& w,
+             const std::vector<float>& b, double eps, bool rms, std::vector<double>& mean,
+             std::vector<double>& rstd) {
+  switch (input.dtype) {
+    case DType::BFloat16:
+      return forward_typed<BFloat16>(out, input, w.data(), b.data(), eps, rms, mean.data(), rstd.data());
+    case DType::Float16:
+      return forward_typed<Half>(out, input, w.data(), b.data(), eps, rms, mean.data(), rstd.data());
+    default:
+      return forward_typed<float>(out, input, w.data(), b.data(), eps, rms, mean.data(), rstd.data());
+  }
+}
+
+void backward(const TensorView* grad_input, const TensorView& grad_out, const TensorView& input,
+              const std::vector<float>& w, const std::vector<float>& mean,
+              const std::vector<float>& rstd, bool rms, bool want_columns,
+              std::vector<double>& gw, std::vector<double>& gb) {
+  switch (input.dtype) {
+    case DType::BFloat16:
+      return backward_typed<BFloat16>(grad_input, grad_out, input, w.data(), mean.data(),
+                                      rstd.data(), rms, want_columns, gw, gb);
+    case DType::Float16:
+      return backward_typed<Half>(grad_input, grad_out, input, w.data(), mean.data(),
+                                  rstd.data(), rms, want_columns, gw, gb);
+    default:
+      return backward_typed<float>(grad_input, grad_out, input, w.data(), mean.data(),
+                                   rstd.data(), rms, want_columns, gw, gb);
+  }
+}
+
+}  // namespace openneuron::kernels::normalization_rows
