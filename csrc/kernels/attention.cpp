@@ -424,8 +424,8 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
             block_gemm(cols, E, rows, d_probs, 1, cols, queries, E, d_keys + col0 * E, E, true);
           }
           if (want_mask && keys_attended < S) {  // keys past the causal limit get no gradient
+            std::fill(scratch_row, scratch_row + kKeyBlock, 0.0f);
             for (int64_t r = 0; r < rows; ++r) {
-              std::fill(scratch_row, scratch_row + (S - keys_attended), 0.0f);
               const int64_t item = static_cast<int64_t>(element_size(grad_mask->dtype));
               char* dst = static_cast<char*>(grad_mask->data) +
                           (b * grad_mask->strides[0] + h * grad_mask->strides[1] +
