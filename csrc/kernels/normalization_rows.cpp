@@ -34,36 +34,54 @@ double lanes_sum(__m512d lanes) {
 }
 #endif
 
-// sum x[i], accumulated in double.
+#if defined(__AVX512F__)
+// Elements per fp32 partial: each lane adds at most 8 terms in fp32 before the partial joins
+// the double total (a conversion per element would cost more than the arithmetic).
+constexpr int64_t kPartialBlock = 128;
+
+__m512d add_lanes_to(__m512d total, __m512 partial) {
+  alignas(64) float values[16];  // halves through memory: GCC 12's extract trips -Wuninitialized
+  _mm512_store_ps(values, partial);
+  total = _mm512_add_pd(total, to_double(_mm256_load_ps(values)));
+  return _mm512_add_pd(total, to_double(_mm256_load_ps(values + 8)));
+}
+#endif
+
+// sum x[i]: fp32 partials of at most 8 terms per lane, accumulated in double.
 double sum(const float* x, int64_t n) {
   int64_t i = 0;
   double total = 0.0;
 #if defined(__AVX512F__)
-  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
-  for (; i + 16 <= n; i += 16) {
-    low = _mm512_add_pd(low, to_double(_mm256_loadu_ps(x + i)));
-    high = _mm512_add_pd(high, to_double(_mm256_loadu_ps(x + i + 8)));
+  __m512d lanes = _mm512_setzero_pd();
+  for (; i + 16 <= n;) {
+    const int64_t block_end = std::min(n - n % 16, i + kPartialBlock);
+    __m512 partial = _mm512_loadu_ps(x + i);
+    for (i += 16; i < block_end; i += 16) partial = _mm512_add_ps(partial, _mm512_loadu_ps(x + i));
+    lanes = add_lanes_to(lanes, partial);
   }
-  total = lanes_sum(_mm512_add_pd(low, high));
+  total = lanes_sum(lanes);
 #endif
   for (; i < n; ++i) total += x[i];
   return total;
 }
 
-// sum (x[i] - shift)^2 with the difference in fp32 and the squares summed in double.
+// sum (x[i] - shift)^2: differences and squares in fp32, partials as in sum().
 double squared_deviations(const float* x, int64_t n, float shift) {
   int64_t i = 0;
   double total = 0.0;
 #if defined(__AVX512F__)
-  const __m256 s = _mm256_set1_ps(shift);
-  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
-  for (; i + 16 <= n; i += 16) {
-    const __m512d a = to_double(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
-    const __m512d c = to_double(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), s));
-    low = _mm512_fmadd_pd(a, a, low);
-    high = _mm512_fmadd_pd(c, c, high);
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512d lanes = _mm512_setzero_pd();
+  for (; i + 16 <= n;) {
+    const int64_t block_end = std::min(n - n % 16, i + kPartialBlock);
+    __m512 partial = _mm512_setzero_ps();
+    for (; i < block_end; i += 16) {
+      const __m512 dv = _mm512_sub_ps(_mm512_loadu_ps(x + i), s);
+      partial = _mm512_fmadd_ps(dv, dv, partial);
+    }
+    lanes = add_lanes_to(lanes, partial);
   }
-  total = lanes_sum(_mm512_add_pd(low, high));
+  total = lanes_sum(lanes);
 #endif
   for (; i < n; ++i) {
     const double dv = x[i] - shift;
@@ -80,15 +98,20 @@ void weighted_grad_sums(const float* w, const float* g, const float* x, float mu
 #if defined(__AVX512F__)
   const __m256 m = _mm256_set1_ps(mu), r = _mm256_set1_ps(rs);
   __m512d acc_wg = _mm512_setzero_pd(), acc_wgx = _mm512_setzero_pd();
-  for (; i + 8 <= n; i += 8) {
+  __m512d acc_wg2 = _mm512_setzero_pd(), acc_wgx2 = _mm512_setzero_pd();
+  for (; i + 16 <= n; i += 16) {  // two independent accumulator chains
     const __m256 wg = _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(g + i));
     const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), r);
-    const __m512d wg_d = to_double(wg);
+    const __m256 wg2 = _mm256_mul_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(g + i + 8));
+    const __m256 xhat2 = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m), r);
+    const __m512d wg_d = to_double(wg), wg2_d = to_double(wg2);
     acc_wg = _mm512_add_pd(acc_wg, wg_d);
     acc_wgx = _mm512_fmadd_pd(wg_d, to_double(xhat), acc_wgx);
+    acc_wg2 = _mm512_add_pd(acc_wg2, wg2_d);
+    acc_wgx2 = _mm512_fmadd_pd(wg2_d, to_double(xhat2), acc_wgx2);
   }
-  total_wg = lanes_sum(acc_wg);
-  total_wgx = lanes_sum(acc_wgx);
+  total_wg = lanes_sum(_mm512_add_pd(acc_wg, acc_wg2));
+  total_wgx = lanes_sum(_mm512_add_pd(acc_wgx, acc_wgx2));
 #endif
   for (; i < n; ++i) {
     const float wg = w[i] * g[i];
@@ -170,6 +193,15 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
           const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
           const float bq = static_cast<float>(sum_wg_xhat / d);
           T* dst = row_of<T>(*grad_input, r);
+          if (want_columns) {  // one pass for the row's gradient and its column terms
+            for (int64_t i = 0; i < d; ++i) {
+              const float xhat = (x[i] - mu) * rs;
+              dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
+              col_w[i] += static_cast<double>(g[i]) * xhat;
+              col_b[i] += g[i];
+            }
+            continue;
+          }
           for (int64_t i = 0; i < d; ++i) {
             const float xhat = (x[i] - mu) * rs;
             dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
