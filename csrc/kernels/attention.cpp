@@ -1,6 +1,6 @@
 // Flash-style blocked attention. The forward runs one parallel task per (batch, head, block of
-// query rows) and walks the keys in blocks with an online softmax, so memory stays
-// O(block * block) per task. The backward runs one task per (batch, key/value head), so the
+// query rows) and walks the keys in blocks with an online softmax, so the working set is a
+// block of scores plus the head's widened keys and values (packed once per thread and head). The backward runs one task per (batch, key/value head), so the
 // grouped query heads that share keys accumulate their key/value gradients without races, and
 // recomputes the probabilities per block from the saved logsumexp. Block products run through
 // register-blocked fp32 tiles (attention_block_ops.h); 16-bit inputs are widened per block.
@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/attention_block_ops.h"
 #include "kernels/dense_float.h"
@@ -98,11 +99,38 @@ void pack_rows(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0, i
   }
 }
 
-// dst[c * ld + r] = src(row0 + r, c): the transposed block, widened to fp32.
+// dst[c * ld + r] = src(row0 + r, c): the transposed block, widened to fp32. Whole 16 x 16
+// tiles go through registers (element-wise strided stores stall on 4K aliasing).
 template <typename T>
 void pack_transposed(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0,
                      int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
+  constexpr int64_t kTile = 16;
+  const int64_t tiled_rows = src.col_stride == 1 ? rows - rows % kTile : 0;
+  const int64_t tiled_cols = cols - cols % kTile;
+  alignas(64) float tile[kTile * kTile];
+  for (int64_t r0 = 0; r0 < tiled_rows; r0 += kTile) {
+    for (int64_t c0 = 0; c0 < tiled_cols; c0 += kTile) {
+      const float* tile_src;
+      int64_t tile_ld;
+      if constexpr (std::is_same_v<T, float>) {
+        tile_src = src.row(row0 + r0) + c0;
+        tile_ld = src.row_stride;
+      } else {
+        for (int64_t r = 0; r < kTile; ++r) {
+          const T* from = src.row(row0 + r0 + r) + c0;
+          for (int64_t c = 0; c < kTile; ++c) tile[r * kTile + c] = cast_value<float>(from[c]);
+        }
+        tile_src = tile;
+        tile_ld = kTile;
+      }
+      attention_blocks::transpose_16x16(tile_src, tile_ld, dst + c0 * ld + r0, ld);
+    }
+    for (int64_t r = r0; r < r0 + kTile; ++r) {  // columns past the last whole tile
+      const T* from = src.row(row0 + r);
+      for (int64_t c = tiled_cols; c < cols; ++c) dst[c * ld + r] = cast_value<float>(from[c]);
+    }
+  }
+  for (int64_t r = tiled_rows; r < rows; ++r) {
     const T* from = src.row(row0 + r);
     for (int64_t c = 0; c < cols; ++c) dst[c * ld + r] = cast_value<float>(from[c * src.col_stride]);
   }
@@ -221,8 +249,8 @@ void forward_typed(const TensorView& out, const TensorView& lse, const TensorVie
 
   ScratchLayout layout;
   const int64_t at_queries = layout.add(kQueryBlock * E);
-  const int64_t at_keys_t = layout.add(E * kKeyBlock);
-  const int64_t at_values = layout.add(kKeyBlock * Ev);
+  const int64_t at_keys_t = layout.add(E * d.kv_len);      // K^T of the current (b, kv head)
+  const int64_t at_values = layout.add(d.kv_len * Ev);     // V of the current (b, kv head)
   const int64_t at_scores = layout.add(kQueryBlock * kKeyBlock);
   const int64_t at_acc = layout.add(kQueryBlock * Ev);
   const int64_t at_max = layout.add(kQueryBlock);
@@ -240,6 +268,9 @@ void forward_typed(const TensorView& out, const TensorView& lse, const TensorVie
     float* row_max = base + at_max;
     float* row_sum = base + at_sum;
     float* scratch_row = base + at_row;
+    // Consecutive tasks share (batch, kv head) across query blocks and grouped heads: the
+    // widened K^T and V are packed once per change, for the keys needed so far.
+    int64_t packed_b = -1, packed_kvh = -1, packed_keys = 0;
     for (int64_t task = task_begin; task < task_end; ++task) {
       const int64_t block = task % query_blocks;
       const int64_t h = (task / query_blocks) % d.heads;
@@ -248,16 +279,24 @@ void forward_typed(const TensorView& out, const TensorView& lse, const TensorVie
       const int64_t row0 = block * kQueryBlock;
       const int64_t rows = std::min(kQueryBlock, d.q_len - row0);
       const HeadMatrix<T> q_head(q, b, h), k_head(k, b, kvh), v_head(v, b, kvh);
+      const int64_t keys = attended_keys(d, params.is_causal, row0, rows);
+      if (b != packed_b || kvh != packed_kvh) {
+        packed_b = b;
+        packed_kvh = kvh;
+        packed_keys = 0;
+      }
+      if (keys > packed_keys) {
+        pack_transposed(keys_t + packed_keys, d.kv_len, k_head, packed_keys, keys - packed_keys, E);
+        pack_rows(values + packed_keys * Ev, Ev, v_head, packed_keys, keys - packed_keys, Ev);
+        packed_keys = keys;
+      }
       pack_rows(queries, E, q_head, row0, rows, E);
       std::fill(acc, acc + rows * Ev, 0.0f);
       std::fill(row_max, row_max + rows, kNegInf);
       std::fill(row_sum, row_sum + rows, 0.0f);
-      const int64_t keys = attended_keys(d, params.is_causal, row0, rows);
       for (int64_t col0 = 0; col0 < keys; col0 += kKeyBlock) {
         const int64_t cols = std::min(kKeyBlock, keys - col0);
-        pack_transposed(keys_t, cols, k_head, col0, cols, E);
-        pack_rows(values, Ev, v_head, col0, cols, Ev);
-        block_gemm(rows, cols, E, queries, E, 1, keys_t, cols, scores, cols, false);
+        block_gemm(rows, cols, E, queries, E, 1, keys_t + col0, d.kv_len, scores, cols, false);
         finish_scores(scores, cols, rows, cols, row0, col0, b, h, scale, mask, params.is_causal,
                       scratch_row);
         for (int64_t r = 0; r < rows; ++r) {
@@ -279,7 +318,7 @@ void forward_typed(const TensorView& out, const TensorView& lse, const TensorVie
             for (int64_t j = 0; j < cols; ++j) row[j] *= scratch_row[j];
           }
         }
-        block_gemm(rows, Ev, cols, scores, cols, 1, values, Ev, acc, Ev, true);
+        block_gemm(rows, Ev, cols, scores, cols, 1, values + col0 * Ev, Ev, acc, Ev, true);
       }
       for (int64_t r = 0; r < rows; ++r) {
         const bool empty = row_max[r] == kNegInf;  // every key masked: output 0, lse -inf

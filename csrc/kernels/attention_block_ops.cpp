@@ -159,6 +159,40 @@ void block_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_s
 #endif
 }
 
+void transpose_16x16(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
+#if defined(__AVX512F__)
+  // Four shuffle stages: 1-element, 2-element, then two 128-bit lane interleaves. (Masked
+  // forms with an all-ones mask: GCC 12 warns about the plain ones' undefined sources.)
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_ld);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+    t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_mask_shuffle_ps(t[i], 0xFFFF, t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm512_mask_shuffle_ps(t[i], 0xFFFF, t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm512_mask_shuffle_ps(t[i + 1], 0xFFFF, t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm512_mask_shuffle_ps(t[i + 1], 0xFFFF, t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int half = 0; half < 16; half += 8) {
+    for (int i = 0; i < 4; ++i) {
+      t[half + i] = _mm512_mask_shuffle_f32x4(r[half + i], 0xFFFF, r[half + i], r[half + i + 4], 0x88);
+      t[half + i + 4] = _mm512_mask_shuffle_f32x4(r[half + i], 0xFFFF, r[half + i], r[half + i + 4], 0xdd);
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_mask_shuffle_f32x4(t[i], 0xFFFF, t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_mask_shuffle_f32x4(t[i], 0xFFFF, t[i], t[i + 8], 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * dst_ld, r[i]);
+#else
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 16; ++c) dst[c * dst_ld + r] = src[r * src_ld + c];
+  }
+#endif
+}
+
 float row_max(const float* x, int64_t n) {
   int64_t j = 0;
   float best = kNegInf;

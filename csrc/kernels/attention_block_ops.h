@@ -15,6 +15,9 @@ void block_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_s
                 int64_t a_col_stride, const float* b, int64_t ldb, float* c, int64_t ldc,
                 bool accumulate);
 
+// dst[c * dst_ld + r] = src[r * src_ld + c] for r, c < 16: one 16 x 16 fp32 tile transposed.
+void transpose_16x16(const float* src, int64_t src_ld, float* dst, int64_t dst_ld);
+
 // Largest of x[0..n) (-inf for n == 0; NaNs are not propagated).
 float row_max(const float* x, int64_t n);
 

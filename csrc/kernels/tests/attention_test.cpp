@@ -276,6 +276,16 @@ TEST(AttentionBlocksTest, BlockGemmMatchesReferenceForEveryTileShape) {
   }
 }
 
+TEST(AttentionBlocksTest, Transpose16x16) {
+  std::vector<float> src(16 * 20), dst(18 * 16, -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+  attention_blocks::transpose_16x16(src.data(), 20, dst.data(), 18);
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 16; ++c) ASSERT_EQ(dst[c * 18 + r], src[r * 20 + c]) << r << "," << c;
+    for (int c = 16; c < 18; ++c) ASSERT_EQ(dst[r * 18 + c], -1.0f);  // padding untouched
+  }
+}
+
 TEST(AttentionBlocksTest, RowHelpers) {
   std::vector<float> x = {1.0f, -3.0f, 2.5f, 0.0f, 7.0f, -1.0f, 2.0f, 3.0f, 4.0f,
                           5.0f, 6.0f, 0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 6.5f, -8.0f};
