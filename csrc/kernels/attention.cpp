@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/attention_block_ops.h"
+#include "kernels/attention_convert.h"
 #include "kernels/dense_float.h"
 #include "kernels/element_types.h"
 #include "kernels/parallel.h"
@@ -91,6 +92,12 @@ void pack_rows(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0, i
   for (int64_t r = 0; r < rows; ++r) {
     const T* from = src.row(row0 + r);
     float* to = dst + r * ld;
+    if constexpr (std::is_same_v<T, Half>) {
+      if (src.col_stride == 1) {
+        attention_convert::widen_half(reinterpret_cast<const uint16_t*>(from), to, cols);
+        continue;
+      }
+    }
     if (src.col_stride == 1) {
       for (int64_t c = 0; c < cols; ++c) to[c] = cast_value<float>(from[c]);
     } else {
@@ -118,7 +125,11 @@ void pack_transposed(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t r
       } else {
         for (int64_t r = 0; r < kTile; ++r) {
           const T* from = src.row(row0 + r0 + r) + c0;
-          for (int64_t c = 0; c < kTile; ++c) tile[r * kTile + c] = cast_value<float>(from[c]);
+          if constexpr (std::is_same_v<T, Half>) {
+            attention_convert::widen_half(reinterpret_cast<const uint16_t*>(from), tile + r * kTile, kTile);
+          } else {
+            for (int64_t c = 0; c < kTile; ++c) tile[r * kTile + c] = cast_value<float>(from[c]);
+          }
         }
         tile_src = tile;
         tile_ld = kTile;
@@ -145,6 +156,12 @@ void store_rows(const TensorView& view, int64_t b, int64_t h, int64_t row0, int6
   for (int64_t r = 0; r < rows; ++r) {
     T* to = base + (row0 + r) * view.strides[2];
     const float* from = src + r * ld;
+    if constexpr (std::is_same_v<T, Half>) {
+      if (col_stride == 1) {
+        attention_convert::narrow_half(from, reinterpret_cast<uint16_t*>(to), cols);
+        continue;
+      }
+    }
     if (col_stride == 1) {
       for (int64_t c = 0; c < cols; ++c) to[c] = cast_value<T>(from[c]);
     } else {

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/attention_convert.h"
 #include "kernels/dense_float.h"
 #include "kernels/element_types.h"
 #include "kernels/parallel.h"
@@ -128,6 +129,9 @@ const float* widen_row(const TensorView& view, int64_t r, float* buffer) {
   const T* row = static_cast<const T*>(view.data) + r * view.strides[0];
   if constexpr (std::is_same_v<T, float>) {
     return row;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    attention_convert::widen_half(reinterpret_cast<const uint16_t*>(row), buffer, view.sizes[1]);
+    return buffer;
   } else {
     const int64_t d = view.sizes[1];
     for (int64_t i = 0; i < d; ++i) buffer[i] = cast_value<float>(row[i]);
@@ -145,8 +149,10 @@ void forward_typed(const TensorView& out, const TensorView& input, const float* 
                    const float* b, double eps, bool rms, double* mean, double* rstd) {
   const int64_t rows = input.sizes[0], d = input.sizes[1];
   parallel_for(0, rows, row_grain(d), [&](int64_t begin, int64_t end) {
-    ScratchFloats scratch;
+    ScratchFloats scratch, result_scratch;
     float* buffer = scratch.acquire(static_cast<size_t>(d), false);
+    float* result_buffer =
+        std::is_same_v<T, Half> ? result_scratch.acquire(static_cast<size_t>(d), false) : nullptr;
     for (int64_t r = begin; r < end; ++r) {
       const float* x = widen_row<T>(input, r, buffer);
       const double mu = rms ? 0.0 : (d > 0 ? sum(x, d) / static_cast<double>(d) : 0.0);
@@ -155,7 +161,15 @@ void forward_typed(const TensorView& out, const TensorView& input, const float* 
       rstd[r] = 1.0 / std::sqrt((d > 0 ? m2 / static_cast<double>(d) : 0.0) + eps);
       const float muf = static_cast<float>(mu), rs = static_cast<float>(rstd[r]);
       T* y = row_of<T>(out, r);
-      if (rms) {
+      if constexpr (std::is_same_v<T, Half>) {  // fp32 results, then one vector rounding pass
+        float* results = result_buffer;
+        if (rms) {
+          for (int64_t i = 0; i < d; ++i) results[i] = x[i] * rs * w[i];
+        } else {
+          for (int64_t i = 0; i < d; ++i) results[i] = (x[i] - muf) * rs * w[i] + b[i];
+        }
+        attention_convert::narrow_half(results, reinterpret_cast<uint16_t*>(y), d);
+      } else if (rms) {
         for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>(x[i] * rs * w[i]);
       } else {
         for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>((x[i] - muf) * rs * w[i] + b[i]);
@@ -176,9 +190,11 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
   const int64_t chunk_rows = (rows + chunks - 1) / chunks;
   std::vector<double> partials(want_columns ? static_cast<size_t>(chunks * 2 * d) : 0, 0.0);
   parallel_for(0, chunks, 1, [&](int64_t first, int64_t last) {
-    ScratchFloats x_scratch, g_scratch;
+    ScratchFloats x_scratch, g_scratch, result_scratch;
     float* x_buffer = x_scratch.acquire(static_cast<size_t>(d), false);
     float* g_buffer = g_scratch.acquire(static_cast<size_t>(d), false);
+    float* result_buffer =
+        std::is_same_v<T, Half> ? result_scratch.acquire(static_cast<size_t>(d), false) : nullptr;
     for (int64_t chunk = first; chunk < last; ++chunk) {
       double* col_w = want_columns ? partials.data() + chunk * 2 * d : nullptr;
       double* col_b = want_columns ? col_w + d : nullptr;
@@ -193,18 +209,26 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
           const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
           const float bq = static_cast<float>(sum_wg_xhat / d);
           T* dst = row_of<T>(*grad_input, r);
-          if (want_columns) {  // one pass for the row's gradient and its column terms
+          if constexpr (std::is_same_v<T, Half>) {  // fp32 results, then one vector rounding pass
+            for (int64_t i = 0; i < d; ++i) {
+              const float xhat = (x[i] - mu) * rs;
+              result_buffer[i] = rs * (w[i] * g[i] - a - xhat * bq);
+            }
+            attention_convert::narrow_half(result_buffer, reinterpret_cast<uint16_t*>(dst), d);
+          } else {
+            if (want_columns) {  // one pass for the row's gradient and its column terms
+              for (int64_t i = 0; i < d; ++i) {
+                const float xhat = (x[i] - mu) * rs;
+                dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
+                col_w[i] += static_cast<double>(g[i]) * xhat;
+                col_b[i] += g[i];
+              }
+              continue;
+            }
             for (int64_t i = 0; i < d; ++i) {
               const float xhat = (x[i] - mu) * rs;
               dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
-              col_w[i] += static_cast<double>(g[i]) * xhat;
-              col_b[i] += g[i];
             }
-            continue;
-          }
-          for (int64_t i = 0; i < d; ++i) {
-            const float xhat = (x[i] - mu) * rs;
-            dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
           }
         }
         if (want_columns) {
