@@ -85,6 +85,30 @@ struct HeadMatrix {
   const T* row(int64_t r) const { return data + r * row_stride; }
 };
 
+// dst[i] = float(src[i]) for a contiguous run of n elements.
+template <typename T>
+void widen_run(const T* src, float* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>) {
+    attention_convert::widen_half(reinterpret_cast<const uint16_t*>(src), dst, n);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    attention_convert::widen_bfloat16(reinterpret_cast<const uint16_t*>(src), dst, n);
+  } else {
+    std::copy(src, src + n, dst);
+  }
+}
+
+// dst[i] = src[i] rounded to T, for a contiguous run of n elements.
+template <typename T>
+void narrow_run(const float* src, T* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>) {
+    attention_convert::narrow_half(src, reinterpret_cast<uint16_t*>(dst), n);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    attention_convert::narrow_bfloat16(src, reinterpret_cast<uint16_t*>(dst), n);
+  } else {
+    std::copy(src, src + n, dst);
+  }
+}
+
 // dst[r * ld + c] = src(row0 + r, c) for r < rows, c < cols, widened to fp32.
 template <typename T>
 void pack_rows(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0, int64_t rows,
@@ -92,14 +116,8 @@ void pack_rows(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0, i
   for (int64_t r = 0; r < rows; ++r) {
     const T* from = src.row(row0 + r);
     float* to = dst + r * ld;
-    if constexpr (std::is_same_v<T, Half>) {
-      if (src.col_stride == 1) {
-        attention_convert::widen_half(reinterpret_cast<const uint16_t*>(from), to, cols);
-        continue;
-      }
-    }
     if (src.col_stride == 1) {
-      for (int64_t c = 0; c < cols; ++c) to[c] = cast_value<float>(from[c]);
+      widen_run(from, to, cols);
     } else {
       for (int64_t c = 0; c < cols; ++c) to[c] = cast_value<float>(from[c * src.col_stride]);
     }
@@ -125,11 +143,7 @@ void pack_transposed(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t r
       } else {
         for (int64_t r = 0; r < kTile; ++r) {
           const T* from = src.row(row0 + r0 + r) + c0;
-          if constexpr (std::is_same_v<T, Half>) {
-            attention_convert::widen_half(reinterpret_cast<const uint16_t*>(from), tile + r * kTile, kTile);
-          } else {
-            for (int64_t c = 0; c < kTile; ++c) tile[r * kTile + c] = cast_value<float>(from[c]);
-          }
+          widen_run(from, tile + r * kTile, kTile);
         }
         tile_src = tile;
         tile_ld = kTile;
@@ -156,14 +170,8 @@ void store_rows(const TensorView& view, int64_t b, int64_t h, int64_t row0, int6
   for (int64_t r = 0; r < rows; ++r) {
     T* to = base + (row0 + r) * view.strides[2];
     const float* from = src + r * ld;
-    if constexpr (std::is_same_v<T, Half>) {
-      if (col_stride == 1) {
-        attention_convert::narrow_half(from, reinterpret_cast<uint16_t*>(to), cols);
-        continue;
-      }
-    }
     if (col_stride == 1) {
-      for (int64_t c = 0; c < cols; ++c) to[c] = cast_value<T>(from[c]);
+      narrow_run(from, to, cols);
     } else {
       for (int64_t c = 0; c < cols; ++c) to[c * col_stride] = cast_value<T>(from[c]);
     }

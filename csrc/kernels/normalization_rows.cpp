@@ -48,47 +48,52 @@ __m512d add_lanes_to(__m512d total, __m512 partial) {
 }
 #endif
 
-// sum x[i]: fp32 partials of at most 8 terms per lane, accumulated in double.
-double sum(const float* x, int64_t n) {
-  int64_t i = 0;
-  double total = 0.0;
-#if defined(__AVX512F__)
-  __m512d lanes = _mm512_setzero_pd();
-  for (; i + 16 <= n;) {
-    const int64_t block_end = std::min(n - n % 16, i + kPartialBlock);
-    __m512 partial = _mm512_loadu_ps(x + i);
-    for (i += 16; i < block_end; i += 16) partial = _mm512_add_ps(partial, _mm512_loadu_ps(x + i));
-    lanes = add_lanes_to(lanes, partial);
-  }
-  total = lanes_sum(lanes);
-#endif
-  for (; i < n; ++i) total += x[i];
-  return total;
-}
+// Rows handled together: the reductions of one row form a long dependency chain (adds, then
+// the division, square root and the second pass), so four rows interleave theirs.
+constexpr int kRowGroup = 4;
 
-// sum (x[i] - shift)^2: differences and squares in fp32, partials as in sum().
-double squared_deviations(const float* x, int64_t n, float shift) {
+// out[k] = sum(x[k], n) and, when deviations is set, out[k] = squared_deviations(x[k], n,
+// shift[k]), for the kRowGroup rows x[k] (same arithmetic as the one-row forms).
+void grouped_reduction(const float* const x[kRowGroup], int64_t n, const float* shift,
+                       bool deviations, double out[kRowGroup]) {
   int64_t i = 0;
-  double total = 0.0;
+  for (int k = 0; k < kRowGroup; ++k) out[k] = 0.0;
 #if defined(__AVX512F__)
-  const __m512 s = _mm512_set1_ps(shift);
-  __m512d lanes = _mm512_setzero_pd();
+  __m512d lanes[kRowGroup];
+  __m512 shifts[kRowGroup];
+  for (int k = 0; k < kRowGroup; ++k) {
+    lanes[k] = _mm512_setzero_pd();
+    shifts[k] = _mm512_set1_ps(deviations ? shift[k] : 0.0f);
+  }
   for (; i + 16 <= n;) {
     const int64_t block_end = std::min(n - n % 16, i + kPartialBlock);
-    __m512 partial = _mm512_setzero_ps();
+    __m512 partial[kRowGroup];
+    for (int k = 0; k < kRowGroup; ++k) partial[k] = _mm512_setzero_ps();
     for (; i < block_end; i += 16) {
-      const __m512 dv = _mm512_sub_ps(_mm512_loadu_ps(x + i), s);
-      partial = _mm512_fmadd_ps(dv, dv, partial);
+      for (int k = 0; k < kRowGroup; ++k) {
+        const __m512 v = _mm512_loadu_ps(x[k] + i);
+        if (deviations) {
+          const __m512 dv = _mm512_sub_ps(v, shifts[k]);
+          partial[k] = _mm512_fmadd_ps(dv, dv, partial[k]);
+        } else {
+          partial[k] = _mm512_add_ps(partial[k], v);
+        }
+      }
     }
-    lanes = add_lanes_to(lanes, partial);
+    for (int k = 0; k < kRowGroup; ++k) lanes[k] = add_lanes_to(lanes[k], partial[k]);
   }
-  total = lanes_sum(lanes);
+  for (int k = 0; k < kRowGroup; ++k) out[k] = lanes_sum(lanes[k]);
 #endif
   for (; i < n; ++i) {
-    const double dv = x[i] - shift;
-    total += dv * dv;
+    for (int k = 0; k < kRowGroup; ++k) {
+      if (deviations) {
+        const double dv = x[k][i] - shift[k];
+        out[k] += dv * dv;
+      } else {
+        out[k] += x[k][i];
+      }
+    }
   }
-  return total;
 }
 
 // sum w*g and sum (w*g) * xhat with xhat = (x - mu) * rs; products in fp32, sums in double.
@@ -123,6 +128,16 @@ void weighted_grad_sums(const float* w, const float* g, const float* x, float mu
   *sum_wg_xhat = total_wgx;
 }
 
+// Rounds n fp32 results into a row of T (16-bit types through the vector conversions).
+template <typename T>
+void store_results(T* dst, const float* results, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>) {
+    attention_convert::narrow_half(results, reinterpret_cast<uint16_t*>(dst), n);
+  } else {
+    attention_convert::narrow_bfloat16(results, reinterpret_cast<uint16_t*>(dst), n);
+  }
+}
+
 // Row r of an [R, D] view of T, as fp32: the row itself for float, else widened into buffer.
 template <typename T>
 const float* widen_row(const TensorView& view, int64_t r, float* buffer) {
@@ -131,6 +146,9 @@ const float* widen_row(const TensorView& view, int64_t r, float* buffer) {
     return row;
   } else if constexpr (std::is_same_v<T, Half>) {
     attention_convert::widen_half(reinterpret_cast<const uint16_t*>(row), buffer, view.sizes[1]);
+    return buffer;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    attention_convert::widen_bfloat16(reinterpret_cast<const uint16_t*>(row), buffer, view.sizes[1]);
     return buffer;
   } else {
     const int64_t d = view.sizes[1];
@@ -150,29 +168,63 @@ void forward_typed(const TensorView& out, const TensorView& input, const float* 
   const int64_t rows = input.sizes[0], d = input.sizes[1];
   parallel_for(0, rows, row_grain(d), [&](int64_t begin, int64_t end) {
     ScratchFloats scratch, result_scratch;
-    float* buffer = scratch.acquire(static_cast<size_t>(d), false);
+    float* buffer = scratch.acquire(static_cast<size_t>(kRowGroup * d), false);
     float* result_buffer =
-        std::is_same_v<T, Half> ? result_scratch.acquire(static_cast<size_t>(d), false) : nullptr;
-    for (int64_t r = begin; r < end; ++r) {
-      const float* x = widen_row<T>(input, r, buffer);
-      const double mu = rms ? 0.0 : (d > 0 ? sum(x, d) / static_cast<double>(d) : 0.0);
-      const double m2 = squared_deviations(x, d, static_cast<float>(mu));
-      mean[r] = mu;
-      rstd[r] = 1.0 / std::sqrt((d > 0 ? m2 / static_cast<double>(d) : 0.0) + eps);
-      const float muf = static_cast<float>(mu), rs = static_cast<float>(rstd[r]);
-      T* y = row_of<T>(out, r);
-      if constexpr (std::is_same_v<T, Half>) {  // fp32 results, then one vector rounding pass
-        float* results = result_buffer;
-        if (rms) {
-          for (int64_t i = 0; i < d; ++i) results[i] = x[i] * rs * w[i];
-        } else {
-          for (int64_t i = 0; i < d; ++i) results[i] = (x[i] - muf) * rs * w[i] + b[i];
+        std::is_same_v<T, float> ? nullptr : result_scratch.acquire(static_cast<size_t>(d), false);
+    for (int64_t r0 = begin; r0 < end; r0 += kRowGroup) {
+      const int group = static_cast<int>(std::min<int64_t>(kRowGroup, end - r0));
+      const float* x_rows[kRowGroup];
+      for (int k = 0; k < kRowGroup; ++k) {  // missing rows repeat the first; results unused
+        x_rows[k] = k < group ? widen_row<T>(input, r0 + k, buffer + k * d) : x_rows[0];
+      }
+      double totals[kRowGroup], m2[kRowGroup];
+      float shifts[kRowGroup] = {};
+      if (!rms) {
+        grouped_reduction(x_rows, d, nullptr, /*deviations=*/false, totals);
+        for (int k = 0; k < kRowGroup; ++k) {
+          shifts[k] = static_cast<float>(d > 0 ? totals[k] / static_cast<double>(d) : 0.0);
         }
-        attention_convert::narrow_half(results, reinterpret_cast<uint16_t*>(y), d);
-      } else if (rms) {
-        for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>(x[i] * rs * w[i]);
-      } else {
-        for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>((x[i] - muf) * rs * w[i] + b[i]);
+      }
+      grouped_reduction(x_rows, d, shifts, /*deviations=*/true, m2);
+      for (int k = 0; k < group; ++k) {
+        mean[r0 + k] = rms || d == 0 ? 0.0 : totals[k] / static_cast<double>(d);
+        rstd[r0 + k] = 1.0 / std::sqrt((d > 0 ? m2[k] / static_cast<double>(d) : 0.0) + eps);
+      }
+      for (int k = 0; k < group; ++k) {
+        const int64_t r = r0 + k;
+        const float* x = x_rows[k];
+        const float muf = static_cast<float>(mean[r]), rs = static_cast<float>(rstd[r]);
+        T* y = row_of<T>(out, r);
+#if defined(__AVX512F__)
+        if constexpr (std::is_same_v<T, BFloat16>) {  // normalise and round in registers
+          const __m512 m = _mm512_set1_ps(rms ? 0.0f : muf), s = _mm512_set1_ps(rs);
+          uint16_t* y_bits = reinterpret_cast<uint16_t*>(y);
+          int64_t i = 0;
+          for (; i + 16 <= d; i += 16) {
+            const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), m), s);
+            const __m512 result = _mm512_fmadd_ps(xhat, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(y_bits + i),
+                                attention_convert::narrow_bfloat16_vector(result));
+          }
+          for (; i < d; ++i) {
+            y[i] = cast_value<T>(rms ? x[i] * rs * w[i] : (x[i] - muf) * rs * w[i] + b[i]);
+          }
+          continue;
+        }
+#endif
+        if constexpr (!std::is_same_v<T, float>) {  // fp32 results, then one rounding pass
+          float* results = result_buffer;
+          if (rms) {
+            for (int64_t i = 0; i < d; ++i) results[i] = x[i] * rs * w[i];
+          } else {
+            for (int64_t i = 0; i < d; ++i) results[i] = (x[i] - muf) * rs * w[i] + b[i];
+          }
+          store_results(y, results, d);
+        } else if (rms) {
+          for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>(x[i] * rs * w[i]);
+        } else {
+          for (int64_t i = 0; i < d; ++i) y[i] = cast_value<T>((x[i] - muf) * rs * w[i] + b[i]);
+        }
       }
     }
   });
@@ -194,7 +246,7 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
     float* x_buffer = x_scratch.acquire(static_cast<size_t>(d), false);
     float* g_buffer = g_scratch.acquire(static_cast<size_t>(d), false);
     float* result_buffer =
-        std::is_same_v<T, Half> ? result_scratch.acquire(static_cast<size_t>(d), false) : nullptr;
+        std::is_same_v<T, float> ? nullptr : result_scratch.acquire(static_cast<size_t>(d), false);
     for (int64_t chunk = first; chunk < last; ++chunk) {
       double* col_w = want_columns ? partials.data() + chunk * 2 * d : nullptr;
       double* col_b = want_columns ? col_w + d : nullptr;
@@ -209,12 +261,12 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
           const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
           const float bq = static_cast<float>(sum_wg_xhat / d);
           T* dst = row_of<T>(*grad_input, r);
-          if constexpr (std::is_same_v<T, Half>) {  // fp32 results, then one vector rounding pass
+          if constexpr (!std::is_same_v<T, float>) {  // fp32 results, then one rounding pass
             for (int64_t i = 0; i < d; ++i) {
               const float xhat = (x[i] - mu) * rs;
               result_buffer[i] = rs * (w[i] * g[i] - a - xhat * bq);
             }
-            attention_convert::narrow_half(result_buffer, reinterpret_cast<uint16_t*>(dst), d);
+            store_results(dst, result_buffer, d);
           } else {
             if (want_columns) {  // one pass for the row's gradient and its column terms
               for (int64_t i = 0; i < d; ++i) {

@@ -317,6 +317,30 @@ TEST(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
   }
 }
 
+TEST(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
+  std::vector<float> values;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 65521) {
+    values.push_back(bits_to_float(static_cast<uint32_t>(bits)));
+  }
+  // Ties to even either way, the largest finite values (rounding up to inf) and subnormals.
+  for (uint32_t bits : {0x3F808000u, 0x3F818000u, 0x7F7FFFFFu, 0x7F7F8000u, 0xFF7FFFFFu,
+                        0x00008000u, 0x00018000u, 0x7FC00001u, 0xFFFFFFFFu}) {
+    values.push_back(bits_to_float(bits));
+  }
+  std::vector<uint16_t> narrowed(values.size());
+  attention_convert::narrow_bfloat16(values.data(), narrowed.data(), static_cast<int64_t>(values.size()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(narrowed[i], float_to_bfloat16_bits(values[i])) << "bits " << float_to_bits(values[i]);
+  }
+  std::vector<uint16_t> codes(65536 + 5);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint16_t>(i);
+  std::vector<float> widened(codes.size());
+  attention_convert::widen_bfloat16(codes.data(), widened.data(), static_cast<int64_t>(codes.size()));
+  for (size_t i = 0; i < codes.size(); ++i) {
+    ASSERT_EQ(float_to_bits(widened[i]), float_to_bits(bfloat16_bits_to_float(codes[i])));
+  }
+}
+
 TEST(AttentionBlocksTest, RowHelpers) {
   std::vector<float> x = {1.0f, -3.0f, 2.5f, 0.0f, 7.0f, -1.0f, 2.0f, 3.0f, 4.0f,
                           5.0f, 6.0f, 0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 6.5f, -8.0f};
