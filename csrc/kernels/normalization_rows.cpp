@@ -243,50 +243,66 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
   std::vector<double> partials(want_columns ? static_cast<size_t>(chunks * 2 * d) : 0, 0.0);
   parallel_for(0, chunks, 1, [&](int64_t first, int64_t last) {
     ScratchFloats x_scratch, g_scratch, result_scratch;
-    float* x_buffer = x_scratch.acquire(static_cast<size_t>(d), false);
-    float* g_buffer = g_scratch.acquire(static_cast<size_t>(d), false);
+    float* x_buffer = x_scratch.acquire(static_cast<size_t>(kRowGroup * d), false);
+    float* g_buffer = g_scratch.acquire(static_cast<size_t>(kRowGroup * d), false);
     float* result_buffer =
         std::is_same_v<T, float> ? nullptr : result_scratch.acquire(static_cast<size_t>(d), false);
     for (int64_t chunk = first; chunk < last; ++chunk) {
       double* col_w = want_columns ? partials.data() + chunk * 2 * d : nullptr;
       double* col_b = want_columns ? col_w + d : nullptr;
       const int64_t row_end = std::min(rows, (chunk + 1) * chunk_rows);
-      for (int64_t r = chunk * chunk_rows; r < row_end; ++r) {
-        const float* x = widen_row<T>(input, r, x_buffer);
-        const float* g = widen_row<T>(grad_out, r, g_buffer);
-        const float mu = rms ? 0.0f : mean[r], rs = rstd[r];
-        if (grad_input != nullptr) {
-          double sum_wg, sum_wg_xhat;
-          weighted_grad_sums(w, g, x, mu, rs, d, &sum_wg, &sum_wg_xhat);
-          const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
-          const float bq = static_cast<float>(sum_wg_xhat / d);
-          T* dst = row_of<T>(*grad_input, r);
-          if constexpr (!std::is_same_v<T, float>) {  // fp32 results, then one rounding pass
-            for (int64_t i = 0; i < d; ++i) {
-              const float xhat = (x[i] - mu) * rs;
-              result_buffer[i] = rs * (w[i] * g[i] - a - xhat * bq);
-            }
-            store_results(dst, result_buffer, d);
-          } else {
-            if (want_columns) {  // one pass for the row's gradient and its column terms
+      for (int64_t r0 = chunk * chunk_rows; r0 < row_end; r0 += kRowGroup) {
+        // The rows' reductions first, then their output passes: the reductions of a group
+        // are independent, so their dependency chains overlap.
+        const int group = static_cast<int>(std::min<int64_t>(kRowGroup, row_end - r0));
+        const float* x_rows[kRowGroup];
+        const float* g_rows[kRowGroup];
+        double sums_wg[kRowGroup], sums_wg_xhat[kRowGroup];
+        for (int k = 0; k < group; ++k) {
+          x_rows[k] = widen_row<T>(input, r0 + k, x_buffer + k * d);
+          g_rows[k] = widen_row<T>(grad_out, r0 + k, g_buffer + k * d);
+          if (grad_input != nullptr) {
+            weighted_grad_sums(w, g_rows[k], x_rows[k], rms ? 0.0f : mean[r0 + k], rstd[r0 + k], d,
+                               &sums_wg[k], &sums_wg_xhat[k]);
+          }
+        }
+        for (int k = 0; k < group; ++k) {
+          const int64_t r = r0 + k;
+          const float* x = x_rows[k];
+          const float* g = g_rows[k];
+          const float mu = rms ? 0.0f : mean[r], rs = rstd[r];
+          if (grad_input != nullptr) {
+            const double sum_wg = sums_wg[k], sum_wg_xhat = sums_wg_xhat[k];
+            const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
+            const float bq = static_cast<float>(sum_wg_xhat / d);
+            T* dst = row_of<T>(*grad_input, r);
+            if constexpr (!std::is_same_v<T, float>) {  // fp32 results, then one rounding pass
+              for (int64_t i = 0; i < d; ++i) {
+                const float xhat = (x[i] - mu) * rs;
+                result_buffer[i] = rs * (w[i] * g[i] - a - xhat * bq);
+              }
+              store_results(dst, result_buffer, d);
+            } else {
+              if (want_columns) {  // one pass for the row's gradient and its column terms
+                for (int64_t i = 0; i < d; ++i) {
+                  const float xhat = (x[i] - mu) * rs;
+                  dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
+                  col_w[i] += static_cast<double>(g[i]) * xhat;
+                  col_b[i] += g[i];
+                }
+                continue;
+              }
               for (int64_t i = 0; i < d; ++i) {
                 const float xhat = (x[i] - mu) * rs;
                 dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
-                col_w[i] += static_cast<double>(g[i]) * xhat;
-                col_b[i] += g[i];
               }
-              continue;
-            }
-            for (int64_t i = 0; i < d; ++i) {
-              const float xhat = (x[i] - mu) * rs;
-              dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
             }
           }
-        }
-        if (want_columns) {
-          for (int64_t i = 0; i < d; ++i) {
-            col_w[i] += static_cast<double>(g[i]) * ((x[i] - mu) * rs);
-            col_b[i] += g[i];
+          if (want_columns) {
+            for (int64_t i = 0; i < d; ++i) {
+              col_w[i] += static_cast<double>(g[i]) * ((x[i] - mu) * rs);
+              col_b[i] += g[i];
+            }
           }
         }
       }
