@@ -146,9 +146,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
   const kernels::TensorView gk = grad_k.defined() ? view_of(grad_k) : kernels::TensorView{};
   const kernels::TensorView gv = grad_v.defined() ? view_of(grad_v) : kernels::TensorView{};
   const kernels::TensorView gb = want_bias ? view_of(grad_bias) : kernels::TensorView{};
-  const kernels::TensorView go_view = view_of(grad_out), q_view = view_of(query),
+  // The kernel reads grad_out and out in the inputs' dtype (autograd gives them that dtype;
+  // converting covers any caller that does not).
+  const at::Tensor grad_out_same =
+      grad_out.scalar_type() == query.scalar_type() ? grad_out : grad_out.to(query.scalar_type());
+  const at::Tensor out_same =
+      out.scalar_type() == query.scalar_type() ? out : out.to(query.scalar_type());
+  const kernels::TensorView go_view = view_of(grad_out_same), q_view = view_of(query),
                             k_view = view_of(key), v_view = view_of(value),
-                            out_view = view_of(out), lse_view = view_of(logsumexp);
+                            out_view = view_of(out_same), lse_view = view_of(logsumexp);
   const bool has_mask = bias != nullptr;
   const kernels::TensorView m_view = has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
   const bool wq = grad_q.defined(), wk = grad_k.defined(), wv = grad_v.defined();

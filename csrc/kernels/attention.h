@@ -1,6 +1,7 @@
-// Scaled dot-product attention, forward and backward, computed per (batch, key/value head)
-// in blocks of query rows: scores by sgemm, softmax in fp32, then times V. Memory stays
-// O(block * S) per task; the backward recomputes probabilities from the saved logsumexp.
+// Scaled dot-product attention, forward and backward, flash-style: blocks of query rows
+// against blocks of keys with an online softmax in fp32 (16-bit inputs are widened per block
+// and results rounded once on store). The backward recomputes the probabilities per block
+// from the saved logsumexp. Both run in parallel over blocks/heads with parallel_for.
 #pragma once
 
 #include <cstdint>

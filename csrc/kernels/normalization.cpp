@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/dense_float.h"
+#include "kernels/normalization_rows.h"
 #include "kernels/parallel.h"
 
 namespace openneuron::kernels {
@@ -315,9 +316,15 @@ void row_norm_forward(const TensorView& out, const TensorView* mean_view,
   const int64_t rows = input.sizes[0], d = input.sizes[1];
   const std::vector<float> w = load_vector(weight, d, 1.0f);
   const std::vector<float> b = load_vector(bias, d, 0.0f);
+  std::vector<double> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+  if (normalization_rows::supports({&input, &out})) {
+    normalization_rows::forward(out, input, w, b, eps, rms, mean, rstd);
+    if (mean_view != nullptr) store_vector(mean_view, mean);
+    store_vector(&rstd_view, rstd);
+    return;
+  }
   const DenseFloatInput in(input);
   DenseFloatOutput result(out);
-  std::vector<double> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
   parallel_for(0, rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* x = in.data() + r * d;
@@ -353,6 +360,16 @@ void row_norm_backward(const TensorView* grad_input, const TensorView* grad_weig
   const std::vector<float> mean =
       rms ? std::vector<float>(static_cast<size_t>(rows), 0.0f) : load_vector(mean_view, rows, 0.0f);
   const std::vector<float> rstd = load_vector(&rstd_view, rows, 1.0f);
+  const bool want_grad_input = grad_input != nullptr && grad_input->numel() > 0;
+  if (normalization_rows::supports({&input, &grad_out, want_grad_input ? grad_input : nullptr})) {
+    const bool want_columns = grad_weight != nullptr || grad_bias != nullptr;
+    std::vector<double> gw, gb;
+    normalization_rows::backward(want_grad_input ? grad_input : nullptr, grad_out, input, w,
+                                 mean, rstd, rms, want_columns, gw, gb);
+    if (grad_weight != nullptr) store_vector(grad_weight, gw);
+    if (grad_bias != nullptr) store_vector(grad_bias, gb);
+    return;
+  }
   const DenseFloatInput in(input);
   const DenseFloatInput go(grad_out);
   if (grad_input != nullptr && grad_input->numel() > 0) {
