@@ -1,6 +1,8 @@
 // copy() and fill(): dtype conversion over strided, broadcast views.
 #include "kernels/cast.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -30,7 +32,71 @@ void move_row(char* dst, int64_t dst_stride, const char* src, int64_t src_stride
   }
 }
 
+// dst(r, c) = src(r, c) over a rows x cols plane where dst is dense along c and src along r:
+// square tiles keep the cache lines of both sides in use (a plain loop misses on every read).
+template <typename T>
+void transpose_plane(char* dst, int64_t dst_row_stride, const char* src, int64_t src_col_stride,
+                     int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r) {
+        T* out = reinterpret_cast<T*>(dst + r * dst_row_stride);
+        const char* in = src + r * static_cast<int64_t>(sizeof(T));
+        for (int64_t c = c0; c < c1; ++c) out[c] = *reinterpret_cast<const T*>(in + c * src_col_stride);
+      }
+    }
+  }
+}
+
+// A same-dtype copy between layouts dense along different dims (a transpose), done in tiles.
+// Returns false, having copied nothing, for other layouts.
+bool copy_transposed(const TensorView& dst, const TensorView& src) {
+  int dst_inner = -1, src_inner = -1;
+  for (int d = 0; d < dst.ndim; ++d) {
+    if (dst.sizes[d] < 2) continue;
+    if (dst.strides[d] == 1) dst_inner = d;
+    if (src.strides[d] == 1) src_inner = d;
+  }
+  constexpr int64_t kMinSide = 16;  // narrower planes gain nothing from tiles
+  if (dst_inner < 0 || src_inner < 0 || dst_inner == src_inner ||
+      dst.sizes[dst_inner] < kMinSide || dst.sizes[src_inner] < kMinSide) {
+    return false;
+  }
+  const auto width = static_cast<int64_t>(element_size(dst.dtype));
+  int others[kMaxDims];
+  int other_count = 0;
+  for (int d = 0; d < dst.ndim; ++d) {
+    if (d != dst_inner && d != src_inner && dst.sizes[d] > 1) others[other_count++] = d;
+  }
+  int64_t index[kMaxDims] = {};
+  for (;;) {
+    int64_t dst_offset = 0, src_offset = 0;
+    for (int k = 0; k < other_count; ++k) {
+      dst_offset += index[k] * dst.strides[others[k]];
+      src_offset += index[k] * src.strides[others[k]];
+    }
+    char* out = static_cast<char*>(dst.data) + dst_offset * width;
+    const char* in = static_cast<const char*>(src.data) + src_offset * width;
+    const int64_t rows = dst.sizes[src_inner], cols = dst.sizes[dst_inner];
+    const int64_t dst_row_stride = dst.strides[src_inner] * width;
+    const int64_t src_col_stride = src.strides[dst_inner] * width;
+    switch (width) {
+      case 1: transpose_plane<uint8_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
+      case 2: transpose_plane<uint16_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
+      case 4: transpose_plane<uint32_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
+      default: transpose_plane<uint64_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
+    }
+    int k = other_count - 1;
+    while (k >= 0 && ++index[k] == dst.sizes[others[k]]) index[k--] = 0;
+    if (k < 0) return true;
+  }
+}
+
 void copy_same_dtype(const TensorView& dst, const TensorView& src) {
+  if (copy_transposed(dst, src)) return;
   const int64_t width = static_cast<int64_t>(element_size(dst.dtype));
   for_each_row<2>({&dst, &src}, LoopOrder::kFirstOperandMemory,
                   [&](const RowPointers<2>& row, int64_t n) {

@@ -112,8 +112,10 @@ class PrimitiveCache {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(describe(a), describe(b), describe(out)),
                                       attr, dnnl_engine());
       const std::string impl = pd.impl_info_str();
-      primitive = Primitive{dnnl::matmul(pd), impl.find("ref") == std::string::npos,
-                            pd.scratchpad_desc()};
+      // Reference kernels are slow, and gemm-based ones fail inside a torch process (libtorch
+      // exports a same-named initialiser of its own oneDNN's gemm kernels): use brgemm only.
+      const bool usable = impl.find("ref") == std::string::npos && impl.rfind("gemm", 0) != 0;
+      primitive = Primitive{dnnl::matmul(pd), usable, pd.scratchpad_desc()};
     } catch (const dnnl::error&) {
       primitive.optimised = false;
     }
@@ -139,6 +141,22 @@ TensorView slice(const TensorView& view, int dim, int64_t begin, int64_t length)
   return part;
 }
 
+// A row-major copy of `view` in a buffer the calling thread reuses (valid until its next call).
+TensorView row_major_copy(const TensorView& view) {
+  thread_local std::vector<char> buffer;
+  const size_t bytes = static_cast<size_t>(view.numel()) * element_size(view.dtype);
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  TensorView dense = view;
+  dense.data = buffer.data();
+  int64_t stride = 1;
+  for (int d = view.ndim - 1; d >= 0; --d) {
+    dense.strides[d] = stride;
+    stride *= view.sizes[d];
+  }
+  copy(dense, view);
+  return dense;
+}
+
 struct Problem {
   TensorView out, a, b;
 };
@@ -154,14 +172,18 @@ Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, i
 
 }  // namespace
 
-bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
+bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& b,
                const TensorView* bias, double alpha, double beta) {
   const bool supported_dtype = out.dtype == DType::BFloat16 || out.dtype == DType::Float32;
-  if (!supported_dtype || a.dtype != out.dtype || b.dtype != out.dtype) return false;
+  if (!supported_dtype || a_in.dtype != out.dtype || b.dtype != out.dtype) return false;
   for (int d = 0; d < out.ndim; ++d) {
-    if (out.sizes[d] == 0 || a.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0) return false;
+    if (out.sizes[d] == 0 || a_in.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0) return false;
   }
   use_one_openmp_thread();
+  // oneDNN's brgemm kernels want a row-major left operand; with a transposed one (a weight
+  // gradient's grad_output^T) it picks gemm-based kernels that are slower or fail in-process.
+  // Copying it costs M*K moves against M*N*K multiply-adds.
+  const TensorView a = a_in.strides[a_in.ndim - 1] == 1 ? a_in : row_major_copy(a_in);
   const bool accumulate = bias != nullptr && beta != 0.0;
   const int rows_dim = out.ndim - 2;
   const int64_t k = a.sizes[out.ndim - 1];

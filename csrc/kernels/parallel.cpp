@@ -1,6 +1,7 @@
 #include "kernels/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -14,6 +15,9 @@ namespace {
 
 thread_local bool t_inside_parallel_region = false;
 
+// Workers and the caller spin briefly before sleeping: eager code runs kernel after kernel a
+// few microseconds apart, and a futex sleep/wake round trip costs tens of microseconds on a
+// small (virtual) host. The spin is short so idle threads do not starve others for long.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads) {
@@ -25,34 +29,59 @@ class ThreadPool {
   // Runs job(i) for i in [0, size()); the caller takes i = 0.
   void run_all(const std::function<void(int)>& job) {
     std::unique_lock<std::mutex> dispatch(dispatch_mutex_);  // one parallel region at a time
+    pending_.store(size() - 1, std::memory_order_relaxed);
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
-      pending_ = size() - 1;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
+      wake = sleepers_ > 0;
     }
-    start_.notify_all();
+    if (wake) start_.notify_all();
     job(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [this] { return pending_ == 0; });
-    job_ = nullptr;
+    if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      caller_sleeping_ = true;
+      finished_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+      caller_sleeping_ = false;
+    }
   }
 
  private:
+  static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
+
+  template <typename Done>
+  static bool spin_until(const Done& done) {
+    for (int i = 0; i < kSpinIterations; ++i) {
+      if (done()) return true;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    return done();
+  }
+
   void run(int index) {
     t_inside_parallel_region = true;
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
       const std::function<void(int)>* job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        start_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
+        if (generation_.load(std::memory_order_acquire) == seen) {
+          ++sleepers_;
+          start_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+          --sleepers_;
+        }
+        seen = generation_.load(std::memory_order_acquire);
         job = job_;
       }
       (*job)(index);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) finished_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (caller_sleeping_) finished_.notify_one();
+      }
     }
   }
 
@@ -60,9 +89,11 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable finished_;
-  const std::function<void(int)>* job_ = nullptr;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
+  const std::function<void(int)>* job_ = nullptr;  // guarded by mutex_
+  std::atomic<uint64_t> generation_{0};            // written under mutex_, read while spinning
+  std::atomic<int> pending_{0};
+  int sleepers_ = 0;              // guarded by mutex_
+  bool caller_sleeping_ = false;  // guarded by mutex_
   std::vector<std::thread> workers_;
 };
 
