@@ -41,7 +41,7 @@ test-python:
 	$(PYTHON) -m pytest tests -q
 
 format:
-	find csrc -name '*.cpp' -o -name '*.h' | xargs clang-format -i
+	find csrc -name '*.cpp' -o -name '*.h' | xargs $(VENV)/bin/clang-format -i
 	$(VENV)/bin/ruff format python tests examples bench
 
 lint:

@@ -23,7 +23,8 @@ c10::Stream to_c10(const runtime::Stream& stream) {
 
 runtime::Stream& to_runtime(const c10::Stream& stream) {
   runtime::Stream* result = nullptr;
-  OPENNEURON_RUNTIME_CALL(result = &Runtime::get().device(stream.device_index()).stream(stream.id()));
+  OPENNEURON_RUNTIME_CALL(result =
+                              &Runtime::get().device(stream.device_index()).stream(stream.id()));
   return *result;
 }
 
@@ -96,9 +97,8 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
               const c10::EventFlag flag) const override {
-    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
-                "event device index ", device_index, " does not match the stream's device ",
-                stream.device_index());
+    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "event device index ",
+                device_index, " does not match the stream's device ", stream.device_index());
     if (*event == nullptr) {
       *event = new runtime::Event(/*enable_timing=*/flag == c10::EventFlag::BACKEND_DEFAULT);
     }
@@ -126,8 +126,8 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
     TORCH_CHECK(start && end, "elapsed_time needs both events to have been recorded");
     double ms = 0;
-    OPENNEURON_RUNTIME_CALL(ms = static_cast<runtime::Event*>(start)->elapsed_ms(
-                                *static_cast<runtime::Event*>(end)));
+    OPENNEURON_RUNTIME_CALL(
+        ms = static_cast<runtime::Event*>(start)->elapsed_ms(*static_cast<runtime::Event*>(end)));
     return ms;
   }
 

@@ -43,8 +43,10 @@ void check_devices(const std::string& name, const torch::jit::Stack& stack, size
     if (!tensor.defined()) return;
     if (tensor.is_privateuseone()) {
       if (device && *device != tensor.device()) {
-        TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
-                           "devices, ", *device, " and ", tensor.device(), "! (in ", name, ")");
+        TORCH_CHECK(false,
+                    "Expected all tensors to be on the same device, but found at least two "
+                    "devices, ",
+                    *device, " and ", tensor.device(), "! (in ", name, ")");
       }
       device = tensor.device();
     } else if (tensor.dim() > 0) {
@@ -64,11 +66,13 @@ void check_devices(const std::string& name, const torch::jit::Stack& stack, size
     }
   }
   if (device && host_tensor && !accepts_host_indices(name)) {
-    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
-                       "devices, ", *device, " and ", *host_tensor, "! (in ", name, ")");
+    TORCH_CHECK(false,
+                "Expected all tensors to be on the same device, but found at least two "
+                "devices, ",
+                *device, " and ", *host_tensor, "! (in ", name, ")");
   }
-  *device_out = device.value_or(c10::Device(c10::DeviceType::PrivateUse1,
-                                            static_cast<c10::DeviceIndex>(runtime::current_device())));
+  *device_out = device.value_or(c10::Device(
+      c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(runtime::current_device())));
 }
 
 // Mixes a Philox (seed, offset) pair into a seed for a host generator.
@@ -135,7 +139,8 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::Device device(c10::DeviceType::PrivateUse1, 0);
   check_devices(name, *stack, first, &device);
   if (record_fallback(name)) {
-    TORCH_WARN("neuron: ", name, " has no native kernel for these inputs and runs on the host "
+    TORCH_WARN("neuron: ", name,
+               " has no native kernel for these inputs and runs on the host "
                "(CPU fallback); counted in openneuron.get_fallback_ops(). Set OPENNEURON_STRICT=1 "
                "to make this an error.");
   }

@@ -18,5 +18,6 @@ bool strict_mode();
 }  // namespace openneuron::bridge
 
 // From inside a native kernel, sends this call (e.g. a float64 input) to host_fallback.
-#define OPENNEURON_FALLBACK(op, ...) \
-  at::native::call_fallback_fn<&::openneuron::bridge::host_fallback, at::_ops::op>::call(__VA_ARGS__)
+#define OPENNEURON_FALLBACK(op, ...)                                                      \
+  at::native::call_fallback_fn<&::openneuron::bridge::host_fallback, at::_ops::op>::call( \
+      __VA_ARGS__)

@@ -70,7 +70,8 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
   OPENNEURON_RUNTIME_CALL(rt = &runtime::Runtime::get());
   std::call_once(created, [&] {
     for (int i = 0; i < rt->device_count(); ++i) {
-      generators.push_back(at::make_generator<NeuronGeneratorImpl>(static_cast<c10::DeviceIndex>(i)));
+      generators.push_back(
+          at::make_generator<NeuronGeneratorImpl>(static_cast<c10::DeviceIndex>(i)));
     }
   });
   if (device < 0) device = static_cast<c10::DeviceIndex>(runtime::current_device());

@@ -1,6 +1,6 @@
 // PrivateUse1 hooks: availability, generators, pinned memory and pointer lookup.
-#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/core/CachingHostAllocator.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 
 #include "aten/generator.h"
 #include "aten/runtime_errors.h"

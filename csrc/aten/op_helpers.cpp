@@ -19,7 +19,8 @@ c10::Device check_same_device(const char* op, std::initializer_list<const at::Te
     }
   }
   TORCH_CHECK(device.has_value(), op, ": expected at least one neuron tensor");
-  TORCH_CHECK(!host, "Expected all tensors to be on the same device, but found at least two devices, ",
+  TORCH_CHECK(!host,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
               *device, " and ", *host, "! (in ", op, ")");
   return *device;
 }

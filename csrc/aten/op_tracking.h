@@ -35,6 +35,6 @@ void clear_op_tracking();
 }  // namespace openneuron::bridge
 
 // Counts one run of the enclosing native kernel under `name`.
-#define OPENNEURON_NATIVE_OP(name)                                    \
+#define OPENNEURON_NATIVE_OP(name)                                        \
   static ::openneuron::bridge::NativeOpCounter native_op_counter__(name); \
   native_op_counter__.hit()

@@ -54,12 +54,11 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
                          const std::optional<at::Tensor>& attn_mask, double dropout_p,
                          bool is_causal, std::optional<double> scale, bool enable_gqa) {
   const at::Tensor* mask = nn::opt(attn_mask);
-  const bool shapes_ok = query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
-                         key.size(0) == query.size(0) && value.size(0) == query.size(0) &&
-                         key.size(1) == value.size(1) && key.size(2) == value.size(2) &&
-                         key.size(3) == query.size(3) && key.size(1) > 0 &&
-                         (key.size(1) == query.size(1) ||
-                          (enable_gqa && query.size(1) % key.size(1) == 0));
+  const bool shapes_ok =
+      query.dim() == 4 && key.dim() == 4 && value.dim() == 4 && key.size(0) == query.size(0) &&
+      value.size(0) == query.size(0) && key.size(1) == value.size(1) &&
+      key.size(2) == value.size(2) && key.size(3) == query.size(3) && key.size(1) > 0 &&
+      (key.size(1) == query.size(1) || (enable_gqa && query.size(1) % key.size(1) == 0));
   const bool dtypes_ok = nn::is_nn_dtype(query.scalar_type()) &&
                          key.scalar_type() == query.scalar_type() &&
                          value.scalar_type() == query.scalar_type() &&
@@ -81,7 +80,8 @@ sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tens
                                /*enable_gqa=*/true) == kSdpOverrideable,
               "_scaled_dot_product_fused_attention_overrideable: unsupported inputs (query ",
               query.sizes(), " ", query.scalar_type(), ")");
-  TORCH_CHECK(!return_debug_mask, "_scaled_dot_product_fused_attention_overrideable: "
+  TORCH_CHECK(!return_debug_mask,
+              "_scaled_dot_product_fused_attention_overrideable: "
               "return_debug_mask is not supported on neuron");
   TORCH_CHECK(dropout_p >= 0.0 && dropout_p < 1.0 + 1e-12, "dropout_p must be in [0, 1]");
   OPENNEURON_NATIVE_OP("aten::_scaled_dot_product_fused_attention_overrideable");
@@ -91,9 +91,9 @@ sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tens
   at::Tensor lse = at::empty({batch, heads, q_len}, query.options().dtype(at::kFloat));
   uint64_t seed = 0, offset = 0;
   if (dropout_p > 0.0) {
-    std::tie(seed, offset) =
-        resolve_generator(std::nullopt, device.index())
-            ->reserve(kernels::attention_dropout_offset_increment(batch, heads, q_len, key.size(2)));
+    std::tie(seed, offset) = resolve_generator(std::nullopt, device.index())
+                                 ->reserve(kernels::attention_dropout_offset_increment(
+                                     batch, heads, q_len, key.size(2)));
   }
   const at::TensorOptions host_int = at::TensorOptions().dtype(at::kLong).device(at::kCPU);
   at::Tensor philox_seed = at::scalar_tensor(static_cast<int64_t>(seed), host_int);
@@ -106,14 +106,22 @@ sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tens
     const kernels::TensorView q_view = view_of(query), k_view = view_of(key),
                               v_view = view_of(value);
     const bool has_mask = bias != nullptr;
-    const kernels::TensorView m_view = has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
+    const kernels::TensorView m_view =
+        has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
     stream_for(out).enqueue("aten::_scaled_dot_product_fused_attention_overrideable", [=] {
       kernels::attention_forward(out_view, lse_view, q_view, k_view, v_view,
                                  has_mask ? &m_view : nullptr, params);
     });
   }
-  return {out,         lse,          empty_meta,    empty_meta, c10::SymInt(q_len),
-          c10::SymInt(key.size(2)), philox_seed, philox_offset, empty_meta};
+  return {out,
+          lse,
+          empty_meta,
+          empty_meta,
+          c10::SymInt(q_len),
+          c10::SymInt(key.size(2)),
+          philox_seed,
+          philox_offset,
+          empty_meta};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_backward(
@@ -125,7 +133,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
   const at::Tensor* bias = attn_bias.defined() ? &attn_bias : nullptr;
   const c10::Device device =
       nn::check_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
-                        {&grad_out, &query, &key, &value, bias, &out, &logsumexp});
+                       {&grad_out, &query, &key, &value, bias, &out, &logsumexp});
   TORCH_CHECK(nn::all_nn_dtypes({&grad_out, &query, &key, &value, &out}),
               "_scaled_dot_product_fused_attention_overrideable_backward: unsupported dtype ",
               query.scalar_type());
@@ -156,7 +164,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
                             k_view = view_of(key), v_view = view_of(value),
                             out_view = view_of(out_same), lse_view = view_of(logsumexp);
   const bool has_mask = bias != nullptr;
-  const kernels::TensorView m_view = has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
+  const kernels::TensorView m_view =
+      has_mask ? mask_view(*bias, query, key) : kernels::TensorView{};
   const bool wq = grad_q.defined(), wk = grad_k.defined(), wv = grad_v.defined();
   stream_for(query).enqueue("aten::_scaled_dot_product_fused_attention_overrideable_backward", [=] {
     kernels::attention_backward(wq ? &gq : nullptr, wk ? &gk : nullptr, wv ? &gv : nullptr,

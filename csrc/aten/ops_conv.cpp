@@ -66,8 +66,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     bool transposed, at::IntArrayRef output_padding,
                                     int64_t groups) {
   const at::Tensor* bias_ptr = nn::opt(bias);
-  const c10::Device device = nn::check_device("aten::convolution_overrideable",
-                                               {&input, &weight, bias_ptr});
+  const c10::Device device =
+      nn::check_device("aten::convolution_overrideable", {&input, &weight, bias_ptr});
   if (!conv_is_native(input, weight, bias_ptr, transposed)) {
     return host_convolution(input, weight, bias, stride, padding, dilation, transposed,
                             output_padding, groups);
@@ -79,8 +79,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   for (int64_t d = 0; d < spatial; ++d) {
     const int64_t extent = dilation[d] * (weight.size(d + 2) - 1) + 1;
     const int64_t size = (input.size(d + 2) + 2 * padding[d] - extent) / stride[d] + 1;
-    TORCH_CHECK(size > 0, "Calculated output size is too small (input ", input.sizes(),
-                ", kernel ", weight.sizes(), ")");
+    TORCH_CHECK(size > 0, "Calculated output size is too small (input ", input.sizes(), ", kernel ",
+                weight.sizes(), ")");
     out_shape.push_back(size);
   }
   at::Tensor out = at::empty(out_shape, input.options());
@@ -101,15 +101,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  const c10::Device device = nn::check_device("aten::convolution_backward_overrideable",
-                                               {&grad_output, &input, &weight});
+  const c10::Device device =
+      nn::check_device("aten::convolution_backward_overrideable", {&grad_output, &input, &weight});
   if (!conv_is_native(input, weight, nullptr, transposed) ||
       grad_output.scalar_type() != input.scalar_type()) {
     record_fallback("aten::convolution_backward_overrideable");
-    auto result = at::convolution_backward(grad_output.cpu(), input.cpu(), weight.cpu(),
-                                           std::vector<int64_t>{weight.size(0)}, stride, padding,
-                                           dilation, transposed, output_padding, groups,
-                                           output_mask);
+    auto result = at::convolution_backward(
+        grad_output.cpu(), input.cpu(), weight.cpu(), std::vector<int64_t>{weight.size(0)}, stride,
+        padding, dilation, transposed, output_padding, groups, output_mask);
     const auto back = [&](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };
     return {back(std::get<0>(result)), back(std::get<1>(result)), back(std::get<2>(result))};
   }
@@ -130,8 +129,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   stream_for(input).enqueue("aten::convolution_backward_overrideable", [=] {
     kernels::conv2d_backward(output_mask[0] ? &gi_view : nullptr,
                              output_mask[1] ? &gw_view : nullptr,
-                             output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view,
-                             params);
+                             output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
   });
   return {grad_input, grad_weight, grad_bias};
 }

@@ -118,7 +118,8 @@ void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_
                                                          dst.nbytes(), /*non_blocking=*/false));
     return;
   }
-  at::Tensor host = at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor host =
+      at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
   OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(stream, host.data_ptr(), dense.data_ptr(),
                                                        host.nbytes(), /*non_blocking=*/false));
   dst.copy_(host);
@@ -134,9 +135,9 @@ void copy_between_devices(const at::Tensor& src, const at::Tensor& dst) {
   }
   const c10::DeviceGuard guard(dst.device());
   at::Tensor dense_dst = is_dense_row_major(dst) ? dst : at::empty(dst.sizes(), dst.options());
-  OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_device(stream_for(dense_dst), dense_dst.data_ptr(),
-                                                         stream_for(dense_src), dense_src.data_ptr(),
-                                                         dense_dst.nbytes()));
+  OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_device(
+      stream_for(dense_dst), dense_dst.data_ptr(), stream_for(dense_src), dense_src.data_ptr(),
+      dense_dst.nbytes()));
   if (!dense_dst.is_same(dst)) copy_on_device(dense_dst, dst);
 }
 

@@ -40,10 +40,14 @@ at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Te
 
 kernels::PointwiseOp to_pointwise(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return kernels::PointwiseOp::AddAlpha;
-    case BinaryOp::Sub: return kernels::PointwiseOp::SubAlpha;
-    case BinaryOp::Mul: return kernels::PointwiseOp::Mul;
-    case BinaryOp::Div: return kernels::PointwiseOp::Div;
+    case BinaryOp::Add:
+      return kernels::PointwiseOp::AddAlpha;
+    case BinaryOp::Sub:
+      return kernels::PointwiseOp::SubAlpha;
+    case BinaryOp::Mul:
+      return kernels::PointwiseOp::Mul;
+    case BinaryOp::Div:
+      return kernels::PointwiseOp::Div;
   }
   TORCH_INTERNAL_ASSERT(false, "unknown binary op");
 }
@@ -62,10 +66,11 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   params.values[0] = kernel_scalar(alpha);
   params.present[0] = true;
   const kernels::PointwiseOp pointwise_op = to_pointwise(op);
-  enqueue_sized(stream_for(out), name, out.numel(), [pointwise_op, out_view, lhs, rhs, params]() mutable {
-    const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
-    kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
-  });
+  enqueue_sized(stream_for(out), name, out.numel(),
+                [pointwise_op, out_view, lhs, rhs, params]() mutable {
+                  const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
+                  kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
+                });
 }
 
 bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType result) {
@@ -124,52 +129,52 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 }
 
 #define OPENNEURON_BINARY_WITH_ALPHA(fn, op_enum, aten_name, functional, inplace, out_variant)   \
-  at::Tensor fn(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {       \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {      \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
       return OPENNEURON_FALLBACK(functional, self, other, alpha);                                \
-    }                                                                                             \
+    }                                                                                            \
     OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                          \
     return binary_functional("aten::" aten_name, op_enum, self, other, alpha);                   \
-  }                                                                                               \
-  at::Tensor& fn##_(at::Tensor & self, const at::Tensor& other, const at::Scalar& alpha) {       \
+  }                                                                                              \
+  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {        \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
       return OPENNEURON_FALLBACK(inplace, self, other, alpha);                                   \
-    }                                                                                             \
+    }                                                                                            \
     OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                         \
     return binary_into("aten::" aten_name "_", op_enum, self, other, alpha, self);               \
-  }                                                                                               \
+  }                                                                                              \
   at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, \
-                       at::Tensor& out) {                                                         \
+                       at::Tensor& out) {                                                        \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||              \
-        !all_native_dtypes({&out})) {                                                             \
+        !all_native_dtypes({&out})) {                                                            \
       return OPENNEURON_FALLBACK(out_variant, self, other, alpha, out);                          \
-    }                                                                                             \
+    }                                                                                            \
     OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                             \
     return binary_into("aten::" aten_name ".out", op_enum, self, other, alpha, out);             \
   }
 
-#define OPENNEURON_BINARY(fn, op_enum, aten_name, functional, inplace, out_variant)               \
-  at::Tensor fn(const at::Tensor& self, const at::Tensor& other) {                                \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
-      return OPENNEURON_FALLBACK(functional, self, other);                                       \
-    }                                                                                             \
-    OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                          \
-    return binary_functional("aten::" aten_name, op_enum, self, other, 1);                       \
-  }                                                                                               \
-  at::Tensor& fn##_(at::Tensor & self, const at::Tensor& other) {                                \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
-      return OPENNEURON_FALLBACK(inplace, self, other);                                          \
-    }                                                                                             \
-    OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                         \
-    return binary_into("aten::" aten_name "_", op_enum, self, other, 1, self);                   \
-  }                                                                                               \
-  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {       \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||              \
-        !all_native_dtypes({&out})) {                                                             \
-      return OPENNEURON_FALLBACK(out_variant, self, other, out);                                 \
-    }                                                                                             \
-    OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                             \
-    return binary_into("aten::" aten_name ".out", op_enum, self, other, 1, out);                 \
+#define OPENNEURON_BINARY(fn, op_enum, aten_name, functional, inplace, out_variant)        \
+  at::Tensor fn(const at::Tensor& self, const at::Tensor& other) {                         \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {        \
+      return OPENNEURON_FALLBACK(functional, self, other);                                 \
+    }                                                                                      \
+    OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                    \
+    return binary_functional("aten::" aten_name, op_enum, self, other, 1);                 \
+  }                                                                                        \
+  at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other) {                           \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {        \
+      return OPENNEURON_FALLBACK(inplace, self, other);                                    \
+    }                                                                                      \
+    OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                   \
+    return binary_into("aten::" aten_name "_", op_enum, self, other, 1, self);             \
+  }                                                                                        \
+  at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) { \
+    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||        \
+        !all_native_dtypes({&out})) {                                                      \
+      return OPENNEURON_FALLBACK(out_variant, self, other, out);                           \
+    }                                                                                      \
+    OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                       \
+    return binary_into("aten::" aten_name ".out", op_enum, self, other, 1, out);           \
   }
 
 OPENNEURON_BINARY_WITH_ALPHA(add, BinaryOp::Add, "add", add_Tensor, add__Tensor, add_out)

@@ -5,8 +5,8 @@
 #include <array>
 #include <vector>
 
-#include "aten/op_helpers.h"
 #include "aten/fallback.h"
+#include "aten/op_helpers.h"
 #include "aten/ops_elementwise_common.h"
 #include "aten/ops_elementwise_pointwise.h"
 #include "kernels/parallel_views.h"
@@ -56,7 +56,8 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
                 count, " and ", list.size());
   }
   if (extra && extra->isList()) {
-    TORCH_CHECK(extra->toListRef().size() == count, "Tensor list must have same number of elements as scalar list.");
+    TORCH_CHECK(extra->toListRef().size() == count,
+                "Tensor list must have same number of elements as scalar list.");
   }
 
   bool native = true;
@@ -115,7 +116,8 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       }
       if (out.numel() == 0) continue;
       ForeachJob job{view_of(out), {}, kernel_dtype(compute), params};
-      for (const at::Tensor& t : operands) job.inputs.emplace_back(t, out.sizes(), host_scalar_dtype(compute));
+      for (const at::Tensor& t : operands)
+        job.inputs.emplace_back(t, out.sizes(), host_scalar_dtype(compute));
       jobs.push_back(std::move(job));
     }
     const kernels::PointwiseOp kernel_op = spec_.op;

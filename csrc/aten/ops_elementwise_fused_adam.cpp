@@ -34,7 +34,8 @@ bool adam_is_native(std::initializer_list<at::TensorList> lists,
     if (t.scalar_type() != at::kFloat || !t.is_privateuseone()) return false;
   }
   for (const auto* t : {&grad_scale, &found_inf}) {
-    if (t->has_value() && ((*t)->scalar_type() != at::kFloat || !(*t)->is_privateuseone())) return false;
+    if (t->has_value() && ((*t)->scalar_type() != at::kFloat || !(*t)->is_privateuseone()))
+      return false;
   }
   return true;
 }
@@ -95,8 +96,9 @@ void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_a
                  double weight_decay, double eps, bool amsgrad, bool maximize,
                  const std::optional<at::Tensor>& grad_scale,
                  const std::optional<at::Tensor>& found_inf) {
-  if (!adam_is_native({self, grads, exp_avgs, exp_avg_sqs, amsgrad ? max_exp_avg_sqs : at::TensorList()},
-                      grad_scale, found_inf, state_steps)) {
+  if (!adam_is_native(
+          {self, grads, exp_avgs, exp_avg_sqs, amsgrad ? max_exp_avg_sqs : at::TensorList()},
+          grad_scale, found_inf, state_steps)) {
     return OPENNEURON_FALLBACK(_fused_adam_, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
                                state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
                                grad_scale, found_inf);
@@ -113,8 +115,9 @@ void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_
                   double weight_decay, double eps, bool amsgrad, bool maximize,
                   const std::optional<at::Tensor>& grad_scale,
                   const std::optional<at::Tensor>& found_inf) {
-  if (!adam_is_native({self, grads, exp_avgs, exp_avg_sqs, amsgrad ? max_exp_avg_sqs : at::TensorList()},
-                      grad_scale, found_inf, state_steps)) {
+  if (!adam_is_native(
+          {self, grads, exp_avgs, exp_avg_sqs, amsgrad ? max_exp_avg_sqs : at::TensorList()},
+          grad_scale, found_inf, state_steps)) {
     return OPENNEURON_FALLBACK(_fused_adamw_, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
                                state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
                                grad_scale, found_inf);

@@ -47,7 +47,8 @@ c10::Device elementwise::check_operand_devices(const char* name,
 }
 
 PointwiseKernel::PointwiseKernel(PointwiseSpec spec, const std::string& op_name)
-    : spec_(std::move(spec)), name_("aten::" + op_name),
+    : spec_(std::move(spec)),
+      name_("aten::" + op_name),
       counter_(new NativeOpCounter(name_.c_str())) {}
 
 void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
@@ -91,7 +92,8 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
 
   Resolved resolved{spec_.op, spec_.result};
   if (spec_.op == PointwiseOp::ClampBoth) {
-    TORCH_CHECK(operands.size() > 1, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    TORCH_CHECK(operands.size() > 1,
+                "torch.clamp: At least one of 'min' or 'max' must not be None");
     if (operands.size() == 2) {
       resolved.op = args[1].isNone() ? PointwiseOp::ClampMax : PointwiseOp::ClampMin;
     }
@@ -117,7 +119,8 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
   for (const at::Tensor& t : operands) {
     if (!(t.is_cpu() && t.dim() == 0) && !is_native_compute_dtype(t.scalar_type())) native = false;
   }
-  if (has_out && !is_native_compute_dtype(args[num_args - 1].toTensor().scalar_type())) native = false;
+  if (has_out && !is_native_compute_dtype(args[num_args - 1].toTensor().scalar_type()))
+    native = false;
   if (in_place && !is_native_compute_dtype(operands.front().scalar_type())) native = false;
   if (!native) {
     host_fallback(op, stack);

@@ -19,7 +19,8 @@ at::Tensor& zero_(at::Tensor& self) {
   if (self.numel() == 0) return self;
   const c10::DeviceGuard guard(self.device());
   const kernels::TensorView view = view_of(self);
-  stream_for(self).enqueue("aten::zero_", [view] { kernels::fill(view, kernels::Scalar::from_int(0)); });
+  stream_for(self).enqueue("aten::zero_",
+                           [view] { kernels::fill(view, kernels::Scalar::from_int(0)); });
   return self;
 }
 

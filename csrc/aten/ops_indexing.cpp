@@ -56,7 +56,8 @@ void enqueue_copy(const at::Tensor& dst, const at::Tensor& src) {
 void enqueue_zero(const at::Tensor& dst) {
   if (dst.numel() == 0) return;
   const kernels::TensorView view = view_of(dst);
-  stream_for(dst).enqueue("aten::zero_", [=] { kernels::fill(view, kernels::Scalar::from_int(0)); });
+  stream_for(dst).enqueue("aten::zero_",
+                          [=] { kernels::fill(view, kernels::Scalar::from_int(0)); });
 }
 
 void synchronize(const at::Tensor& t) { OPENNEURON_RUNTIME_CALL(stream_for(t).synchronize()); }
@@ -74,7 +75,8 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   OPENNEURON_NATIVE_OP("aten::index_select.out");
   const c10::DeviceGuard guard(self.device());
   check_same_device("index_select.out", {&self, &out});
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and out must share a dtype");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "index_select(): self and out must share a dtype");
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped);
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
@@ -85,9 +87,8 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   const kernels::TensorView in_view = view_of(self);
   const kernels::TensorView index_view = as_1d_view(idx);
   const int first = static_cast<int>(wrapped);
-  stream_for(out).enqueue("aten::index_select", [=] {
-    kernels::index_gather(out_view, in_view, first, &index_view, 1);
-  });
+  stream_for(out).enqueue("aten::index_select",
+                          [=] { kernels::index_gather(out_view, in_view, first, &index_view, 1); });
   return out;
 }
 
@@ -143,7 +144,8 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   const kernels::TensorView in_view = view_of(self);
   const kernels::TensorView index_view = view_of(index);
   const int d = static_cast<int>(wrapped);
-  stream_for(out).enqueue("aten::gather", [=] { kernels::gather(out_view, in_view, d, index_view); });
+  stream_for(out).enqueue("aten::gather",
+                          [=] { kernels::gather(out_view, in_view, d, index_view); });
   return out;
 }
 
@@ -225,16 +227,20 @@ kernels::ScatterReduce reduce_of(c10::string_view reduce) {
 
 at::Tensor scatter_src(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& src) {
-  if (!scatter_is_native(self, index, &src)) return OPENNEURON_FALLBACK(scatter_src, self, dim, index, src);
+  if (!scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_src, self, dim, index, src);
   OPENNEURON_NATIVE_OP("aten::scatter.src");
-  return scatter_functional("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, &src, nullptr);
+  return scatter_functional("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, &src,
+                            nullptr);
 }
 
 at::Tensor& scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& src) {
-  if (!scatter_is_native(self, index, &src)) return OPENNEURON_FALLBACK(scatter__src, self, dim, index, src);
+  if (!scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter__src, self, dim, index, src);
   OPENNEURON_NATIVE_OP("aten::scatter_.src");
-  return scatter_into("scatter_", kernels::ScatterReduce::Assign, true, self, dim, index, &src, nullptr, self);
+  return scatter_into("scatter_", kernels::ScatterReduce::Assign, true, self, dim, index, &src,
+                      nullptr, self);
 }
 
 at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -243,21 +249,26 @@ at::Tensor& scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tenso
     return OPENNEURON_FALLBACK(scatter_src_out, self, dim, index, src, out);
   }
   OPENNEURON_NATIVE_OP("aten::scatter.src_out");
-  return scatter_into("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, &src, nullptr, out);
+  return scatter_into("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, &src,
+                      nullptr, out);
 }
 
 at::Tensor scatter_value(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Scalar& value) {
-  if (!scatter_is_native(self, index, nullptr)) return OPENNEURON_FALLBACK(scatter_value, self, dim, index, value);
+  if (!scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter_value, self, dim, index, value);
   OPENNEURON_NATIVE_OP("aten::scatter.value");
-  return scatter_functional("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, nullptr, &value);
+  return scatter_functional("scatter", kernels::ScatterReduce::Assign, true, self, dim, index,
+                            nullptr, &value);
 }
 
 at::Tensor& scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                            const at::Scalar& value) {
-  if (!scatter_is_native(self, index, nullptr)) return OPENNEURON_FALLBACK(scatter__value, self, dim, index, value);
+  if (!scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter__value, self, dim, index, value);
   OPENNEURON_NATIVE_OP("aten::scatter_.value");
-  return scatter_into("scatter_", kernels::ScatterReduce::Assign, true, self, dim, index, nullptr, &value, self);
+  return scatter_into("scatter_", kernels::ScatterReduce::Assign, true, self, dim, index, nullptr,
+                      &value, self);
 }
 
 at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -266,21 +277,26 @@ at::Tensor& scatter_value_out(const at::Tensor& self, int64_t dim, const at::Ten
     return OPENNEURON_FALLBACK(scatter_value_out, self, dim, index, value, out);
   }
   OPENNEURON_NATIVE_OP("aten::scatter.value_out");
-  return scatter_into("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, nullptr, &value, out);
+  return scatter_into("scatter", kernels::ScatterReduce::Assign, true, self, dim, index, nullptr,
+                      &value, out);
 }
 
 at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& src) {
-  if (!scatter_is_native(self, index, &src)) return OPENNEURON_FALLBACK(scatter_add, self, dim, index, src);
+  if (!scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_add, self, dim, index, src);
   OPENNEURON_NATIVE_OP("aten::scatter_add");
-  return scatter_functional("scatter_add", kernels::ScatterReduce::Add, true, self, dim, index, &src, nullptr);
+  return scatter_functional("scatter_add", kernels::ScatterReduce::Add, true, self, dim, index,
+                            &src, nullptr);
 }
 
 at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& src) {
-  if (!scatter_is_native(self, index, &src)) return OPENNEURON_FALLBACK(scatter_add_, self, dim, index, src);
+  if (!scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_add_, self, dim, index, src);
   OPENNEURON_NATIVE_OP("aten::scatter_add_");
-  return scatter_into("scatter_add_", kernels::ScatterReduce::Add, true, self, dim, index, &src, nullptr, self);
+  return scatter_into("scatter_add_", kernels::ScatterReduce::Add, true, self, dim, index, &src,
+                      nullptr, self);
 }
 
 at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -289,7 +305,8 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
     return OPENNEURON_FALLBACK(scatter_add_out, self, dim, index, src, out);
   }
   OPENNEURON_NATIVE_OP("aten::scatter_add.out");
-  return scatter_into("scatter_add", kernels::ScatterReduce::Add, true, self, dim, index, &src, nullptr, out);
+  return scatter_into("scatter_add", kernels::ScatterReduce::Add, true, self, dim, index, &src,
+                      nullptr, out);
 }
 
 at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -298,7 +315,8 @@ at::Tensor scatter_reduce_two(const at::Tensor& self, int64_t dim, const at::Ten
     return OPENNEURON_FALLBACK(scatter_reduce_two, self, dim, index, src, reduce, include_self);
   }
   OPENNEURON_NATIVE_OP("aten::scatter_reduce.two");
-  return scatter_functional("scatter_reduce", reduce_of(reduce), include_self, self, dim, index, &src, nullptr);
+  return scatter_functional("scatter_reduce", reduce_of(reduce), include_self, self, dim, index,
+                            &src, nullptr);
 }
 
 at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -307,17 +325,20 @@ at::Tensor& scatter_reduce_two_(at::Tensor& self, int64_t dim, const at::Tensor&
     return OPENNEURON_FALLBACK(scatter_reduce__two, self, dim, index, src, reduce, include_self);
   }
   OPENNEURON_NATIVE_OP("aten::scatter_reduce_.two");
-  return scatter_into("scatter_reduce_", reduce_of(reduce), include_self, self, dim, index, &src, nullptr, self);
+  return scatter_into("scatter_reduce_", reduce_of(reduce), include_self, self, dim, index, &src,
+                      nullptr, self);
 }
 
 at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                                    const at::Tensor& src, c10::string_view reduce,
                                    bool include_self, at::Tensor& out) {
   if (!scatter_is_native(self, index, &src)) {
-    return OPENNEURON_FALLBACK(scatter_reduce_two_out, self, dim, index, src, reduce, include_self, out);
+    return OPENNEURON_FALLBACK(scatter_reduce_two_out, self, dim, index, src, reduce, include_self,
+                               out);
   }
   OPENNEURON_NATIVE_OP("aten::scatter_reduce.two_out");
-  return scatter_into("scatter_reduce", reduce_of(reduce), include_self, self, dim, index, &src, nullptr, out);
+  return scatter_into("scatter_reduce", reduce_of(reduce), include_self, self, dim, index, &src,
+                      nullptr, out);
 }
 
 // ---- nonzero / masked_select -----------------------------------------------------------
@@ -329,7 +350,8 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
   OPENNEURON_NATIVE_OP("aten::nonzero.out");
   const c10::DeviceGuard guard(self.device());
   check_same_device("nonzero.out", {&self, &out});
-  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero(): Expected out tensor to have scalar type Long");
+  TORCH_CHECK(out.scalar_type() == at::kLong,
+              "nonzero(): Expected out tensor to have scalar type Long");
   // The output size depends on the data: wait for every queued write to self first.
   synchronize(self);
   const int64_t count = self.numel() == 0 ? 0 : kernels::count_nonzero(view_of(self));
@@ -359,7 +381,8 @@ at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at
   OPENNEURON_NATIVE_OP("aten::masked_select.out");
   const c10::DeviceGuard guard(self.device());
   check_same_device("masked_select.out", {&self, &mask, &out});
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "masked_select(): self and out must share a dtype");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "masked_select(): self and out must share a dtype");
   const auto shape = at::infer_size(self.sizes(), mask.sizes());
   const kernels::TensorView mask_view = broadcast_view(mask, shape);
   // The output size depends on the mask's values: synchronize before reading them.
@@ -369,9 +392,8 @@ at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at
   if (count == 0) return out;
   const kernels::TensorView out_view = view_of(out);
   const kernels::TensorView in_view = broadcast_view(self, shape);
-  stream_for(out).enqueue("aten::masked_select", [=] {
-    kernels::masked_select(out_view, in_view, mask_view);
-  });
+  stream_for(out).enqueue("aten::masked_select",
+                          [=] { kernels::masked_select(out_view, in_view, mask_view); });
   return out;
 }
 
@@ -413,12 +435,13 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
     const at::Tensor& index = *entry;
     if (index.scalar_type() == at::kBool || index.scalar_type() == at::kByte) {
       const int64_t start = static_cast<int64_t>(per_dim.size());
-      TORCH_CHECK_INDEX(start + index.dim() <= self.dim(), "too many indices for tensor of dimension ",
-                        self.dim());
+      TORCH_CHECK_INDEX(start + index.dim() <= self.dim(),
+                        "too many indices for tensor of dimension ", self.dim());
       for (int64_t d = 0; d < index.dim(); ++d) {
         TORCH_CHECK_INDEX(index.size(d) == self.size(start + d), "The shape of the mask ",
-                          index.sizes(), " at index ", d, " does not match the shape of the indexed tensor ",
-                          self.sizes(), " at index ", start + d);
+                          index.sizes(), " at index ", d,
+                          " does not match the shape of the indexed tensor ", self.sizes(),
+                          " at index ", start + d);
       }
       // The coordinates of the true elements become one index per mask dim.
       const at::Tensor mask = index.is_privateuseone() ? index : index.to(self.device());
@@ -475,12 +498,15 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
   const int k = static_cast<int>(broadcast.size());
   for (int d = 0; d < result.first; ++d) result.result_shape.push_back(result.self.size(d));
   for (int64_t s : index_shape) result.result_shape.push_back(s);
-  for (int64_t d = result.first + k; d < result.self.dim(); ++d) result.result_shape.push_back(result.self.size(d));
+  for (int64_t d = result.first + k; d < result.self.dim(); ++d)
+    result.result_shape.push_back(result.self.size(d));
   return result;
 }
 
-bool index_list_is_native(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 || self.dim() > 16) return false;
+bool index_list_is_native(const at::Tensor& self,
+                          const c10::List<std::optional<at::Tensor>>& indices) {
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 || self.dim() > 16)
+    return false;
   for (const std::optional<at::Tensor>& entry : indices) {
     if (entry.has_value() && entry->defined() && entry->dim() > 16) return false;
   }
@@ -497,7 +523,8 @@ std::vector<kernels::TensorView> index_views(const AdvancedIndex& advanced) {
 
 at::Tensor& index_tensor_out(const at::Tensor& self,
                              const c10::List<std::optional<at::Tensor>>& indices, at::Tensor& out) {
-  if (!index_list_is_native(self, indices)) return OPENNEURON_FALLBACK(index_Tensor_out, self, indices, out);
+  if (!index_list_is_native(self, indices))
+    return OPENNEURON_FALLBACK(index_Tensor_out, self, indices, out);
   OPENNEURON_NATIVE_OP("aten::index.Tensor_out");
   const c10::DeviceGuard guard(self.device());
   check_same_device("index.Tensor_out", {&self, &out});
@@ -515,7 +542,8 @@ at::Tensor& index_tensor_out(const at::Tensor& self,
   return out;
 }
 
-at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+at::Tensor index_tensor(const at::Tensor& self,
+                        const c10::List<std::optional<at::Tensor>>& indices) {
   if (!index_list_is_native(self, indices)) return OPENNEURON_FALLBACK(index_Tensor, self, indices);
   OPENNEURON_NATIVE_OP("aten::index.Tensor");
   const c10::DeviceGuard guard(self.device());
@@ -535,7 +563,8 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   const AdvancedIndex advanced = make_advanced_index(self, indices);
   TORCH_CHECK(at::is_expandable_to(device_values.sizes(), advanced.result_shape),
               "shape mismatch: value tensor of shape ", device_values.sizes(),
-              " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(advanced.result_shape));
+              " cannot be broadcast to indexing result of shape ",
+              c10::IntArrayRef(advanced.result_shape));
   if (self.numel() == 0 || c10::multiply_integers(advanced.result_shape) == 0) return self;
   const kernels::TensorView self_view = view_of(advanced.self);
   const kernels::TensorView values_view = broadcast_view(device_values, advanced.result_shape);
@@ -563,13 +592,16 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   check_same_device("index_add", {&self, &source, &out});
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped);
-  TORCH_CHECK(source.dim() == self.dim() || (source.dim() <= 1 && self.dim() <= 1),
-              "index_add_(): Source and destination tensors must have the same number of dimensions");
+  TORCH_CHECK(
+      source.dim() == self.dim() || (source.dim() <= 1 && self.dim() <= 1),
+      "index_add_(): Source and destination tensors must have the same number of dimensions");
   TORCH_CHECK(idx.numel() == (source.dim() == 0 ? 1 : source.size(wrapped)),
-              "index_add_(): Number of indices (", idx.numel(), ") should be equal to source.size(dim) (",
+              "index_add_(): Number of indices (", idx.numel(),
+              ") should be equal to source.size(dim) (",
               source.dim() == 0 ? 1 : source.size(wrapped), ")");
   if (!out.is_same(self)) {
-    TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_add(): self and out must share a dtype");
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                "index_add(): self and out must share a dtype");
     at::native::resize_output(out, self.sizes());
     enqueue_copy(out, self);
   }
@@ -638,7 +670,8 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
     });
   }
   // The padding row receives no gradient.
-  if (padding_idx >= 0 && padding_idx < num_weights) enqueue_zero(grad_weight.select(0, padding_idx));
+  if (padding_idx >= 0 && padding_idx < num_weights)
+    enqueue_zero(grad_weight.select(0, padding_idx));
   return grad_weight;
 }
 

@@ -43,7 +43,8 @@ NllViews nll_views(const at::Tensor& self, const at::Tensor& target) {
     in = nn::with_unit_dim(in, 2);
     tg = nn::with_unit_dim(tg, 1);
   } else {  // [N, C, H, W] and [N, H, W]: merge H and W where the strides allow
-    TORCH_CHECK(self.dim() == 4 && target.dim() == 3, "nll_loss2d: expected 4D input and 3D target");
+    TORCH_CHECK(self.dim() == 4 && target.dim() == 3,
+                "nll_loss2d: expected 4D input and 3D target");
     in = view_of(self.reshape({self.size(0), self.size(1), -1}));
     tg = view_of(target.reshape({target.size(0), -1}));
   }
@@ -55,8 +56,12 @@ NllViews nll_views(const at::Tensor& self, const at::Tensor& target) {
 void check_nll(const char* name, const at::Tensor& self, const at::Tensor& target,
                const at::Tensor* weight, bool two_d) {
   if (two_d) {
-    TORCH_CHECK(self.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of size: ", self.sizes());
-    TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of size: ", target.sizes());
+    TORCH_CHECK(self.dim() == 4,
+                "only batches of spatial inputs supported (4D tensors), but got input of size: ",
+                self.sizes());
+    TORCH_CHECK(target.dim() == 3,
+                "only batches of spatial targets supported (3D tensors) but got targets of size: ",
+                target.sizes());
     TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) &&
                     self.size(3) == target.size(2),
                 "input and target batch or spatial sizes don't match: target ", target.sizes(),
@@ -65,8 +70,8 @@ void check_nll(const char* name, const at::Tensor& self, const at::Tensor& targe
     TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
     TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
     const bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
-    TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0), "size mismatch (got input: ",
-                self.sizes(), ", target: ", target.sizes(), ")");
+    TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0),
+                "size mismatch (got input: ", self.sizes(), ", target: ", target.sizes(), ")");
   }
   TORCH_CHECK(target.scalar_type() == at::kLong, name, ": expected target of dtype Long, got ",
               target.scalar_type());
@@ -186,10 +191,9 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
 }
 
 at::Tensor& nll_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
-                                  const at::Tensor& target,
-                                  const std::optional<at::Tensor>& weight, int64_t reduction,
-                                  int64_t ignore_index, const at::Tensor& total_weight,
-                                  at::Tensor& grad_input) {
+                                  const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                  int64_t reduction, int64_t ignore_index,
+                                  const at::Tensor& total_weight, at::Tensor& grad_input) {
   if (!nn::all_nn_dtypes({&grad_output, &self, opt(weight), &total_weight, &grad_input})) {
     return OPENNEURON_FALLBACK(nll_loss_backward_grad_input, grad_output, self, target, weight,
                                reduction, ignore_index, total_weight, grad_input);

@@ -34,8 +34,9 @@ bool matmul_is_native(std::initializer_list<const at::Tensor*> tensors) {
 void check_operands(const char* name, const at::Tensor& a, const at::Tensor& b, int64_t rank) {
   TORCH_CHECK(a.dim() == rank, name, ": self must be a ", rank, "D tensor, got ", a.dim(), "D");
   TORCH_CHECK(b.dim() == rank, name, ": mat2 must be a ", rank, "D tensor, got ", b.dim(), "D");
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
-              a.scalar_type(), " != ", b.scalar_type());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(),
+              "expected m1 and m2 to have the same dtype, but got: ", a.scalar_type(),
+              " != ", b.scalar_type());
   TORCH_CHECK(a.size(-1) == b.size(-2), name, ": mat1 and mat2 shapes cannot be multiplied (",
               a.size(-2), "x", a.size(-1), " and ", b.size(-2), "x", b.size(-1), ")");
   if (rank == 3) {

@@ -22,12 +22,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask);
 
 // Pooling (ops_pooling.cpp).
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self,
-                                                           at::IntArrayRef kernel_size,
-                                                           at::IntArrayRef stride,
-                                                           at::IntArrayRef padding,
-                                                           at::IntArrayRef dilation,
-                                                           bool ceil_mode);
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
+    const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
 std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
     const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out,
@@ -41,8 +38,7 @@ at::Tensor& max_pool2d_with_indices_backward_out(const at::Tensor& grad_output,
                                                  at::IntArrayRef kernel_size,
                                                  at::IntArrayRef stride, at::IntArrayRef padding,
                                                  at::IntArrayRef dilation, bool ceil_mode,
-                                                 const at::Tensor& indices,
-                                                 at::Tensor& grad_input);
+                                                 const at::Tensor& indices, at::Tensor& grad_input);
 at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override);
@@ -56,16 +52,15 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                std::optional<int64_t> divisor_override);
 at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                     at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                                    at::IntArrayRef padding, bool ceil_mode,
-                                    bool count_include_pad,
+                                    at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                     std::optional<int64_t> divisor_override,
                                     at::Tensor& grad_input);
 at::Tensor adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_size);
 at::Tensor& adaptive_avg_pool2d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                     at::Tensor& out);
 at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self);
-at::Tensor& adaptive_avg_pool2d_backward_out(const at::Tensor& grad_output,
-                                             const at::Tensor& self, at::Tensor& out);
+at::Tensor& adaptive_avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             at::Tensor& out);
 
 // Normalisation (ops_normalization.cpp).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
@@ -107,10 +102,12 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
                                                   at::IntArrayRef normalized_shape,
                                                   const std::optional<at::Tensor>& weight,
                                                   std::optional<double> eps);
-std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
-    const at::Tensor& grad_out, const at::Tensor& input, at::IntArrayRef normalized_shape,
-    const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
-    std::array<bool, 2> output_mask);
+std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(const at::Tensor& grad_out,
+                                                           const at::Tensor& input,
+                                                           at::IntArrayRef normalized_shape,
+                                                           const at::Tensor& rstd,
+                                                           const std::optional<at::Tensor>& weight,
+                                                           std::array<bool, 2> output_mask);
 // Autograd-level rms_norm: routes native dtypes to _fused_rms_norm (which has a derivative).
 at::Tensor rms_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef normalized_shape,
                              const std::optional<at::Tensor>& weight, std::optional<double> eps);
@@ -128,10 +125,9 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
                              int64_t reduction, int64_t ignore_index,
                              const at::Tensor& total_weight);
 at::Tensor& nll_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
-                                  const at::Tensor& target,
-                                  const std::optional<at::Tensor>& weight, int64_t reduction,
-                                  int64_t ignore_index, const at::Tensor& total_weight,
-                                  at::Tensor& grad_input);
+                                  const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                                  int64_t reduction, int64_t ignore_index,
+                                  const at::Tensor& total_weight, at::Tensor& grad_input);
 std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self,
                                                       const at::Tensor& target,
                                                       const std::optional<at::Tensor>& weight,

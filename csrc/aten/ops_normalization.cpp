@@ -2,8 +2,8 @@
 // and RMS norm, forward and backward.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_fused_rms_norm.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/rsqrt.h>
@@ -85,8 +85,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_impl(
              hrv = running_var != nullptr;
   stream_for(out).enqueue(name, [=] {
     kernels::batch_norm_forward(out_view, training ? &sm : nullptr, training ? &si : nullptr,
-                                in_view, hw ? &w : nullptr, hb ? &b : nullptr,
-                                hrm ? &rm : nullptr, hrv ? &rv : nullptr, training, momentum, eps);
+                                in_view, hw ? &w : nullptr, hb ? &b : nullptr, hrm ? &rm : nullptr,
+                                hrv ? &rv : nullptr, training, momentum, eps);
   });
   return {out, save_mean, save_invstd};
 }
@@ -128,8 +128,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_stats(
   }
   OPENNEURON_NATIVE_OP("aten::_native_batch_norm_legit.no_stats");
   TORCH_CHECK(training, "_native_batch_norm_legit.no_stats needs training=True");
-  return batch_norm_impl("aten::_native_batch_norm_legit.no_stats", input, opt(weight),
-                         opt(bias), nullptr, nullptr, true, momentum, eps);
+  return batch_norm_impl("aten::_native_batch_norm_legit.no_stats", input, opt(weight), opt(bias),
+                         nullptr, nullptr, true, momentum, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit_no_training(
@@ -156,15 +156,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
                                running_var, save_mean, save_invstd, train, eps, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::native_batch_norm_backward");
-  const c10::Device device = nn::check_device(
-      "aten::native_batch_norm_backward",
-      {&grad_out, &input, opt(weight), opt(running_mean), opt(running_var), opt(save_mean),
-       opt(save_invstd)});
+  const c10::Device device = nn::check_device("aten::native_batch_norm_backward",
+                                              {&grad_out, &input, opt(weight), opt(running_mean),
+                                               opt(running_var), opt(save_mean), opt(save_invstd)});
   const c10::DeviceGuard guard(device);
   const at::Tensor* mean = train ? opt(save_mean) : opt(running_mean);
   const at::Tensor* invstd_or_var = train ? opt(save_invstd) : opt(running_var);
-  TORCH_CHECK(mean != nullptr && invstd_or_var != nullptr,
-              "native_batch_norm_backward: missing ", train ? "saved" : "running", " statistics");
+  TORCH_CHECK(mean != nullptr && invstd_or_var != nullptr, "native_batch_norm_backward: missing ",
+              train ? "saved" : "running", " statistics");
   const int64_t channels = input.size(1);
   const at::Tensor* w = opt(weight);
   at::Tensor grad_input, grad_weight, grad_bias;
@@ -175,14 +174,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
   const kernels::TensorView gi = output_mask[0] ? ncm_view(grad_input) : kernels::TensorView{};
   const kernels::TensorView gw = optional_view(output_mask[1] ? &grad_weight : nullptr);
   const kernels::TensorView gb = optional_view(output_mask[2] ? &grad_bias : nullptr);
-  const kernels::TensorView go = ncm_view(grad_out), in = ncm_view(input),
-                            wv = optional_view(w), mv = view_of(*mean),
-                            iv = view_of(*invstd_or_var);
+  const kernels::TensorView go = ncm_view(grad_out), in = ncm_view(input), wv = optional_view(w),
+                            mv = view_of(*mean), iv = view_of(*invstd_or_var);
   const bool has_w = w != nullptr;
   stream_for(input).enqueue("aten::native_batch_norm_backward", [=] {
     kernels::batch_norm_backward(output_mask[0] ? &gi : nullptr, output_mask[1] ? &gw : nullptr,
-                                 output_mask[2] ? &gb : nullptr, go, in, has_w ? &wv : nullptr,
-                                 mv, iv, train, eps);
+                                 output_mask[2] ? &gb : nullptr, go, in, has_w ? &wv : nullptr, mv,
+                                 iv, train, eps);
   });
   return {grad_input, grad_weight, grad_bias};
 }
@@ -198,8 +196,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm(
   const c10::Device device =
       nn::check_device("aten::native_group_norm", {&input, opt(weight), opt(bias)});
   const c10::DeviceGuard guard(device);
-  TORCH_CHECK(group > 0 && c % group == 0, "Expected number of channels in input to be divisible "
-              "by num_groups, but got input of shape ", input.sizes(), " and num_groups=", group);
+  TORCH_CHECK(group > 0 && c % group == 0,
+              "Expected number of channels in input to be divisible "
+              "by num_groups, but got input of shape ",
+              input.sizes(), " and num_groups=", group);
   at::Tensor out = at::empty(input.sizes(), input.options());
   at::Tensor mean = at::empty({n, group}, input.options());
   at::Tensor rstd = at::empty({n, group}, input.options());
@@ -227,7 +227,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_group_norm_backward(
   }
   OPENNEURON_NATIVE_OP("aten::native_group_norm_backward");
   const c10::Device device = nn::check_device("aten::native_group_norm_backward",
-                                               {&grad_out, &input, &mean, &rstd, opt(weight)});
+                                              {&grad_out, &input, &mean, &rstd, opt(weight)});
   const c10::DeviceGuard guard(device);
   const at::Tensor* w = opt(weight);
   const at::TensorOptions param_options = w != nullptr ? w->options() : input.options();
@@ -258,10 +258,10 @@ int64_t normalized_length(const char* name, const at::Tensor& input,
                           at::IntArrayRef normalized_shape) {
   const int64_t dims = static_cast<int64_t>(normalized_shape.size());
   TORCH_CHECK(dims >= 1, name, ": normalized_shape must have at least one dimension");
-  TORCH_CHECK(input.dim() >= dims &&
-                  input.sizes().slice(input.dim() - dims).equals(normalized_shape),
-              "Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
-              normalized_shape, "], but got input of size", input.sizes());
+  TORCH_CHECK(
+      input.dim() >= dims && input.sizes().slice(input.dim() - dims).equals(normalized_shape),
+      "Given normalized_shape=", normalized_shape, ", expected input with shape [*, ",
+      normalized_shape, "], but got input of size", input.sizes());
   return c10::multiply_integers(normalized_shape);
 }
 
@@ -277,8 +277,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
     const at::Tensor& input, at::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   if (!nn::all_nn_dtypes({&input, opt(weight), opt(bias)})) {
-    return OPENNEURON_FALLBACK(native_layer_norm, input, normalized_shape,
-                               weight, bias, eps);
+    return OPENNEURON_FALLBACK(native_layer_norm, input, normalized_shape, weight, bias, eps);
   }
   OPENNEURON_NATIVE_OP("aten::native_layer_norm");
   const c10::Device device =
@@ -311,13 +310,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
     const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias, std::array<bool, 3> output_mask) {
   if (!nn::all_nn_dtypes({&grad_out, &input, &mean, &rstd, opt(weight), opt(bias)})) {
-    return OPENNEURON_FALLBACK(native_layer_norm_backward, grad_out, input,
-                               normalized_shape, mean, rstd, weight,
-                               bias, output_mask);
+    return OPENNEURON_FALLBACK(native_layer_norm_backward, grad_out, input, normalized_shape, mean,
+                               rstd, weight, bias, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::native_layer_norm_backward");
-  const c10::Device device = nn::check_device(
-      "aten::native_layer_norm_backward", {&grad_out, &input, &mean, &rstd, opt(weight), opt(bias)});
+  const c10::Device device =
+      nn::check_device("aten::native_layer_norm_backward",
+                       {&grad_out, &input, &mean, &rstd, opt(weight), opt(bias)});
   const c10::DeviceGuard guard(device);
   const int64_t row_len = normalized_length("layer_norm", input, normalized_shape);
   const at::Tensor *w = opt(weight), *b = opt(bias);
@@ -329,9 +328,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm_backward(
   if (output_mask[2] && b == nullptr) grad_bias = at::empty(normalized_shape, input.options());
   const at::Tensor w_flat = w != nullptr ? w->reshape({-1}) : at::Tensor();
   const at::Tensor mean_dense = mean.contiguous(), rstd_dense = rstd.contiguous();
-  const kernels::TensorView gi = output_mask[0] ? view_of(as_rows(grad_input, row_len)) : kernels::TensorView{};
-  const kernels::TensorView gw = output_mask[1] ? nn::flat(view_of(grad_weight)) : kernels::TensorView{};
-  const kernels::TensorView gb = output_mask[2] ? nn::flat(view_of(grad_bias)) : kernels::TensorView{};
+  const kernels::TensorView gi =
+      output_mask[0] ? view_of(as_rows(grad_input, row_len)) : kernels::TensorView{};
+  const kernels::TensorView gw =
+      output_mask[1] ? nn::flat(view_of(grad_weight)) : kernels::TensorView{};
+  const kernels::TensorView gb =
+      output_mask[2] ? nn::flat(view_of(grad_bias)) : kernels::TensorView{};
   const kernels::TensorView go = view_of(as_rows(grad_out, row_len)),
                             in = view_of(as_rows(input, row_len)),
                             mv = nn::flat(view_of(mean_dense)), rv = nn::flat(view_of(rstd_dense)),
@@ -360,9 +362,14 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
   double epsilon = eps.value_or(0.0);
   if (!eps.has_value()) {
     switch (input.scalar_type()) {
-      case at::kBFloat16: epsilon = 0.0078125; break;
-      case at::kHalf: epsilon = 0.0009765625; break;
-      default: epsilon = std::numeric_limits<float>::epsilon();
+      case at::kBFloat16:
+        epsilon = 0.0078125;
+        break;
+      case at::kHalf:
+        epsilon = 0.0009765625;
+        break;
+      default:
+        epsilon = std::numeric_limits<float>::epsilon();
     }
   }
   at::Tensor out = at::empty(input.sizes(), input.options());
@@ -376,23 +383,25 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm(const at::Tensor& input,
                             rv = nn::flat(view_of(rstd)), wv = optional_view(w ? &w_flat : nullptr);
   const bool hw = w != nullptr;
   stream_for(out).enqueue("aten::_fused_rms_norm", [=] {
-    kernels::row_norm_forward(out_view, nullptr, rv, in_view, hw ? &wv : nullptr, nullptr,
-                              epsilon, /*rms=*/true);
+    kernels::row_norm_forward(out_view, nullptr, rv, in_view, hw ? &wv : nullptr, nullptr, epsilon,
+                              /*rms=*/true);
   });
   return {out, rstd};
 }
 
-std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
-    const at::Tensor& grad_out, const at::Tensor& input, at::IntArrayRef normalized_shape,
-    const at::Tensor& rstd, const std::optional<at::Tensor>& weight,
-    std::array<bool, 2> output_mask) {
+std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(const at::Tensor& grad_out,
+                                                           const at::Tensor& input,
+                                                           at::IntArrayRef normalized_shape,
+                                                           const at::Tensor& rstd,
+                                                           const std::optional<at::Tensor>& weight,
+                                                           std::array<bool, 2> output_mask) {
   if (!nn::all_nn_dtypes({&grad_out, &input, &rstd, opt(weight)})) {
     return OPENNEURON_FALLBACK(_fused_rms_norm_backward, grad_out, input, normalized_shape, rstd,
                                weight, output_mask);
   }
   OPENNEURON_NATIVE_OP("aten::_fused_rms_norm_backward");
-  const c10::Device device = nn::check_device("aten::_fused_rms_norm_backward",
-                                               {&grad_out, &input, &rstd, opt(weight)});
+  const c10::Device device =
+      nn::check_device("aten::_fused_rms_norm_backward", {&grad_out, &input, &rstd, opt(weight)});
   const c10::DeviceGuard guard(device);
   const int64_t row_len = normalized_length("rms_norm", input, normalized_shape);
   const at::Tensor* w = opt(weight);
@@ -402,16 +411,18 @@ std::tuple<at::Tensor, at::Tensor> fused_rms_norm_backward(
   const bool want_weight = grad_weight.defined();
   const at::Tensor w_flat = w != nullptr ? w->reshape({-1}) : at::Tensor();
   const at::Tensor rstd_dense = rstd.contiguous();
-  const kernels::TensorView gi = output_mask[0] ? view_of(as_rows(grad_input, row_len)) : kernels::TensorView{};
-  const kernels::TensorView gw = want_weight ? nn::flat(view_of(grad_weight)) : kernels::TensorView{};
+  const kernels::TensorView gi =
+      output_mask[0] ? view_of(as_rows(grad_input, row_len)) : kernels::TensorView{};
+  const kernels::TensorView gw =
+      want_weight ? nn::flat(view_of(grad_weight)) : kernels::TensorView{};
   const kernels::TensorView go = view_of(as_rows(grad_out, row_len)),
                             in = view_of(as_rows(input, row_len)),
                             rv = nn::flat(view_of(rstd_dense)),
                             wv = optional_view(w ? &w_flat : nullptr);
   const bool has_w = w != nullptr;
   stream_for(input).enqueue("aten::_fused_rms_norm_backward", [=] {
-    kernels::row_norm_backward(output_mask[0] ? &gi : nullptr, want_weight ? &gw : nullptr,
-                               nullptr, go, in, nullptr, rv, has_w ? &wv : nullptr, /*rms=*/true);
+    kernels::row_norm_backward(output_mask[0] ? &gi : nullptr, want_weight ? &gw : nullptr, nullptr,
+                               go, in, nullptr, rv, has_w ? &wv : nullptr, /*rms=*/true);
   });
   return {grad_input, grad_weight};
 }
@@ -421,12 +432,13 @@ at::Tensor rms_norm_autograd(const at::Tensor& input, c10::SymIntArrayRef normal
   if (!nn::all_nn_dtypes({&input, opt(weight)})) {
     // The composite definition, through autograd: x * rsqrt(mean(x^2) + eps) * weight.
     std::vector<int64_t> dims;
-    for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim(); ++d) {
+    for (int64_t d = input.dim() - static_cast<int64_t>(normalized_shape.size()); d < input.dim();
+         ++d) {
       dims.push_back(d);
     }
-    const double epsilon = eps.value_or(input.scalar_type() == at::kDouble
-                                            ? std::numeric_limits<double>::epsilon()
-                                            : std::numeric_limits<float>::epsilon());
+    const double epsilon =
+        eps.value_or(input.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                                        : std::numeric_limits<float>::epsilon());
     const at::Tensor mean_square = at::mean(at::mul(input, input), dims, /*keepdim=*/true);
     at::Tensor out = at::mul(input, at::rsqrt(at::add(mean_square, epsilon)));
     return weight.has_value() && weight->defined() ? at::mul(out, *weight) : out;

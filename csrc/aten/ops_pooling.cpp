@@ -81,15 +81,12 @@ at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self,
-                                                           at::IntArrayRef kernel_size,
-                                                           at::IntArrayRef stride,
-                                                           at::IntArrayRef padding,
-                                                           at::IntArrayRef dilation,
-                                                           bool ceil_mode) {
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
+    const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   const c10::Device device = nn::check_device("aten::max_pool2d_with_indices", {&self});
-  const PoolGeometry g = pool_geometry("max_pool2d", self, kernel_size, stride, padding,
-                                       dilation, ceil_mode);
+  const PoolGeometry g =
+      pool_geometry("max_pool2d", self, kernel_size, stride, padding, dilation, ceil_mode);
   if (!nn::is_nn_dtype(self.scalar_type())) {
     at::Tensor out = at::empty({0}, self.options());
     at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
@@ -103,8 +100,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& sel
   at::Tensor out = at::empty(shape, self.options());
   at::Tensor indices = at::empty(shape, self.options().dtype(at::kLong));
   if (out.numel() == 0) return {out, indices};
-  const kernels::TensorView out_view = as_4d(out), idx_view = as_4d(indices),
-                            in_view = as_4d(self);
+  const kernels::TensorView out_view = as_4d(out), idx_view = as_4d(indices), in_view = as_4d(self);
   const kernels::Pool2dParams params = g.params;
   stream_for(out).enqueue("aten::max_pool2d_with_indices", [=] {
     kernels::max_pool2d_forward(out_view, idx_view, in_view, params);
@@ -122,7 +118,8 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
   }
   OPENNEURON_NATIVE_OP("aten::max_pool2d_with_indices.out");
   nn::check_device("aten::max_pool2d_with_indices.out", {&self, &out, &indices});
-  auto result = bridge::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
+  auto result =
+      bridge::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
   assign_out(out, std::get<0>(result));
   assign_out(indices, std::get<1>(result));
   return {out, indices};
@@ -132,8 +129,8 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
                                             at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                             at::IntArrayRef padding, at::IntArrayRef dilation,
                                             bool ceil_mode, const at::Tensor& indices) {
-  const c10::Device device = nn::check_device("aten::max_pool2d_with_indices_backward",
-                                               {&grad_output, &self, &indices});
+  const c10::Device device =
+      nn::check_device("aten::max_pool2d_with_indices_backward", {&grad_output, &self, &indices});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
     at::Tensor grad_input = at::empty({0}, self.options());
     return OPENNEURON_FALLBACK(max_pool2d_with_indices_backward_grad_input, grad_output, self,
@@ -157,22 +154,19 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
   return grad_input;
 }
 
-at::Tensor& max_pool2d_with_indices_backward_out(const at::Tensor& grad_output,
-                                                 const at::Tensor& self,
-                                                 at::IntArrayRef kernel_size,
-                                                 at::IntArrayRef stride, at::IntArrayRef padding,
-                                                 at::IntArrayRef dilation, bool ceil_mode,
-                                                 const at::Tensor& indices,
-                                                 at::Tensor& grad_input) {
+at::Tensor& max_pool2d_with_indices_backward_out(
+    const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode,
+    const at::Tensor& indices, at::Tensor& grad_input) {
   if (!nn::all_nn_dtypes({&grad_output, &self, &grad_input})) {
     return OPENNEURON_FALLBACK(max_pool2d_with_indices_backward_grad_input, grad_output, self,
                                kernel_size, stride, padding, dilation, ceil_mode, indices,
                                grad_input);
   }
   OPENNEURON_NATIVE_OP("aten::max_pool2d_with_indices_backward.grad_input");
-  return assign_out(grad_input,
-                    bridge::max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride,
-                                                     padding, dilation, ceil_mode, indices));
+  return assign_out(
+      grad_input, bridge::max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride,
+                                                           padding, dilation, ceil_mode, indices));
 }
 
 at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
@@ -185,8 +179,7 @@ at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::I
                                count_include_pad, divisor_override, out);
   }
   OPENNEURON_NATIVE_OP("aten::avg_pool2d");
-  TORCH_CHECK(!divisor_override.has_value() || *divisor_override != 0,
-              "divisor must be not zero");
+  TORCH_CHECK(!divisor_override.has_value() || *divisor_override != 0, "divisor must be not zero");
   const c10::DeviceGuard guard(device);
   PoolGeometry g = pool_geometry("avg_pool2d", self, kernel_size, stride, padding, {}, ceil_mode);
   g.params.count_include_pad = count_include_pad;
@@ -195,9 +188,8 @@ at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::I
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = as_4d(out), in_view = as_4d(self);
   const kernels::Pool2dParams params = g.params;
-  stream_for(out).enqueue("aten::avg_pool2d", [=] {
-    kernels::avg_pool2d_forward(out_view, in_view, params);
-  });
+  stream_for(out).enqueue("aten::avg_pool2d",
+                          [=] { kernels::avg_pool2d_forward(out_view, in_view, params); });
   return out;
 }
 
@@ -212,15 +204,14 @@ at::Tensor& avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size,
   OPENNEURON_NATIVE_OP("aten::avg_pool2d.out");
   nn::check_device("aten::avg_pool2d.out", {&self, &out});
   return assign_out(out, bridge::avg_pool2d(self, kernel_size, stride, padding, ceil_mode,
-                                    count_include_pad, divisor_override));
+                                            count_include_pad, divisor_override));
 }
 
 at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor_override) {
-  const c10::Device device =
-      nn::check_device("aten::avg_pool2d_backward", {&grad_output, &self});
+  const c10::Device device = nn::check_device("aten::avg_pool2d_backward", {&grad_output, &self});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
     at::Tensor grad_input = at::empty({0}, self.options());
     return OPENNEURON_FALLBACK(avg_pool2d_backward_grad_input, grad_output, self, kernel_size,
@@ -247,8 +238,7 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
 
 at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                     at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                                    at::IntArrayRef padding, bool ceil_mode,
-                                    bool count_include_pad,
+                                    at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                     std::optional<int64_t> divisor_override,
                                     at::Tensor& grad_input) {
   if (!nn::all_nn_dtypes({&grad_output, &self, &grad_input})) {
@@ -257,9 +247,9 @@ at::Tensor& avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Ten
                                grad_input);
   }
   OPENNEURON_NATIVE_OP("aten::avg_pool2d_backward.grad_input");
-  return assign_out(grad_input, bridge::avg_pool2d_backward(grad_output, self, kernel_size, stride,
-                                                    padding, ceil_mode, count_include_pad,
-                                                    divisor_override));
+  return assign_out(grad_input,
+                    bridge::avg_pool2d_backward(grad_output, self, kernel_size, stride, padding,
+                                                ceil_mode, count_include_pad, divisor_override));
 }
 
 at::Tensor adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_size) {
@@ -272,24 +262,24 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_si
   TORCH_CHECK(self.dim() == 3 || self.dim() == 4,
               "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ", self.sizes());
   for (int64_t d = 1; d < self.dim(); ++d) {
-    TORCH_CHECK(self.size(d) > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size "
-                "for non-batch dimensions, but input has sizes ", self.sizes());
+    TORCH_CHECK(self.size(d) > 0,
+                "adaptive_avg_pool2d(): Expected input to have non-zero size "
+                "for non-batch dimensions, but input has sizes ",
+                self.sizes());
   }
   const c10::DeviceGuard guard(device);
   at::Tensor out = at::empty(pooled_shape(self, output_size[0], output_size[1]), self.options());
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = as_4d(out), in_view = as_4d(self);
-  stream_for(out).enqueue("aten::_adaptive_avg_pool2d", [=] {
-    kernels::adaptive_avg_pool2d_forward(out_view, in_view);
-  });
+  stream_for(out).enqueue("aten::_adaptive_avg_pool2d",
+                          [=] { kernels::adaptive_avg_pool2d_forward(out_view, in_view); });
   return out;
 }
 
 at::Tensor& adaptive_avg_pool2d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                     at::Tensor& out) {
   if (!nn::all_nn_dtypes({&self, &out})) {
-    return OPENNEURON_FALLBACK(_adaptive_avg_pool2d_out, self,
-                               output_size, out);
+    return OPENNEURON_FALLBACK(_adaptive_avg_pool2d_out, self, output_size, out);
   }
   OPENNEURON_NATIVE_OP("aten::_adaptive_avg_pool2d.out");
   nn::check_device("aten::_adaptive_avg_pool2d.out", {&self, &out});
@@ -313,8 +303,8 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at:
   return grad_input;
 }
 
-at::Tensor& adaptive_avg_pool2d_backward_out(const at::Tensor& grad_output,
-                                             const at::Tensor& self, at::Tensor& out) {
+at::Tensor& adaptive_avg_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             at::Tensor& out) {
   if (!nn::all_nn_dtypes({&grad_output, &self, &out})) {
     return OPENNEURON_FALLBACK(_adaptive_avg_pool2d_backward_out, grad_output, self, out);
   }

@@ -35,11 +35,11 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, OptionalGenerator gener
 
 // Normal draws with tensor moments.
 at::Tensor normal_tensor_float(const at::Tensor& mean, double std, OptionalGenerator generator);
-at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std,
-                                    OptionalGenerator generator, at::Tensor& out);
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, OptionalGenerator generator,
+                                    at::Tensor& out);
 at::Tensor normal_float_tensor(double mean, const at::Tensor& std, OptionalGenerator generator);
-at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std,
-                                    OptionalGenerator generator, at::Tensor& out);
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, OptionalGenerator generator,
+                                    at::Tensor& out);
 at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std,
                                 OptionalGenerator generator);
 at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std,

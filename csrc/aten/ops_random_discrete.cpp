@@ -50,22 +50,32 @@ at::Tensor as_device_float(const at::Tensor& tensor, const c10::Device& device) 
 // 2^digits is exact).
 int64_t random_inclusive_max(at::ScalarType type) {
   switch (type) {
-    case at::kBool: return 1;
-    case at::kByte: return std::numeric_limits<uint8_t>::max();
-    case at::kChar: return std::numeric_limits<int8_t>::max();
-    case at::kShort: return std::numeric_limits<int16_t>::max();
-    case at::kInt: return std::numeric_limits<int32_t>::max();
-    case at::kLong: return std::numeric_limits<int64_t>::max();
-    case at::kHalf: return int64_t{1} << 11;
-    case at::kBFloat16: return int64_t{1} << 8;
-    case at::kFloat: return int64_t{1} << 24;
-    default: TORCH_CHECK(false, "random_: unsupported dtype ", type);
+    case at::kBool:
+      return 1;
+    case at::kByte:
+      return std::numeric_limits<uint8_t>::max();
+    case at::kChar:
+      return std::numeric_limits<int8_t>::max();
+    case at::kShort:
+      return std::numeric_limits<int16_t>::max();
+    case at::kInt:
+      return std::numeric_limits<int32_t>::max();
+    case at::kLong:
+      return std::numeric_limits<int64_t>::max();
+    case at::kHalf:
+      return int64_t{1} << 11;
+    case at::kBFloat16:
+      return int64_t{1} << 8;
+    case at::kFloat:
+      return int64_t{1} << 24;
+    default:
+      TORCH_CHECK(false, "random_: unsupported dtype ", type);
   }
 }
 
 bool is_random_integer_dtype(at::ScalarType type) {
-  return is_native_floating(type) || type == at::kBool || type == at::kByte ||
-         type == at::kChar || type == at::kShort || type == at::kInt || type == at::kLong;
+  return is_native_floating(type) || type == at::kBool || type == at::kByte || type == at::kChar ||
+         type == at::kShort || type == at::kInt || type == at::kLong;
 }
 
 // Fills self with low + (64-bit draw mod range); range 0 is the full 2^64.
@@ -146,8 +156,9 @@ at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, OptionalGen
     return OPENNEURON_FALLBACK(bernoulli__Tensor, self, p, generator);
   }
   OPENNEURON_NATIVE_OP("aten::bernoulli_.Tensor");
-  TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()), "bernoulli_: probability tensor of shape ",
-              p.sizes(), " is not expandable to ", self.sizes());
+  TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()),
+              "bernoulli_: probability tensor of shape ", p.sizes(), " is not expandable to ",
+              self.sizes());
   if (self.numel() == 0) return self;
   const c10::DeviceGuard guard(self.device());
   const at::Tensor probs = as_device_float(p, self.device());
@@ -205,7 +216,8 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const double scale = keep == 0.0 ? 0.0 : 1.0 / keep;
   at::Tensor output = at::empty_like(input);
   at::Tensor mask = at::empty_like(input, mask_options);
-  auto [seed, offset] = reserve(std::nullopt, input, kernels::random_offset_increment(input.numel()));
+  auto [seed, offset] =
+      reserve(std::nullopt, input, kernels::random_offset_increment(input.numel()));
   const kernels::TensorView in_view = view_of(input);
   const kernels::TensorView out_view = view_of(output);
   const kernels::TensorView mask_view = view_of(mask);
@@ -218,7 +230,8 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask,
                                    double scale) {
   check_same_device("native_dropout_backward", {&grad_output, &mask});
-  TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type",
+              mask.scalar_type());
   if (!is_native_floating(grad_output.scalar_type())) {
     return OPENNEURON_FALLBACK(native_dropout_backward, grad_output, mask, scale);
   }
@@ -265,9 +278,8 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
   if (to.has_value()) {
     TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from,
                 " >= to=", *to);
-    return launch_random_integers(self, from,
-                                  static_cast<uint64_t>(*to) - static_cast<uint64_t>(from),
-                                  generator);
+    return launch_random_integers(
+        self, from, static_cast<uint64_t>(*to) - static_cast<uint64_t>(from), generator);
   }
   if (from == std::numeric_limits<int64_t>::lowest() && self.scalar_type() == at::kLong) {
     return launch_random_integers(self, from, 0, generator);  // every int64
@@ -317,8 +329,8 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, OptionalGenerator gener
 
 // ---- Normal with tensor moments --------------------------------------------------------------
 
-at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std,
-                                    OptionalGenerator generator, at::Tensor& out) {
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, OptionalGenerator generator,
+                                    at::Tensor& out) {
   check_same_device("normal", {&mean, &out});
   if (!moments_native(&mean, nullptr, &out)) {
     return OPENNEURON_FALLBACK(normal_Tensor_float_out, mean, std, generator, out);
@@ -343,8 +355,8 @@ at::Tensor normal_tensor_float(const at::Tensor& mean, double std, OptionalGener
   return out;
 }
 
-at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std,
-                                    OptionalGenerator generator, at::Tensor& out) {
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, OptionalGenerator generator,
+                                    at::Tensor& out) {
   check_same_device("normal", {&std, &out});
   if (!moments_native(nullptr, &std, &out)) {
     return OPENNEURON_FALLBACK(normal_float_Tensor_out, mean, std, generator, out);

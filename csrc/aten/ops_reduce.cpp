@@ -20,7 +20,8 @@ namespace {
 // Bit d set when dim d is reduced; no dims (or an empty list) reduces all of them.
 uint32_t reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
   const int64_t ndim = self.dim();
-  if (!dim.has_value() || dim->empty()) return ndim == 0 ? 0u : (ndim >= 32 ? ~0u : (1u << ndim) - 1);
+  if (!dim.has_value() || dim->empty())
+    return ndim == 0 ? 0u : (ndim >= 32 ? ~0u : (1u << ndim) - 1);
   const auto bits = at::dim_list_to_bitset(*dim, ndim);
   uint32_t mask = 0;
   for (int64_t d = 0; d < ndim; ++d) {
@@ -32,8 +33,10 @@ uint32_t reduced_dims(const at::Tensor& self, at::OptionalIntArrayRef dim) {
 std::vector<int64_t> reduced_shape(const at::Tensor& self, uint32_t mask, bool keepdim) {
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < self.dim(); ++d) {
-    if (!(mask & (1u << d))) shape.push_back(self.size(d));
-    else if (keepdim) shape.push_back(1);
+    if (!(mask & (1u << d)))
+      shape.push_back(self.size(d));
+    else if (keepdim)
+      shape.push_back(1);
   }
   return shape;
 }
@@ -57,9 +60,8 @@ void launch_reduce(const char* name, kernels::ReduceOp op, const at::Tensor& sel
   }
   const kernels::TensorView out_view = view_of(keepdim_out);
   const kernels::TensorView in_view = view_of(self);
-  stream_for(out).enqueue(name, [op, out_view, in_view, mask] {
-    kernels::reduce(op, out_view, in_view, mask);
-  });
+  stream_for(out).enqueue(
+      name, [op, out_view, in_view, mask] { kernels::reduce(op, out_view, in_view, mask); });
 }
 
 bool reduce_is_native(const at::Tensor& self, at::ScalarType result) {

@@ -43,8 +43,10 @@ uint32_t mask_of_dim(const at::Tensor& self, int64_t dim) {
 std::vector<int64_t> reduced_shape(const at::Tensor& self, uint32_t mask, bool keepdim) {
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < self.dim(); ++d) {
-    if (!(mask & (1u << d))) shape.push_back(self.size(d));
-    else if (keepdim) shape.push_back(1);
+    if (!(mask & (1u << d)))
+      shape.push_back(self.size(d));
+    else if (keepdim)
+      shape.push_back(1);
   }
   return shape;
 }
@@ -124,7 +126,8 @@ at::ScalarType bool_reduction_dtype(const at::Tensor& self) {
 
 at::Tensor var_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
                           const std::optional<at::Scalar>& correction, bool keepdim) {
-  if (!native_float_input(self)) return OPENNEURON_FALLBACK(var_correction, self, dim, correction, keepdim);
+  if (!native_float_input(self))
+    return OPENNEURON_FALLBACK(var_correction, self, dim, correction, keepdim);
   OPENNEURON_NATIVE_OP("aten::var.correction");
   const c10::DeviceGuard guard(self.device());
   const uint32_t mask = mask_of(self, dim);
@@ -149,7 +152,8 @@ at::Tensor& var_correction_out(const at::Tensor& self, at::OptionalIntArrayRef d
 
 at::Tensor std_correction(const at::Tensor& self, at::OptionalIntArrayRef dim,
                           const std::optional<at::Scalar>& correction, bool keepdim) {
-  if (!native_float_input(self)) return OPENNEURON_FALLBACK(std_correction, self, dim, correction, keepdim);
+  if (!native_float_input(self))
+    return OPENNEURON_FALLBACK(std_correction, self, dim, correction, keepdim);
   OPENNEURON_NATIVE_OP("aten::std.correction");
   const c10::DeviceGuard guard(self.device());
   const uint32_t mask = mask_of(self, dim);
@@ -184,7 +188,8 @@ std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor& self,
   const uint32_t mask = mask_of(self, dim);
   at::Tensor var = new_output(self, mask, keepdim, self.scalar_type());
   at::Tensor mean = new_output(self, mask, keepdim, self.scalar_type());
-  launch("aten::var_mean", GeneralReduceOp::Var, var_params(correction, false), self, mask, var, mean);
+  launch("aten::var_mean", GeneralReduceOp::Var, var_params(correction, false), self, mask, var,
+         mean);
   return {var, mean};
 }
 
@@ -200,7 +205,8 @@ std::tuple<at::Tensor, at::Tensor> std_mean_correction(const at::Tensor& self,
   const uint32_t mask = mask_of(self, dim);
   at::Tensor std = new_output(self, mask, keepdim, self.scalar_type());
   at::Tensor mean = new_output(self, mask, keepdim, self.scalar_type());
-  launch("aten::std_mean", GeneralReduceOp::Var, var_params(correction, true), self, mask, std, mean);
+  launch("aten::std_mean", GeneralReduceOp::Var, var_params(correction, true), self, mask, std,
+         mean);
   return {std, mean};
 }
 
@@ -233,7 +239,8 @@ at::Tensor max_all(const at::Tensor& self) {
 }
 
 at::Tensor& max_all_out(const at::Tensor& self, at::Tensor& out) {
-  if (!native_input(self) || !native_input(out)) return OPENNEURON_FALLBACK(max_unary_out, self, out);
+  if (!native_input(self) || !native_input(out))
+    return OPENNEURON_FALLBACK(max_unary_out, self, out);
   OPENNEURON_NATIVE_OP("aten::max.unary_out");
   const c10::DeviceGuard guard(self.device());
   const uint32_t mask = mask_of(self, std::nullopt);
@@ -250,7 +257,8 @@ at::Tensor min_all(const at::Tensor& self) {
 }
 
 at::Tensor& min_all_out(const at::Tensor& self, at::Tensor& out) {
-  if (!native_input(self) || !native_input(out)) return OPENNEURON_FALLBACK(min_unary_out, self, out);
+  if (!native_input(self) || !native_input(out))
+    return OPENNEURON_FALLBACK(min_unary_out, self, out);
   OPENNEURON_NATIVE_OP("aten::min.unary_out");
   const c10::DeviceGuard guard(self.device());
   const uint32_t mask = mask_of(self, std::nullopt);
@@ -345,7 +353,8 @@ at::Tensor amax(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
 }
 
 at::Tensor& amax_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  if (!native_input(self) || !native_input(out)) return OPENNEURON_FALLBACK(amax_out, self, dim, keepdim, out);
+  if (!native_input(self) || !native_input(out))
+    return OPENNEURON_FALLBACK(amax_out, self, dim, keepdim, out);
   OPENNEURON_NATIVE_OP("aten::amax.out");
   return amax_amin_into("aten::amax", GeneralReduceOp::Max, self, dim, keepdim, out);
 }
@@ -358,7 +367,8 @@ at::Tensor amin(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
 }
 
 at::Tensor& amin_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
-  if (!native_input(self) || !native_input(out)) return OPENNEURON_FALLBACK(amin_out, self, dim, keepdim, out);
+  if (!native_input(self) || !native_input(out))
+    return OPENNEURON_FALLBACK(amin_out, self, dim, keepdim, out);
   OPENNEURON_NATIVE_OP("aten::amin.out");
   return amax_amin_into("aten::amin", GeneralReduceOp::Min, self, dim, keepdim, out);
 }
@@ -397,14 +407,16 @@ namespace {
 
 at::ScalarType prod_result_type(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   if (dtype) return *dtype;
-  return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong : self.scalar_type();
+  return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong
+                                                                      : self.scalar_type();
 }
 
 }  // namespace
 
 at::Tensor prod_all(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   const at::ScalarType result = prod_result_type(self, dtype);
-  if (!native_input(self) || !is_native_compute_dtype(result)) return OPENNEURON_FALLBACK(prod, self, dtype);
+  if (!native_input(self) || !is_native_compute_dtype(result))
+    return OPENNEURON_FALLBACK(prod, self, dtype);
   OPENNEURON_NATIVE_OP("aten::prod");
   const c10::DeviceGuard guard(self.device());
   const uint32_t mask = mask_of(self, std::nullopt);
@@ -471,7 +483,8 @@ at::Tensor linalg_vector_norm(const at::Tensor& self, const at::Scalar& ord,
                               at::OptionalIntArrayRef dim, bool keepdim,
                               std::optional<at::ScalarType> dtype) {
   const at::ScalarType result = dtype.value_or(self.scalar_type());
-  if (!native_float_input(self) || !is_native_compute_dtype(result) || !at::isFloatingType(result)) {
+  if (!native_float_input(self) || !is_native_compute_dtype(result) ||
+      !at::isFloatingType(result)) {
     return OPENNEURON_FALLBACK(linalg_vector_norm, self, ord, dim, keepdim, dtype);
   }
   OPENNEURON_NATIVE_OP("aten::linalg_vector_norm");
@@ -492,7 +505,8 @@ at::Tensor& linalg_vector_norm_out(const at::Tensor& self, const at::Scalar& ord
 
 at::Tensor norm_dim(const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim,
                     bool keepdim) {
-  if (!native_float_input(self)) return OPENNEURON_FALLBACK(norm_ScalarOpt_dim, self, p, dim, keepdim);
+  if (!native_float_input(self))
+    return OPENNEURON_FALLBACK(norm_ScalarOpt_dim, self, p, dim, keepdim);
   OPENNEURON_NATIVE_OP("aten::norm.ScalarOpt_dim");
   at::Tensor out = at::empty({0}, self.options());
   return vector_norm_into(self, p.has_value() ? p->toDouble() : 2.0, dim, keepdim, out);
@@ -533,37 +547,37 @@ at::Tensor& bool_reduce_out(const char* name, GeneralReduceOp op, const at::Tens
 
 }  // namespace
 
-#define OPENNEURON_BOOL_REDUCTIONS(NAME, OP)                                                      \
-  at::Tensor NAME##_all(const at::Tensor& self) {                                                 \
-    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME, self);                              \
-    OPENNEURON_NATIVE_OP("aten::" #NAME);                                                         \
-    return bool_reduce("aten::" #NAME, OP, self, mask_of(self, std::nullopt), false);             \
-  }                                                                                               \
-  at::Tensor& NAME##_all_out(const at::Tensor& self, at::Tensor& out) {                           \
-    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_all_out, self, out);               \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".all_out");                                              \
-    return bool_reduce_out("aten::" #NAME, OP, self, mask_of(self, std::nullopt), false, out);    \
-  }                                                                                               \
-  at::Tensor NAME##_dim(const at::Tensor& self, int64_t dim, bool keepdim) {                      \
-    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dim, self, dim, keepdim);          \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".dim");                                                  \
-    return bool_reduce("aten::" #NAME, OP, self, mask_of_dim(self, dim), keepdim);                \
-  }                                                                                               \
+#define OPENNEURON_BOOL_REDUCTIONS(NAME, OP)                                                       \
+  at::Tensor NAME##_all(const at::Tensor& self) {                                                  \
+    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME, self);                               \
+    OPENNEURON_NATIVE_OP("aten::" #NAME);                                                          \
+    return bool_reduce("aten::" #NAME, OP, self, mask_of(self, std::nullopt), false);              \
+  }                                                                                                \
+  at::Tensor& NAME##_all_out(const at::Tensor& self, at::Tensor& out) {                            \
+    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_all_out, self, out);                \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".all_out");                                               \
+    return bool_reduce_out("aten::" #NAME, OP, self, mask_of(self, std::nullopt), false, out);     \
+  }                                                                                                \
+  at::Tensor NAME##_dim(const at::Tensor& self, int64_t dim, bool keepdim) {                       \
+    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dim, self, dim, keepdim);           \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".dim");                                                   \
+    return bool_reduce("aten::" #NAME, OP, self, mask_of_dim(self, dim), keepdim);                 \
+  }                                                                                                \
   at::Tensor& NAME##_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) { \
-    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_out, self, dim, keepdim, out);     \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".out");                                                  \
-    return bool_reduce_out("aten::" #NAME, OP, self, mask_of_dim(self, dim), keepdim, out);       \
-  }                                                                                               \
-  at::Tensor NAME##_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {     \
-    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dims, self, dim, keepdim);         \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".dims");                                                 \
-    return bool_reduce("aten::" #NAME, OP, self, mask_of(self, dim), keepdim);                    \
-  }                                                                                               \
-  at::Tensor& NAME##_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,  \
-                              at::Tensor& out) {                                                  \
+    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_out, self, dim, keepdim, out);      \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".out");                                                   \
+    return bool_reduce_out("aten::" #NAME, OP, self, mask_of_dim(self, dim), keepdim, out);        \
+  }                                                                                                \
+  at::Tensor NAME##_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {      \
+    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dims, self, dim, keepdim);          \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".dims");                                                  \
+    return bool_reduce("aten::" #NAME, OP, self, mask_of(self, dim), keepdim);                     \
+  }                                                                                                \
+  at::Tensor& NAME##_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,   \
+                              at::Tensor& out) {                                                   \
     if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dims_out, self, dim, keepdim, out); \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".dims_out");                                             \
-    return bool_reduce_out("aten::" #NAME, OP, self, mask_of(self, dim), keepdim, out);           \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".dims_out");                                              \
+    return bool_reduce_out("aten::" #NAME, OP, self, mask_of(self, dim), keepdim, out);            \
   }
 
 OPENNEURON_BOOL_REDUCTIONS(all, GeneralReduceOp::All)
@@ -602,7 +616,8 @@ namespace {
 
 at::ScalarType scan_result_type(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   if (dtype) return *dtype;
-  return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong : self.scalar_type();
+  return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong
+                                                                      : self.scalar_type();
 }
 
 void launch_scan(const char* name, kernels::ScanOp op, const at::Tensor& self, int64_t dim,
@@ -616,41 +631,41 @@ void launch_scan(const char* name, kernels::ScanOp op, const at::Tensor& self, i
 
 }  // namespace
 
-#define OPENNEURON_SCANS(NAME, OP)                                                                \
-  at::Tensor NAME(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {     \
-    const at::ScalarType result = scan_result_type(self, dtype);                                  \
-    if (!native_input(self) || !is_native_compute_dtype(result)) {                                \
-      return OPENNEURON_FALLBACK(NAME, self, dim, dtype);                                         \
-    }                                                                                             \
-    OPENNEURON_NATIVE_OP("aten::" #NAME);                                                         \
-    const c10::DeviceGuard guard(self.device());                                                  \
-    at::maybe_wrap_dim(dim, self.dim());                                                          \
-    at::Tensor out = at::empty(self.sizes(), self.options().dtype(result));                       \
-    launch_scan("aten::" #NAME, OP, self, dim, out);                                              \
-    return out;                                                                                   \
-  }                                                                                               \
-  at::Tensor& NAME##_(at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {       \
-    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_, self, dim, dtype);               \
-    OPENNEURON_NATIVE_OP("aten::" #NAME "_");                                                     \
-    const c10::DeviceGuard guard(self.device());                                                  \
-    TORCH_CHECK(!dtype || *dtype == self.scalar_type(), #NAME "_: dtype must match self");        \
-    at::maybe_wrap_dim(dim, self.dim());                                                          \
-    launch_scan("aten::" #NAME "_", OP, self, dim, self);                                         \
-    return self;                                                                                  \
-  }                                                                                               \
+#define OPENNEURON_SCANS(NAME, OP)                                                                 \
+  at::Tensor NAME(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {      \
+    const at::ScalarType result = scan_result_type(self, dtype);                                   \
+    if (!native_input(self) || !is_native_compute_dtype(result)) {                                 \
+      return OPENNEURON_FALLBACK(NAME, self, dim, dtype);                                          \
+    }                                                                                              \
+    OPENNEURON_NATIVE_OP("aten::" #NAME);                                                          \
+    const c10::DeviceGuard guard(self.device());                                                   \
+    at::maybe_wrap_dim(dim, self.dim());                                                           \
+    at::Tensor out = at::empty(self.sizes(), self.options().dtype(result));                        \
+    launch_scan("aten::" #NAME, OP, self, dim, out);                                               \
+    return out;                                                                                    \
+  }                                                                                                \
+  at::Tensor& NAME##_(at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {        \
+    if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_, self, dim, dtype);                \
+    OPENNEURON_NATIVE_OP("aten::" #NAME "_");                                                      \
+    const c10::DeviceGuard guard(self.device());                                                   \
+    TORCH_CHECK(!dtype || *dtype == self.scalar_type(), #NAME "_: dtype must match self");         \
+    at::maybe_wrap_dim(dim, self.dim());                                                           \
+    launch_scan("aten::" #NAME "_", OP, self, dim, self);                                          \
+    return self;                                                                                   \
+  }                                                                                                \
   at::Tensor& NAME##_out(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype, \
-                         at::Tensor& out) {                                                       \
-    if (!native_input(self) || !native_input(out)) {                                              \
-      return OPENNEURON_FALLBACK(NAME##_out, self, dim, dtype, out);                              \
-    }                                                                                             \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".out");                                                  \
-    const c10::DeviceGuard guard(self.device());                                                  \
-    check_same_device(#NAME ".out", {&self, &out});                                               \
-    at::maybe_wrap_dim(dim, self.dim());                                                          \
-    TORCH_CHECK(!dtype || *dtype == out.scalar_type(), #NAME ".out: dtype must match out");       \
-    at::native::resize_output(out, self.sizes());                                                 \
-    launch_scan("aten::" #NAME, OP, self, dim, out);                                              \
-    return out;                                                                                   \
+                         at::Tensor& out) {                                                        \
+    if (!native_input(self) || !native_input(out)) {                                               \
+      return OPENNEURON_FALLBACK(NAME##_out, self, dim, dtype, out);                               \
+    }                                                                                              \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".out");                                                   \
+    const c10::DeviceGuard guard(self.device());                                                   \
+    check_same_device(#NAME ".out", {&self, &out});                                                \
+    at::maybe_wrap_dim(dim, self.dim());                                                           \
+    TORCH_CHECK(!dtype || *dtype == out.scalar_type(), #NAME ".out: dtype must match out");        \
+    at::native::resize_output(out, self.sizes());                                                  \
+    launch_scan("aten::" #NAME, OP, self, dim, out);                                               \
+    return out;                                                                                    \
   }
 
 OPENNEURON_SCANS(cumsum, kernels::ScanOp::Sum)

@@ -27,16 +27,20 @@ void check_cell_arguments(const char* name, const at::Tensor& input_gates,
                           const at::Tensor* input_bias, const at::Tensor* hidden_bias,
                           int64_t gate_count) {
   nn::check_device(name, {&input_gates, &hidden_gates, &prev_state, input_bias, hidden_bias});
-  TORCH_CHECK(input_gates.dim() == 2, "Expected 2-dimensional tensor, but got ",
-              input_gates.dim(), "-dimensional tensor for argument #1 'input_gates' (while "
-              "checking arguments for ", name, ")");
-  TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(), "Expected tensor for argument #1 "
+  TORCH_CHECK(input_gates.dim() == 2, "Expected 2-dimensional tensor, but got ", input_gates.dim(),
+              "-dimensional tensor for argument #1 'input_gates' (while "
+              "checking arguments for ",
+              name, ")");
+  TORCH_CHECK(input_gates.sizes() == hidden_gates.sizes(),
+              "Expected tensor for argument #1 "
               "'input_gates' to have same size as tensor for argument #2 'hidden_gates'; but ",
-              input_gates.sizes(), " does not equal ", hidden_gates.sizes(), " (while checking "
-              "arguments for ", name, ")");
+              input_gates.sizes(), " does not equal ", hidden_gates.sizes(),
+              " (while checking "
+              "arguments for ",
+              name, ")");
   const int64_t width = input_gates.size(1);
-  TORCH_CHECK(width % gate_count == 0, name, ": the gates' width ", width,
-              " is not a multiple of ", gate_count);
+  TORCH_CHECK(width % gate_count == 0, name, ": the gates' width ", width, " is not a multiple of ",
+              gate_count);
   TORCH_CHECK((input_bias == nullptr) == (hidden_bias == nullptr), name,
               ": input_bias and hidden_bias must both be given or both be None");
   if (input_bias != nullptr) {
@@ -45,17 +49,23 @@ void check_cell_arguments(const char* name, const at::Tensor& input_gates,
     TORCH_CHECK(hidden_bias->sizes() == input_bias->sizes(), name,
                 ": expected hidden_bias of shape [", width, "], got ", hidden_bias->sizes());
   }
-  TORCH_CHECK(prev_state.numel() == input_gates.size(0) * width / gate_count, "Expected tensor "
-              "for argument #3 to have ", input_gates.size(0) * width / gate_count,
-              " elements; but it actually has ", prev_state.numel(), " elements (while checking "
-              "arguments for ", name, ")");
+  TORCH_CHECK(prev_state.numel() == input_gates.size(0) * width / gate_count,
+              "Expected tensor "
+              "for argument #3 to have ",
+              input_gates.size(0) * width / gate_count, " elements; but it actually has ",
+              prev_state.numel(),
+              " elements (while checking "
+              "arguments for ",
+              name, ")");
   for (const at::Tensor* t : {&hidden_gates, &prev_state, input_bias, hidden_bias}) {
     if (t == nullptr) continue;
-    TORCH_CHECK(t->scalar_type() == input_gates.scalar_type(), name, ": expected all tensors "
-                "to have dtype ", input_gates.scalar_type(), ", got ", t->scalar_type());
+    TORCH_CHECK(t->scalar_type() == input_gates.scalar_type(), name,
+                ": expected all tensors "
+                "to have dtype ",
+                input_gates.scalar_type(), ", got ", t->scalar_type());
   }
-  TORCH_CHECK(at::isFloatingType(input_gates.scalar_type()), "\"", name,
-              "\" not implemented for '", at::toString(input_gates.scalar_type()), "'");
+  TORCH_CHECK(at::isFloatingType(input_gates.scalar_type()), "\"", name, "\" not implemented for '",
+              at::toString(input_gates.scalar_type()), "'");
 }
 
 // float64 runs on the host, visibly (counted, strict mode refuses), like host_fallback; the
@@ -65,7 +75,8 @@ void enter_host_path(const char* name) {
                               " has no native kernel and OPENNEURON_STRICT=1 forbids running it "
                               "on the host (CPU fallback)");
   if (record_fallback(name)) {
-    TORCH_WARN("neuron: ", name, " has no native kernel for these inputs and runs on the host "
+    TORCH_WARN("neuron: ", name,
+               " has no native kernel for these inputs and runs on the host "
                "(CPU fallback); counted in openneuron.get_fallback_ops(). Set OPENNEURON_STRICT=1 "
                "to make this an error.");
   }
@@ -107,8 +118,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> thnn_fused_lstm_cell(
     const at::Tensor hy = out * cy.tanh();
     const at::Tensor workspace = at::cat({in, forget, cell, out}, 1);
     const c10::Device device = input_gates.device();
-    return {hy.view(cx.sizes()).to(device), cy.view(cx.sizes()).to(device),
-            workspace.to(device)};
+    return {hy.view(cx.sizes()).to(device), cy.view(cx.sizes()).to(device), workspace.to(device)};
   }
 
   OPENNEURON_NATIVE_OP("aten::_thnn_fused_lstm_cell");
@@ -159,16 +169,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> thnn_fused_lstm_cell_backward_imp
     const at::Tensor& out = act[3];
     const at::Tensor c_prev = rows_of(cx.cpu(), batch, hidden);
     const at::Tensor tanh_c = rows_of(cy.cpu(), batch, hidden).tanh();
-    const at::Tensor g_h = gh != nullptr ? rows_of(gh->cpu(), batch, hidden)
-                                         : at::zeros_like(c_prev);
-    const at::Tensor g_c = gc != nullptr ? rows_of(gc->cpu(), batch, hidden)
-                                         : at::zeros_like(c_prev);
+    const at::Tensor g_h =
+        gh != nullptr ? rows_of(gh->cpu(), batch, hidden) : at::zeros_like(c_prev);
+    const at::Tensor g_c =
+        gc != nullptr ? rows_of(gc->cpu(), batch, hidden) : at::zeros_like(c_prev);
     const at::Tensor d_c = g_h * out * (1 - tanh_c * tanh_c) + g_c;
-    const at::Tensor grad_gates = at::cat({d_c * cell * (1 - in) * in,
-                                           d_c * c_prev * (1 - forget) * forget,
-                                           d_c * in * (1 - cell * cell),
-                                           g_h * tanh_c * (1 - out) * out},
-                                          1);
+    const at::Tensor grad_gates =
+        at::cat({d_c * cell * (1 - in) * in, d_c * c_prev * (1 - forget) * forget,
+                 d_c * in * (1 - cell * cell), g_h * tanh_c * (1 - out) * out},
+                1);
     const at::Tensor grad_cx = (d_c * forget).view(cx.sizes());
     const c10::Device device = cx.device();
     return {grad_gates.to(device), grad_cx.to(device),
@@ -245,9 +254,8 @@ std::tuple<at::Tensor, at::Tensor> thnn_fused_gru_cell(
   return {hy, workspace};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
-thnn_fused_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace,
-                             bool has_bias) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> thnn_fused_gru_cell_backward(
+    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
   constexpr const char* kName = "aten::_thnn_fused_gru_cell_backward";
   nn::check_device(kName, {&grad_hy, &workspace});
   TORCH_CHECK(workspace.dim() == 2 && workspace.size(1) % 5 == 0, kName,
@@ -282,18 +290,15 @@ thnn_fused_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& worksp
 
   OPENNEURON_NATIVE_OP("aten::_thnn_fused_gru_cell_backward");
   const at::ScalarType compute = is_narrow(dtype) ? at::kFloat : dtype;
-  at::Tensor grad_input_gates =
-      at::empty({batch, 3 * hidden}, grad_hy.options().dtype(compute));
-  at::Tensor grad_hidden_gates =
-      at::empty({batch, 3 * hidden}, grad_hy.options().dtype(compute));
+  at::Tensor grad_input_gates = at::empty({batch, 3 * hidden}, grad_hy.options().dtype(compute));
+  at::Tensor grad_hidden_gates = at::empty({batch, 3 * hidden}, grad_hy.options().dtype(compute));
   at::Tensor grad_hx = at::empty({batch, hidden}, grad_hy.options());
   const kernels::TensorView gi_v = view_of(grad_input_gates), gh_v = view_of(grad_hidden_gates);
   const kernels::TensorView ghx_v = view_of(grad_hx);
   const kernels::TensorView go_v = view_of(rows_of(grad_hy, batch, hidden));
   const kernels::TensorView ws_v = view_of(workspace);
-  stream_for(grad_hx).enqueue(kName, [=] {
-    kernels::gru_cell_backward(gi_v, gh_v, ghx_v, go_v, ws_v);
-  });
+  stream_for(grad_hx).enqueue(kName,
+                              [=] { kernels::gru_cell_backward(gi_v, gh_v, ghx_v, go_v, ws_v); });
   at::Tensor grad_input_bias, grad_hidden_bias;
   if (has_bias) {
     grad_input_bias = at::sum(grad_input_gates, 0).to(dtype);

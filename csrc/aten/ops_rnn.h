@@ -27,8 +27,7 @@ std::tuple<at::Tensor, at::Tensor> thnn_fused_gru_cell(
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias);
 
 // Returns (grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias).
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
-thnn_fused_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace,
-                             bool has_bias);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> thnn_fused_gru_cell_backward(
+    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias);
 
 }  // namespace openneuron::bridge

@@ -24,8 +24,9 @@ bool is_softmax_dtype(at::ScalarType type) {
 }
 
 at::ScalarType forward_result_type(const at::Tensor& self, bool half_to_float) {
-  TORCH_CHECK(!half_to_float || self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16,
-              "softmax: half_to_float applies to float16 and bfloat16 inputs only");
+  TORCH_CHECK(
+      !half_to_float || self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16,
+      "softmax: half_to_float applies to float16 and bfloat16 inputs only");
   return half_to_float ? at::kFloat : self.scalar_type();
 }
 

@@ -57,9 +57,8 @@ std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self,
   const kernels::TensorView in_view = view_of(self);
   const int d = static_cast<int>(wrapped);
   // Radix sorting is stable, which also satisfies stable=False.
-  stream_for(values).enqueue("aten::sort", [=] {
-    kernels::sort(values_view, indices_view, in_view, d, descending);
-  });
+  stream_for(values).enqueue(
+      "aten::sort", [=] { kernels::sort(values_view, indices_view, in_view, d, descending); });
   return {values, indices};
 }
 
@@ -99,9 +98,8 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k,
   const kernels::TensorView indices_view = view_of(indices);
   const kernels::TensorView in_view = view_of(self);
   const int d = static_cast<int>(wrapped);
-  stream_for(values).enqueue("aten::topk", [=] {
-    kernels::topk(values_view, indices_view, in_view, d, k, largest);
-  });
+  stream_for(values).enqueue(
+      "aten::topk", [=] { kernels::topk(values_view, indices_view, in_view, d, k, largest); });
   return {values, indices};
 }
 
@@ -146,22 +144,26 @@ at::Tensor& cat_into(const at::ITensorListRef& tensors, int64_t dim, at::Tensor&
   }
   const c10::Device device = inputs[0].get().device();
   for (const at::Tensor& t : inputs) {
-    TORCH_CHECK(t.device() == device, "Expected all tensors to be on the same device, but found at least two devices, ",
+    TORCH_CHECK(t.device() == device,
+                "Expected all tensors to be on the same device, but found at least two devices, ",
                 device, " and ", t.device(), "! (in aten::cat)");
   }
   if (allocate) {
     out = at::empty({0}, inputs[0].get().options().dtype(dtype));
   } else {
-    TORCH_CHECK(out.device() == device, "Expected all tensors to be on the same device, but found at least two devices, ",
+    TORCH_CHECK(out.device() == device,
+                "Expected all tensors to be on the same device, but found at least two devices, ",
                 device, " and ", out.device(), "! (in aten::cat.out)");
-    TORCH_CHECK(at::canCast(dtype, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output type ",
+    TORCH_CHECK(at::canCast(dtype, out.scalar_type()),
+                "torch.cat(): input types can't be cast to the desired output type ",
                 out.scalar_type());
   }
   if (reference == nullptr) {
     at::native::resize_output(out, inputs[0].get().sizes());
     return out;
   }
-  TORCH_CHECK(reference->dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
+  TORCH_CHECK(reference->dim() > 0,
+              "zero-dimensional tensor (at position 0) cannot be concatenated");
   const int64_t wrapped = at::maybe_wrap_dim(dim, reference->dim());
   std::vector<int64_t> shape = reference->sizes().vec();
   int64_t total = 0;
@@ -175,9 +177,9 @@ at::Tensor& cat_into(const at::ITensorListRef& tensors, int64_t dim, at::Tensor&
                 reference->dim(), " and ", t.dim());
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d == wrapped) continue;
-      TORCH_CHECK(t.size(d) == shape[d], "Sizes of tensors must match except in dimension ", wrapped,
-                  ". Expected size ", shape[d], " but got size ", t.size(d), " for tensor number ",
-                  position, " in the list.");
+      TORCH_CHECK(t.size(d) == shape[d], "Sizes of tensors must match except in dimension ",
+                  wrapped, ". Expected size ", shape[d], " but got size ", t.size(d),
+                  " for tensor number ", position, " in the list.");
     }
     total += t.size(wrapped);
     ++position;
@@ -235,7 +237,8 @@ at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
 }
 
 at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
-  if (!is_native_compute_dtype(self.scalar_type())) return OPENNEURON_FALLBACK(roll, self, shifts, dims);
+  if (!is_native_compute_dtype(self.scalar_type()))
+    return OPENNEURON_FALLBACK(roll, self, shifts, dims);
   OPENNEURON_NATIVE_OP("aten::roll");
   const c10::DeviceGuard guard(self.device());
   TORCH_CHECK(!shifts.empty(), "`shifts` required");
@@ -243,10 +246,11 @@ at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef 
     TORCH_CHECK(shifts.size() == 1, "shifts and dimensions must align. shifts: ", shifts.size(),
                 ", dims:", dims.size());
     const int64_t first_dim = 0;
-    return bridge::roll(self.reshape({-1}), shifts, at::IntArrayRef(&first_dim, 1)).view(self.sizes());
+    return bridge::roll(self.reshape({-1}), shifts, at::IntArrayRef(&first_dim, 1))
+        .view(self.sizes());
   }
-  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
-              shifts.size(), ", dims:", dims.size());
+  TORCH_CHECK(shifts.size() == dims.size(),
+              "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
   at::Tensor current = self;
   for (size_t i = 0; i < dims.size(); ++i) {
     const int64_t d = at::maybe_wrap_dim(dims[i], self.dim());
@@ -255,7 +259,8 @@ at::Tensor roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef 
     if (out.numel() == 0) return out;
     const int64_t shift = ((shifts[i] % n) + n) % n;
     // out[shift:] = in[:n-shift], out[:shift] = in[n-shift:]
-    if (n - shift > 0) enqueue_copy(out.narrow(d, shift, n - shift), current.narrow(d, 0, n - shift));
+    if (n - shift > 0)
+      enqueue_copy(out.narrow(d, shift, n - shift), current.narrow(d, 0, n - shift));
     if (shift > 0) enqueue_copy(out.narrow(d, 0, shift), current.narrow(d, n - shift, shift));
     current = out;
   }
@@ -270,13 +275,15 @@ at::Tensor repeat(const at::Tensor& self, at::IntArrayRef repeats) {
   }
   OPENNEURON_NATIVE_OP("aten::repeat");
   const c10::DeviceGuard guard(self.device());
-  TORCH_CHECK(repeats.size() >= static_cast<size_t>(self.dim()),
-              "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+  TORCH_CHECK(
+      repeats.size() >= static_cast<size_t>(self.dim()),
+      "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
   const int64_t pad = static_cast<int64_t>(repeats.size()) - self.dim();
   std::vector<int64_t> shape;
   for (size_t d = 0; d < repeats.size(); ++d) {
     TORCH_CHECK(repeats[d] >= 0, "Trying to create tensor with negative dimension ", repeats[d]);
-    const int64_t size = static_cast<int64_t>(d) < pad ? 1 : self.size(static_cast<int64_t>(d) - pad);
+    const int64_t size =
+        static_cast<int64_t>(d) < pad ? 1 : self.size(static_cast<int64_t>(d) - pad);
     shape.push_back(size * repeats[d]);
   }
   at::Tensor out = at::empty(shape, self.options());
@@ -290,7 +297,8 @@ at::Tensor repeat(const at::Tensor& self, at::IntArrayRef repeats) {
   src_split.data = src.data;
   src_split.dtype = src.dtype;
   for (size_t d = 0; d < repeats.size(); ++d) {
-    const int64_t size = static_cast<int64_t>(d) < pad ? 1 : self.size(static_cast<int64_t>(d) - pad);
+    const int64_t size =
+        static_cast<int64_t>(d) < pad ? 1 : self.size(static_cast<int64_t>(d) - pad);
     const int64_t src_stride = static_cast<int64_t>(d) < pad ? 0 : src.strides[d - pad];
     const int k = dst_split.ndim;
     dst_split.sizes[k] = repeats[d];
@@ -319,7 +327,8 @@ at::Tensor& arange_start_out(const at::Scalar& start, const at::Scalar& end, con
   const bool integral = at::isIntegralType(out.scalar_type(), /*includeBool=*/false);
   const double xstart = start.toDouble(), xend = end.toDouble(), xstep = step.toDouble();
   TORCH_CHECK(xstep > 0 || xstep < 0, "step must be nonzero");
-  TORCH_CHECK(std::isfinite(xstart) && std::isfinite(xend), "unsupported range: ", xstart, " -> ", xend);
+  TORCH_CHECK(std::isfinite(xstart) && std::isfinite(xend), "unsupported range: ", xstart, " -> ",
+              xend);
   TORCH_CHECK(((xstep > 0) && (xend >= xstart)) || ((xstep < 0) && (xend <= xstart)),
               "upper bound and larger bound inconsistent with step sign");
   int64_t size;
@@ -335,8 +344,10 @@ at::Tensor& arange_start_out(const at::Scalar& start, const at::Scalar& end, con
   const kernels::TensorView view = view_of(out);
   kernels::Scalar kstart = kernel_scalar(start), kstep = kernel_scalar(step);
   if (integral) {
-    kstart = kernels::Scalar::from_int(start.isIntegral(false) ? start.toLong() : static_cast<int64_t>(xstart));
-    kstep = kernels::Scalar::from_int(step.isIntegral(false) ? step.toLong() : static_cast<int64_t>(xstep));
+    kstart = kernels::Scalar::from_int(start.isIntegral(false) ? start.toLong()
+                                                               : static_cast<int64_t>(xstart));
+    kstep = kernels::Scalar::from_int(step.isIntegral(false) ? step.toLong()
+                                                             : static_cast<int64_t>(xstep));
   }
   stream_for(out).enqueue("aten::arange", [=] { kernels::arange(view, kstart, kstep); });
   return out;
@@ -382,44 +393,47 @@ at::Tensor& eye_out(int64_t n, at::Tensor& out) {
 namespace {
 
 void launch_triangle(const at::Tensor& out, const at::Tensor& self, int64_t diagonal, bool upper) {
-  TORCH_CHECK(self.dim() >= 2, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
+  TORCH_CHECK(self.dim() >= 2, upper ? "triu" : "tril",
+              ": input tensor must have at least 2 dimensions");
   if (out.numel() == 0) return;
   const kernels::TensorView out_view = view_of(out);
   const kernels::TensorView in_view = view_of(self);
-  stream_for(out).enqueue(upper ? "aten::triu" : "aten::tril", [=] {
-    kernels::triangle(out_view, in_view, diagonal, upper);
-  });
+  stream_for(out).enqueue(upper ? "aten::triu" : "aten::tril",
+                          [=] { kernels::triangle(out_view, in_view, diagonal, upper); });
 }
 
 }  // namespace
 
-#define OPENNEURON_TRIANGLE(NAME, UPPER)                                                          \
-  at::Tensor NAME(const at::Tensor& self, int64_t diagonal) {                                     \
-    if (!is_native_compute_dtype(self.scalar_type())) return OPENNEURON_FALLBACK(NAME, self, diagonal); \
-    OPENNEURON_NATIVE_OP("aten::" #NAME);                                                         \
-    const c10::DeviceGuard guard(self.device());                                                  \
-    at::Tensor out = at::empty(self.sizes(), self.options());                                     \
-    launch_triangle(out, self, diagonal, UPPER);                                                  \
-    return out;                                                                                   \
-  }                                                                                               \
-  at::Tensor& NAME##_(at::Tensor& self, int64_t diagonal) {                                       \
-    if (!is_native_compute_dtype(self.scalar_type())) return OPENNEURON_FALLBACK(NAME##_, self, diagonal); \
-    OPENNEURON_NATIVE_OP("aten::" #NAME "_");                                                     \
-    const c10::DeviceGuard guard(self.device());                                                  \
-    launch_triangle(self, self, diagonal, UPPER);                                                 \
-    return self;                                                                                  \
-  }                                                                                               \
-  at::Tensor& NAME##_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out) {             \
-    if (!is_native_compute_dtype(self.scalar_type()) || !is_native_compute_dtype(out.scalar_type())) { \
-      return OPENNEURON_FALLBACK(NAME##_out, self, diagonal, out);                                \
-    }                                                                                             \
-    OPENNEURON_NATIVE_OP("aten::" #NAME ".out");                                                  \
-    const c10::DeviceGuard guard(self.device());                                                  \
-    check_same_device(#NAME ".out", {&self, &out});                                               \
-    TORCH_CHECK(out.scalar_type() == self.scalar_type(), #NAME ": out must have self's dtype");   \
-    at::native::resize_output(out, self.sizes());                                                 \
-    launch_triangle(out, self, diagonal, UPPER);                                                  \
-    return out;                                                                                   \
+#define OPENNEURON_TRIANGLE(NAME, UPPER)                                                        \
+  at::Tensor NAME(const at::Tensor& self, int64_t diagonal) {                                   \
+    if (!is_native_compute_dtype(self.scalar_type()))                                           \
+      return OPENNEURON_FALLBACK(NAME, self, diagonal);                                         \
+    OPENNEURON_NATIVE_OP("aten::" #NAME);                                                       \
+    const c10::DeviceGuard guard(self.device());                                                \
+    at::Tensor out = at::empty(self.sizes(), self.options());                                   \
+    launch_triangle(out, self, diagonal, UPPER);                                                \
+    return out;                                                                                 \
+  }                                                                                             \
+  at::Tensor& NAME##_(at::Tensor& self, int64_t diagonal) {                                     \
+    if (!is_native_compute_dtype(self.scalar_type()))                                           \
+      return OPENNEURON_FALLBACK(NAME##_, self, diagonal);                                      \
+    OPENNEURON_NATIVE_OP("aten::" #NAME "_");                                                   \
+    const c10::DeviceGuard guard(self.device());                                                \
+    launch_triangle(self, self, diagonal, UPPER);                                               \
+    return self;                                                                                \
+  }                                                                                             \
+  at::Tensor& NAME##_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out) {           \
+    if (!is_native_compute_dtype(self.scalar_type()) ||                                         \
+        !is_native_compute_dtype(out.scalar_type())) {                                          \
+      return OPENNEURON_FALLBACK(NAME##_out, self, diagonal, out);                              \
+    }                                                                                           \
+    OPENNEURON_NATIVE_OP("aten::" #NAME ".out");                                                \
+    const c10::DeviceGuard guard(self.device());                                                \
+    check_same_device(#NAME ".out", {&self, &out});                                             \
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(), #NAME ": out must have self's dtype"); \
+    at::native::resize_output(out, self.sizes());                                               \
+    launch_triangle(out, self, diagonal, UPPER);                                                \
+    return out;                                                                                 \
   }
 
 OPENNEURON_TRIANGLE(tril, false)

@@ -23,7 +23,8 @@ constexpr c10::DispatchKeySet kNeuronKeys(c10::DispatchKey::PrivateUse1);
 
 void check_factory_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
-              "neuron tensors support only the strided layout, got ", c10::layout_or_default(layout));
+              "neuron tensors support only the strided layout, got ",
+              c10::layout_or_default(layout));
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
               "pin_memory applies to CPU tensors only, not to neuron tensors");
 }
@@ -111,8 +112,8 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
   OPENNEURON_NATIVE_OP("aten::set_.source_Storage_storage_offset");
   at::native::checkSetStorage(self, source, storage_offset, size, stride);
   self.unsafeGetTensorImpl()->set_storage_offset(storage_offset);
-  at::OptionalIntArrayRef stride_opt = stride.data() != nullptr ? at::OptionalIntArrayRef(stride)
-                                                                 : std::nullopt;
+  at::OptionalIntArrayRef stride_opt =
+      stride.data() != nullptr ? at::OptionalIntArrayRef(stride) : std::nullopt;
   at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, stride_opt,
                                /*resize_storage=*/false);
   ensure_storage_fits(self);

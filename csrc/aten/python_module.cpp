@@ -65,7 +65,9 @@ py::dict counts_to_dict(const std::map<std::string, int64_t>& counts) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "OpenNeuron native extension: the neuron runtime as the Python device module sees it";
 
-  m.def("_init", [] { Runtime::get(); }, "Initialises the runtime; raises on an invalid configuration.");
+  m.def(
+      "_init", [] { Runtime::get(); },
+      "Initialises the runtime; raises on an invalid configuration.");
   m.def("_is_initialized", &Runtime::is_initialized);
   m.def("_in_bad_fork", &Runtime::in_bad_fork);
   m.def("_configured_device_count", &Runtime::device_count_or_zero);
@@ -90,12 +92,10 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("_memory_stats", &memory_stats);
-  m.def("_reset_peak_memory_stats", [](int device) {
-    Runtime::get().device(device).allocator().reset_peak_stats();
-  });
-  m.def("_reset_accumulated_memory_stats", [](int device) {
-    Runtime::get().device(device).allocator().reset_accumulated_stats();
-  });
+  m.def("_reset_peak_memory_stats",
+        [](int device) { Runtime::get().device(device).allocator().reset_peak_stats(); });
+  m.def("_reset_accumulated_memory_stats",
+        [](int device) { Runtime::get().device(device).allocator().reset_accumulated_stats(); });
   m.def("_empty_cache", [] {
     py::gil_scoped_release no_gil;
     device_allocator()->emptyCache({0, 0});
@@ -106,8 +106,8 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("_default_generator", [](int device) {
-    return py::reinterpret_steal<py::object>(
-        THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(device))));
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
+        default_generator(static_cast<c10::DeviceIndex>(device))));
   });
 
   m.def("_get_fallback_ops", [] { return counts_to_dict(fallback_ops()); });

@@ -15,19 +15,24 @@ using kernels::PointwiseOp;
 using Op = kernels::PointwiseOp;
 using R = ResultRule;
 
-void pointwise(torch::Library& m, std::initializer_list<const char*> overloads, PointwiseSpec spec) {
+void pointwise(torch::Library& m, std::initializer_list<const char*> overloads,
+               PointwiseSpec spec) {
   for (const char* name : overloads) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PointwiseKernel>(spec, name)));
+    m.impl(name,
+           torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PointwiseKernel>(spec, name)));
   }
 }
 
 void foreach_op(torch::Library& m, std::initializer_list<const char*> overloads, ForeachSpec spec) {
   for (const char* name : overloads) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<ForeachKernel>(spec, name)));
+    m.impl(name,
+           torch::CppFunction::makeFromBoxedFunctor(std::make_unique<ForeachKernel>(spec, name)));
   }
 }
 
-PointwiseSpec unary(Op op, R result, uint8_t dtypes) { return PointwiseSpec{op, result, dtypes, {0}}; }
+PointwiseSpec unary(Op op, R result, uint8_t dtypes) {
+  return PointwiseSpec{op, result, dtypes, {0}};
+}
 PointwiseSpec binary(Op op, R result, uint8_t dtypes) {
   return PointwiseSpec{op, result, dtypes, {0, 1}};
 }
@@ -58,7 +63,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"cos", "cos_", "cos.out"}, unary(Op::Cos, R::FloatPromote, kAllTypes));
   pointwise(m, {"tan", "tan_", "tan.out"}, unary(Op::Tan, R::FloatPromote, kAllTypes));
   pointwise(m, {"tanh", "tanh_", "tanh.out"}, unary(Op::Tanh, R::FloatPromote, kAllTypes));
-  pointwise(m, {"sigmoid", "sigmoid_", "sigmoid.out"}, unary(Op::Sigmoid, R::FloatPromote, kAllTypes));
+  pointwise(m, {"sigmoid", "sigmoid_", "sigmoid.out"},
+            unary(Op::Sigmoid, R::FloatPromote, kAllTypes));
   pointwise(m, {"erf", "erf_", "erf.out"}, unary(Op::Erf, R::FloatPromote, kAllTypes));
   pointwise(m, {"floor", "floor_", "floor.out"}, unary(Op::Floor, R::Common, kNumbers));
   pointwise(m, {"ceil", "ceil_", "ceil.out"}, unary(Op::Ceil, R::Common, kNumbers));
@@ -84,9 +90,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"mish", "mish_", "mish.out"}, unary(Op::Mish, R::Common, kFloats));
   pointwise(m, {"hardsigmoid", "hardsigmoid_", "hardsigmoid.out"},
             unary(Op::Hardsigmoid, R::Common, kFloats));
-  pointwise(m, {"hardswish", "hardswish_", "hardswish.out"}, unary(Op::Hardswish, R::Common, kFloats));
+  pointwise(m, {"hardswish", "hardswish_", "hardswish.out"},
+            unary(Op::Hardswish, R::Common, kFloats));
   pointwise(m, {"softplus", "softplus.out"}, unary(Op::Softplus, R::Common, kFloats));
-  pointwise(m, {"leaky_relu", "leaky_relu_", "leaky_relu.out"}, unary(Op::LeakyRelu, R::Common, kFloats));
+  pointwise(m, {"leaky_relu", "leaky_relu_", "leaky_relu.out"},
+            unary(Op::LeakyRelu, R::Common, kFloats));
   // hardtanh is clamp with defaults: the same op serves integer inputs, as on CPU.
   pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"}, unary(Op::Clamp, R::Common, kNumbers));
   pointwise(m, {"elu", "elu_", "elu.out"}, unary(Op::Elu, R::Common, kFloats));
@@ -112,88 +120,133 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             PointwiseSpec{Op::EluBackward, R::Common, kFloats, {0, 5}});
 
   // Binary.
-  pointwise(m, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", "pow.Tensor_Scalar",
-                "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Scalar", "pow.Scalar_out"},
+  pointwise(m,
+            {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", "pow.Tensor_Scalar",
+             "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Scalar", "pow.Scalar_out"},
             binary(Op::Pow, R::Common, kNumbers));
   pointwise(m, {"maximum", "maximum.out"}, binary(Op::Maximum, R::Common, kAllTypes));
   pointwise(m, {"minimum", "minimum.out"}, binary(Op::Minimum, R::Common, kAllTypes));
   pointwise(m, {"atan2", "atan2_", "atan2.out"}, binary(Op::Atan2, R::FloatPromote, kAllTypes));
-  pointwise(m, {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out", "remainder.Scalar",
-                "remainder_.Scalar", "remainder.Scalar_out", "remainder.Scalar_Tensor"},
+  pointwise(m,
+            {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out", "remainder.Scalar",
+             "remainder_.Scalar", "remainder.Scalar_out", "remainder.Scalar_Tensor"},
             binary(Op::Remainder, R::Common, kNumbers));
-  pointwise(m, {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out", "fmod.Scalar", "fmod_.Scalar",
-                "fmod.Scalar_out"},
+  pointwise(m,
+            {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out", "fmod.Scalar", "fmod_.Scalar",
+             "fmod.Scalar_out"},
             binary(Op::Fmod, R::Common, kNumbers));
-  pointwise(m, {"floor_divide", "floor_divide_.Tensor", "floor_divide.out", "floor_divide.Scalar",
-                "floor_divide_.Scalar"},
+  pointwise(m,
+            {"floor_divide", "floor_divide_.Tensor", "floor_divide.out", "floor_divide.Scalar",
+             "floor_divide_.Scalar"},
             binary(Op::DivFloor, R::Common, kNumbers));
-  pointwise(m, {"div.Tensor_mode", "div_.Tensor_mode", "div.out_mode", "div.Scalar_mode",
-                "div_.Scalar_mode"},
+  pointwise(m,
+            {"div.Tensor_mode", "div_.Tensor_mode", "div.out_mode", "div.Scalar_mode",
+             "div_.Scalar_mode"},
             binary(Op::Div, R::FloatPromote, kAllTypes));
-  pointwise(m, {"eq.Tensor", "eq_.Tensor", "eq.Tensor_out", "eq.Scalar", "eq_.Scalar", "eq.Scalar_out"},
-            binary(Op::Eq, R::Bool, kAllTypes));
-  pointwise(m, {"ne.Tensor", "ne_.Tensor", "ne.Tensor_out", "ne.Scalar", "ne_.Scalar", "ne.Scalar_out"},
-            binary(Op::Ne, R::Bool, kAllTypes));
-  pointwise(m, {"lt.Tensor", "lt_.Tensor", "lt.Tensor_out", "lt.Scalar", "lt_.Scalar", "lt.Scalar_out"},
-            binary(Op::Lt, R::Bool, kAllTypes));
-  pointwise(m, {"le.Tensor", "le_.Tensor", "le.Tensor_out", "le.Scalar", "le_.Scalar", "le.Scalar_out"},
-            binary(Op::Le, R::Bool, kAllTypes));
-  pointwise(m, {"gt.Tensor", "gt_.Tensor", "gt.Tensor_out", "gt.Scalar", "gt_.Scalar", "gt.Scalar_out"},
-            binary(Op::Gt, R::Bool, kAllTypes));
-  pointwise(m, {"ge.Tensor", "ge_.Tensor", "ge.Tensor_out", "ge.Scalar", "ge_.Scalar", "ge.Scalar_out"},
-            binary(Op::Ge, R::Bool, kAllTypes));
+  pointwise(
+      m, {"eq.Tensor", "eq_.Tensor", "eq.Tensor_out", "eq.Scalar", "eq_.Scalar", "eq.Scalar_out"},
+      binary(Op::Eq, R::Bool, kAllTypes));
+  pointwise(
+      m, {"ne.Tensor", "ne_.Tensor", "ne.Tensor_out", "ne.Scalar", "ne_.Scalar", "ne.Scalar_out"},
+      binary(Op::Ne, R::Bool, kAllTypes));
+  pointwise(
+      m, {"lt.Tensor", "lt_.Tensor", "lt.Tensor_out", "lt.Scalar", "lt_.Scalar", "lt.Scalar_out"},
+      binary(Op::Lt, R::Bool, kAllTypes));
+  pointwise(
+      m, {"le.Tensor", "le_.Tensor", "le.Tensor_out", "le.Scalar", "le_.Scalar", "le.Scalar_out"},
+      binary(Op::Le, R::Bool, kAllTypes));
+  pointwise(
+      m, {"gt.Tensor", "gt_.Tensor", "gt.Tensor_out", "gt.Scalar", "gt_.Scalar", "gt.Scalar_out"},
+      binary(Op::Gt, R::Bool, kAllTypes));
+  pointwise(
+      m, {"ge.Tensor", "ge_.Tensor", "ge.Tensor_out", "ge.Scalar", "ge_.Scalar", "ge.Scalar_out"},
+      binary(Op::Ge, R::Bool, kAllTypes));
   pointwise(m, {"logical_and", "logical_and_", "logical_and.out"},
             binary(Op::LogicalAnd, R::Bool, kAllTypes));
-  pointwise(m, {"logical_or", "logical_or_", "logical_or.out"}, binary(Op::LogicalOr, R::Bool, kAllTypes));
+  pointwise(m, {"logical_or", "logical_or_", "logical_or.out"},
+            binary(Op::LogicalOr, R::Bool, kAllTypes));
   pointwise(m, {"logical_xor", "logical_xor_", "logical_xor.out"},
             binary(Op::LogicalXor, R::Bool, kAllTypes));
-  pointwise(m, {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out",
-                "bitwise_and.Scalar", "bitwise_and_.Scalar", "bitwise_and.Scalar_out"},
+  pointwise(m,
+            {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out",
+             "bitwise_and.Scalar", "bitwise_and_.Scalar", "bitwise_and.Scalar_out"},
             binary(Op::BitwiseAnd, R::Common, kIntegers | kBool));
-  pointwise(m, {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out",
-                "bitwise_or.Scalar", "bitwise_or_.Scalar", "bitwise_or.Scalar_out"},
+  pointwise(m,
+            {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out",
+             "bitwise_or.Scalar", "bitwise_or_.Scalar", "bitwise_or.Scalar_out"},
             binary(Op::BitwiseOr, R::Common, kIntegers | kBool));
-  pointwise(m, {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out",
-                "bitwise_xor.Scalar", "bitwise_xor_.Scalar", "bitwise_xor.Scalar_out"},
+  pointwise(m,
+            {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out",
+             "bitwise_xor.Scalar", "bitwise_xor_.Scalar", "bitwise_xor.Scalar_out"},
             binary(Op::BitwiseXor, R::Common, kIntegers | kBool));
-  pointwise(m, {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor",
-                "clamp_min.Tensor_out"},
+  pointwise(m,
+            {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor",
+             "clamp_min.Tensor_out"},
             binary(Op::ClampMin, R::Common, kNumbers));
-  pointwise(m, {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor",
-                "clamp_max.Tensor_out"},
+  pointwise(m,
+            {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor",
+             "clamp_max.Tensor_out"},
             binary(Op::ClampMax, R::Common, kNumbers));
   pointwise(m, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out"},
             binary(Op::LerpScalar, R::Common, kFloats));
 
   // Selection and three-input arithmetic.
-  pointwise(m, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
+  pointwise(m,
+            {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
             ternary(Op::ClampBoth, R::Common, kNumbers));
-  pointwise(m, {"lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"}, ternary(Op::Lerp, R::Common, kFloats));
+  pointwise(m, {"lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
+            ternary(Op::Lerp, R::Common, kFloats));
   pointwise(m, {"addcmul", "addcmul_", "addcmul.out"}, ternary(Op::Addcmul, R::Common, kNumbers));
   pointwise(m, {"addcdiv", "addcdiv_", "addcdiv.out"}, ternary(Op::Addcdiv, R::Common, kFloats));
   pointwise(m, {"where.self", "where.self_out"}, ternary(Op::Where, R::Common, kAllTypes, 0b110));
-  pointwise(m, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Scalar_out",
-                "masked_fill.Tensor", "masked_fill_.Tensor", "masked_fill.Tensor_out"},
+  pointwise(m,
+            {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Scalar_out",
+             "masked_fill.Tensor", "masked_fill_.Tensor", "masked_fill.Tensor_out"},
             ternary(Op::MaskedFill, R::Self, kAllTypes, 0b001));
 
   // Optimizer building blocks: every call queues one task for the whole tensor list.
-  foreach_op(m, {"_foreach_add.List", "_foreach_add_.List", "_foreach_add.Scalar", "_foreach_add_.Scalar", "_foreach_add.ScalarList", "_foreach_add_.ScalarList", "_foreach_add.Tensor", "_foreach_add_.Tensor"},
+  foreach_op(m,
+             {"_foreach_add.List", "_foreach_add_.List", "_foreach_add.Scalar",
+              "_foreach_add_.Scalar", "_foreach_add.ScalarList", "_foreach_add_.ScalarList",
+              "_foreach_add.Tensor", "_foreach_add_.Tensor"},
              {Op::AddAlpha, R::Common});
-  foreach_op(m, {"_foreach_sub.List", "_foreach_sub_.List", "_foreach_sub.Scalar", "_foreach_sub_.Scalar", "_foreach_sub.ScalarList", "_foreach_sub_.ScalarList"},
+  foreach_op(m,
+             {"_foreach_sub.List", "_foreach_sub_.List", "_foreach_sub.Scalar",
+              "_foreach_sub_.Scalar", "_foreach_sub.ScalarList", "_foreach_sub_.ScalarList"},
              {Op::SubAlpha, R::Common});
-  foreach_op(m, {"_foreach_mul.List", "_foreach_mul_.List", "_foreach_mul.Scalar", "_foreach_mul_.Scalar", "_foreach_mul.ScalarList", "_foreach_mul_.ScalarList", "_foreach_mul.Tensor", "_foreach_mul_.Tensor"},
+  foreach_op(m,
+             {"_foreach_mul.List", "_foreach_mul_.List", "_foreach_mul.Scalar",
+              "_foreach_mul_.Scalar", "_foreach_mul.ScalarList", "_foreach_mul_.ScalarList",
+              "_foreach_mul.Tensor", "_foreach_mul_.Tensor"},
              {Op::Mul, R::Common});
-  foreach_op(m, {"_foreach_div.List", "_foreach_div_.List", "_foreach_div.Scalar", "_foreach_div_.Scalar", "_foreach_div.ScalarList", "_foreach_div_.ScalarList", "_foreach_div.Tensor", "_foreach_div_.Tensor"},
+  foreach_op(m,
+             {"_foreach_div.List", "_foreach_div_.List", "_foreach_div.Scalar",
+              "_foreach_div_.Scalar", "_foreach_div.ScalarList", "_foreach_div_.ScalarList",
+              "_foreach_div.Tensor", "_foreach_div_.Tensor"},
              {Op::Div, R::FloatPromote});
-  foreach_op(m, {"_foreach_maximum.List", "_foreach_maximum_.List", "_foreach_maximum.Scalar", "_foreach_maximum_.Scalar", "_foreach_maximum.ScalarList", "_foreach_maximum_.ScalarList"},
-             {Op::Maximum, R::Common});
-  foreach_op(m, {"_foreach_minimum.List", "_foreach_minimum_.List", "_foreach_minimum.Scalar", "_foreach_minimum_.Scalar", "_foreach_minimum.ScalarList", "_foreach_minimum_.ScalarList"},
-             {Op::Minimum, R::Common});
-  foreach_op(m, {"_foreach_clamp_min.List", "_foreach_clamp_min_.List", "_foreach_clamp_min.Scalar", "_foreach_clamp_min_.Scalar", "_foreach_clamp_min.ScalarList", "_foreach_clamp_min_.ScalarList"},
+  foreach_op(
+      m,
+      {"_foreach_maximum.List", "_foreach_maximum_.List", "_foreach_maximum.Scalar",
+       "_foreach_maximum_.Scalar", "_foreach_maximum.ScalarList", "_foreach_maximum_.ScalarList"},
+      {Op::Maximum, R::Common});
+  foreach_op(
+      m,
+      {"_foreach_minimum.List", "_foreach_minimum_.List", "_foreach_minimum.Scalar",
+       "_foreach_minimum_.Scalar", "_foreach_minimum.ScalarList", "_foreach_minimum_.ScalarList"},
+      {Op::Minimum, R::Common});
+  foreach_op(m,
+             {"_foreach_clamp_min.List", "_foreach_clamp_min_.List", "_foreach_clamp_min.Scalar",
+              "_foreach_clamp_min_.Scalar", "_foreach_clamp_min.ScalarList",
+              "_foreach_clamp_min_.ScalarList"},
              {Op::ClampMin, R::Common});
-  foreach_op(m, {"_foreach_clamp_max.List", "_foreach_clamp_max_.List", "_foreach_clamp_max.Scalar", "_foreach_clamp_max_.Scalar", "_foreach_clamp_max.ScalarList", "_foreach_clamp_max_.ScalarList"},
+  foreach_op(m,
+             {"_foreach_clamp_max.List", "_foreach_clamp_max_.List", "_foreach_clamp_max.Scalar",
+              "_foreach_clamp_max_.Scalar", "_foreach_clamp_max.ScalarList",
+              "_foreach_clamp_max_.ScalarList"},
              {Op::ClampMax, R::Common});
-  foreach_op(m, {"_foreach_pow.List", "_foreach_pow_.List", "_foreach_pow.Scalar", "_foreach_pow_.Scalar", "_foreach_pow.ScalarList", "_foreach_pow_.ScalarList"},
+  foreach_op(m,
+             {"_foreach_pow.List", "_foreach_pow_.List", "_foreach_pow.Scalar",
+              "_foreach_pow_.Scalar", "_foreach_pow.ScalarList", "_foreach_pow_.ScalarList"},
              {Op::Pow, R::Common});
   foreach_op(m, {"_foreach_sqrt", "_foreach_sqrt_"}, {Op::Sqrt, R::FloatPromote});
   foreach_op(m, {"_foreach_rsqrt", "_foreach_rsqrt_"}, {Op::Rsqrt, R::FloatPromote});
@@ -208,11 +261,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   foreach_op(m, {"_foreach_abs", "_foreach_abs_"}, {Op::Abs, R::Common});
   foreach_op(m, {"_foreach_sign", "_foreach_sign_"}, {Op::Sign, R::Common});
   foreach_op(m, {"_foreach_lerp.List", "_foreach_lerp_.List"}, {Op::Lerp, R::Common});
-  foreach_op(m, {"_foreach_lerp.Scalar", "_foreach_lerp_.Scalar", "_foreach_lerp.ScalarList", "_foreach_lerp_.ScalarList"},
+  foreach_op(m,
+             {"_foreach_lerp.Scalar", "_foreach_lerp_.Scalar", "_foreach_lerp.ScalarList",
+              "_foreach_lerp_.ScalarList"},
              {Op::LerpScalar, R::Common, /*extra_is_operand=*/false});
-  foreach_op(m, {"_foreach_addcmul.Scalar", "_foreach_addcmul_.Scalar", "_foreach_addcmul.ScalarList", "_foreach_addcmul_.ScalarList"},
+  foreach_op(m,
+             {"_foreach_addcmul.Scalar", "_foreach_addcmul_.Scalar", "_foreach_addcmul.ScalarList",
+              "_foreach_addcmul_.ScalarList"},
              {Op::Addcmul, R::Common, /*extra_is_operand=*/false});
-  foreach_op(m, {"_foreach_addcdiv.Scalar", "_foreach_addcdiv_.Scalar", "_foreach_addcdiv.ScalarList", "_foreach_addcdiv_.ScalarList"},
+  foreach_op(m,
+             {"_foreach_addcdiv.Scalar", "_foreach_addcdiv_.Scalar", "_foreach_addcdiv.ScalarList",
+              "_foreach_addcdiv_.ScalarList"},
              {Op::Addcdiv, R::Common, /*extra_is_operand=*/false});
   m.impl("zero_", TORCH_FN(zero_));
   m.impl("_fused_adam_", TORCH_FN(fused_adam_));

@@ -16,7 +16,7 @@ namespace openneuron::bridge {
   do {                                                       \
     try {                                                    \
       __VA_ARGS__;                                           \
-    } catch (const ::openneuron::runtime::Error& error__) { \
+    } catch (const ::openneuron::runtime::Error& error__) {  \
       ::openneuron::bridge::rethrow_as_torch_error(error__); \
     }                                                        \
   } while (0)

@@ -26,18 +26,30 @@ bool is_native_compute_dtype(at::ScalarType dtype) {
 
 kernels::DType kernel_dtype(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kBool: return DType::Bool;
-    case at::kByte: return DType::UInt8;
-    case at::kChar: return DType::Int8;
-    case at::kShort: return DType::Int16;
-    case at::kInt: return DType::Int32;
-    case at::kLong: return DType::Int64;
-    case at::kHalf: return DType::Float16;
-    case at::kBFloat16: return DType::BFloat16;
-    case at::kFloat: return DType::Float32;
-    case at::kDouble: return DType::Float64;
-    case at::kFloat8_e4m3fn: return DType::Float8E4M3;
-    case at::kFloat8_e5m2: return DType::Float8E5M2;
+    case at::kBool:
+      return DType::Bool;
+    case at::kByte:
+      return DType::UInt8;
+    case at::kChar:
+      return DType::Int8;
+    case at::kShort:
+      return DType::Int16;
+    case at::kInt:
+      return DType::Int32;
+    case at::kLong:
+      return DType::Int64;
+    case at::kHalf:
+      return DType::Float16;
+    case at::kBFloat16:
+      return DType::BFloat16;
+    case at::kFloat:
+      return DType::Float32;
+    case at::kDouble:
+      return DType::Float64;
+    case at::kFloat8_e4m3fn:
+      return DType::Float8E4M3;
+    case at::kFloat8_e5m2:
+      return DType::Float8E5M2;
     default:
       TORCH_CHECK(false, "neuron kernels do not support dtype ", dtype);
   }

@@ -1,9 +1,10 @@
 // Flash-style blocked attention. The forward runs one parallel task per (batch, head, block of
 // query rows) and walks the keys in blocks with an online softmax, so the working set is a
-// block of scores plus the head's widened keys and values (packed once per thread and head). The backward runs one task per (batch, key/value head), so the
-// grouped query heads that share keys accumulate their key/value gradients without races, and
-// recomputes the probabilities per block from the saved logsumexp. Block products run through
-// register-blocked fp32 tiles (attention_block_ops.h); 16-bit inputs are widened per block.
+// block of scores plus the head's widened keys and values (packed once per thread and head). The
+// backward runs one task per (batch, key/value head), so the grouped query heads that share keys
+// accumulate their key/value gradients without races, and recomputes the probabilities per block
+// from the saved logsumexp. Block products run through register-blocked fp32 tiles
+// (attention_block_ops.h); 16-bit inputs are widened per block.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -127,8 +128,8 @@ void pack_rows(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0, i
 // dst[c * ld + r] = src(row0 + r, c): the transposed block, widened to fp32. Whole 16 x 16
 // tiles go through registers (element-wise strided stores stall on 4K aliasing).
 template <typename T>
-void pack_transposed(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0,
-                     int64_t rows, int64_t cols) {
+void pack_transposed(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t row0, int64_t rows,
+                     int64_t cols) {
   constexpr int64_t kTile = 16;
   const int64_t tiled_rows = src.col_stride == 1 ? rows - rows % kTile : 0;
   const int64_t tiled_cols = cols - cols % kTile;
@@ -157,7 +158,8 @@ void pack_transposed(float* dst, int64_t ld, const HeadMatrix<T>& src, int64_t r
   }
   for (int64_t r = tiled_rows; r < rows; ++r) {
     const T* from = src.row(row0 + r);
-    for (int64_t c = 0; c < cols; ++c) dst[c * ld + r] = cast_value<float>(from[c * src.col_stride]);
+    for (int64_t c = 0; c < cols; ++c)
+      dst[c * ld + r] = cast_value<float>(from[c * src.col_stride]);
   }
 }
 
@@ -197,7 +199,8 @@ void finish_scores(float* scores, int64_t ld, int64_t rows, int64_t cols, int64_
       const int64_t item = static_cast<int64_t>(element_size(mask->dtype));
       const char* src = static_cast<const char*>(mask->data) +
                         (b * mask->strides[0] + h * mask->strides[1] +
-                         (row0 + r) * mask->strides[2] + col0 * mask->strides[3]) * item;
+                         (row0 + r) * mask->strides[2] + col0 * mask->strides[3]) *
+                            item;
       load_row<float>(mask_row, src, mask->strides[3] * item, mask->dtype, cols);
       if (mask->dtype == DType::Bool) {
         for (int64_t j = 0; j < cols; ++j) row[j] = mask_row[j] != 0.0f ? row[j] : kNegInf;
@@ -274,8 +277,8 @@ void forward_typed(const TensorView& out, const TensorView& lse, const TensorVie
 
   ScratchLayout layout;
   const int64_t at_queries = layout.add(kQueryBlock * E);
-  const int64_t at_keys_t = layout.add(E * d.kv_len);      // K^T of the current (b, kv head)
-  const int64_t at_values = layout.add(d.kv_len * Ev);     // V of the current (b, kv head)
+  const int64_t at_keys_t = layout.add(E * d.kv_len);   // K^T of the current (b, kv head)
+  const int64_t at_values = layout.add(d.kv_len * Ev);  // V of the current (b, kv head)
   const int64_t at_scores = layout.add(kQueryBlock * kKeyBlock);
   const int64_t at_acc = layout.add(kQueryBlock * Ev);
   const int64_t at_max = layout.add(kQueryBlock);
@@ -374,9 +377,9 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
   const bool want_mask = grad_mask != nullptr && grad_mask->numel() > 0;
 
   ScratchLayout layout;
-  const int64_t at_keys = layout.add(S * E);         // K, row-major
-  const int64_t at_keys_t = layout.add(E * S);       // K^T
-  const int64_t at_values_t = layout.add(Ev * S);    // V^T
+  const int64_t at_keys = layout.add(S * E);       // K, row-major
+  const int64_t at_keys_t = layout.add(E * S);     // K^T
+  const int64_t at_values_t = layout.add(Ev * S);  // V^T
   const int64_t at_d_keys = layout.add(S * E);
   const int64_t at_d_values = layout.add(S * Ev);
   const int64_t at_queries = layout.add(kQueryBlock * E);
@@ -427,8 +430,8 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
           pack_rows(d_out, Ev, go_head, row0, rows, Ev);
           pack_rows(outs, Ev, out_head, row0, rows, Ev);
           load_row<float>(row_lse, vector_element(lse, b, h, row0),
-                          lse.strides[2] * static_cast<int64_t>(element_size(lse.dtype)),
-                          lse.dtype, rows);
+                          lse.strides[2] * static_cast<int64_t>(element_size(lse.dtype)), lse.dtype,
+                          rows);
           // D = rowsum(dO * O): the softmax backward's per-row correction.
           for (int64_t r = 0; r < rows; ++r) {
             row_dot[r] = attention_blocks::dot(d_out + r * Ev, outs + r * Ev, Ev);
@@ -439,8 +442,8 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
             const int64_t cols = std::min(kKeyBlock, keys_attended - col0);
             // Probabilities recomputed from the saved logsumexp.
             block_gemm(rows, cols, E, queries, E, 1, keys_t + col0, S, probs, cols, false);
-            finish_scores(probs, cols, rows, cols, row0, col0, b, h, scale, mask,
-                          params.is_causal, scratch_row);
+            finish_scores(probs, cols, rows, cols, row0, col0, b, h, scale, mask, params.is_causal,
+                          scratch_row);
             for (int64_t r = 0; r < rows; ++r) {
               float* row = probs + r * cols;
               if (row_lse[r] == kNegInf) {
@@ -491,10 +494,11 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
             std::fill(scratch_row, scratch_row + kKeyBlock, 0.0f);
             for (int64_t r = 0; r < rows; ++r) {
               const int64_t item = static_cast<int64_t>(element_size(grad_mask->dtype));
-              char* dst = static_cast<char*>(grad_mask->data) +
-                          (b * grad_mask->strides[0] + h * grad_mask->strides[1] +
-                           (row0 + r) * grad_mask->strides[2] +
-                           keys_attended * grad_mask->strides[3]) * item;
+              char* dst =
+                  static_cast<char*>(grad_mask->data) +
+                  (b * grad_mask->strides[0] + h * grad_mask->strides[1] +
+                   (row0 + r) * grad_mask->strides[2] + keys_attended * grad_mask->strides[3]) *
+                      item;
               for (int64_t c0 = 0; c0 < S - keys_attended; c0 += kKeyBlock) {
                 store_row<float>(dst + c0 * grad_mask->strides[3] * item,
                                  grad_mask->strides[3] * item, grad_mask->dtype, scratch_row,
@@ -562,8 +566,8 @@ void attention_backward(const TensorView* grad_q, const TensorView* grad_k,
       return backward_typed<Half>(grad_q, grad_k, grad_v, grad_mask, grad_out, q, k, v, out, lse,
                                   mask, params, d);
     default:
-      return backward_typed<float>(grad_q, grad_k, grad_v, grad_mask, grad_out, q, k, v, out,
-                                   lse, mask, params, d);
+      return backward_typed<float>(grad_q, grad_k, grad_v, grad_mask, grad_out, q, k, v, out, lse,
+                                   mask, params, d);
   }
 }
 

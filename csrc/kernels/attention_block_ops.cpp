@@ -27,18 +27,20 @@ constexpr int64_t kTileColumns = 16 * kTileVectors;
 // One tile: kRows rows of c, kVectors 16-wide column vectors of which the last is masked.
 // The accumulators are named variables (not an array) so GCC keeps them in registers.
 #define ONEURON_TILE_VARS(r) __m512 c##r##0 = zero, c##r##1 = zero, c##r##2 = zero, c##r##3 = zero
-#define ONEURON_TILE_FOR(r, v, statement) \
-  if constexpr (kRows > r && kVectors > v) {  \
+#define ONEURON_TILE_FOR(r, v, statement)                                     \
+  if constexpr (kRows > r && kVectors > v) {                                  \
     const __mmask16 mask = v == kVectors - 1 ? last_mask : __mmask16(0xFFFF); \
-    (void)mask;                               \
-    statement;                                \
+    (void)mask;                                                               \
+    statement;                                                                \
   }
-#define ONEURON_TILE_ROW(r, statement_template) \
-  statement_template(r, 0) statement_template(r, 1) statement_template(r, 2) statement_template(r, 3)
-#define ONEURON_TILE_ALL(statement_template)                                                   \
-  ONEURON_TILE_ROW(0, statement_template) ONEURON_TILE_ROW(1, statement_template)              \
-  ONEURON_TILE_ROW(2, statement_template) ONEURON_TILE_ROW(3, statement_template)              \
-  ONEURON_TILE_ROW(4, statement_template) ONEURON_TILE_ROW(5, statement_template)
+#define ONEURON_TILE_ROW(r, statement_template)                              \
+  statement_template(r, 0) statement_template(r, 1) statement_template(r, 2) \
+      statement_template(r, 3)
+#define ONEURON_TILE_ALL(statement_template)                                          \
+  ONEURON_TILE_ROW(0, statement_template)                                             \
+  ONEURON_TILE_ROW(1, statement_template) ONEURON_TILE_ROW(2, statement_template)     \
+      ONEURON_TILE_ROW(3, statement_template) ONEURON_TILE_ROW(4, statement_template) \
+          ONEURON_TILE_ROW(5, statement_template)
 #define ONEURON_TILE_LOAD(r, v) \
   ONEURON_TILE_FOR(r, v, c##r##v = _mm512_maskz_loadu_ps(mask, c + r * ldc + 16 * v))
 #define ONEURON_TILE_STORE(r, v) \
@@ -65,8 +67,12 @@ void gemm_tile(int64_t k, const float* a, int64_t a_row_stride, int64_t a_col_st
   for (int64_t p = 0; p < k; ++p) {
     const float* b_row = b + p * ldb;
     const __m512 b0 = _mm512_maskz_loadu_ps(kVectors == 1 ? last_mask : __mmask16(0xFFFF), b_row);
-    const __m512 b1 = kVectors > 1 ? _mm512_maskz_loadu_ps(kVectors == 2 ? last_mask : __mmask16(0xFFFF), b_row + 16) : zero;
-    const __m512 b2 = kVectors > 2 ? _mm512_maskz_loadu_ps(kVectors == 3 ? last_mask : __mmask16(0xFFFF), b_row + 32) : zero;
+    const __m512 b1 = kVectors > 1 ? _mm512_maskz_loadu_ps(
+                                         kVectors == 2 ? last_mask : __mmask16(0xFFFF), b_row + 16)
+                                   : zero;
+    const __m512 b2 = kVectors > 2 ? _mm512_maskz_loadu_ps(
+                                         kVectors == 3 ? last_mask : __mmask16(0xFFFF), b_row + 32)
+                                   : zero;
     const __m512 b3 = kVectors > 3 ? _mm512_maskz_loadu_ps(last_mask, b_row + 48) : zero;
     const float* a_col = a + p * a_col_stride;
     ONEURON_TILE_BROADCAST(0)
@@ -93,12 +99,18 @@ constexpr TileFn tile_for_vectors(int vectors) {
 
 TileFn tile_for(int rows, int vectors) {
   switch (rows) {
-    case 1: return tile_for_vectors<1>(vectors);
-    case 2: return tile_for_vectors<2>(vectors);
-    case 3: return tile_for_vectors<3>(vectors);
-    case 4: return tile_for_vectors<4>(vectors);
-    case 5: return tile_for_vectors<5>(vectors);
-    default: return tile_for_vectors<6>(vectors);
+    case 1:
+      return tile_for_vectors<1>(vectors);
+    case 2:
+      return tile_for_vectors<2>(vectors);
+    case 3:
+      return tile_for_vectors<3>(vectors);
+    case 4:
+      return tile_for_vectors<4>(vectors);
+    case 5:
+      return tile_for_vectors<5>(vectors);
+    default:
+      return tile_for_vectors<6>(vectors);
   }
 }
 
@@ -142,8 +154,8 @@ void block_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_s
     }
     if (i0 < m) {
       tile_for(static_cast<int>(m - i0), vectors)(k, a + i0 * a_row_stride, a_row_stride,
-                                                  a_col_stride, b + j0, ldb, c + i0 * ldc + j0,
-                                                  ldc, last_mask, accumulate);
+                                                  a_col_stride, b + j0, ldb, c + i0 * ldc + j0, ldc,
+                                                  last_mask, accumulate);
     }
   }
 #else
@@ -172,13 +184,17 @@ void transpose_16x16(const float* src, int64_t src_ld, float* dst, int64_t dst_l
   for (int i = 0; i < 16; i += 4) {
     r[i] = _mm512_mask_shuffle_ps(t[i], 0xFFFF, t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
     r[i + 1] = _mm512_mask_shuffle_ps(t[i], 0xFFFF, t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm512_mask_shuffle_ps(t[i + 1], 0xFFFF, t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm512_mask_shuffle_ps(t[i + 1], 0xFFFF, t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] =
+        _mm512_mask_shuffle_ps(t[i + 1], 0xFFFF, t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] =
+        _mm512_mask_shuffle_ps(t[i + 1], 0xFFFF, t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
   }
   for (int half = 0; half < 16; half += 8) {
     for (int i = 0; i < 4; ++i) {
-      t[half + i] = _mm512_mask_shuffle_f32x4(r[half + i], 0xFFFF, r[half + i], r[half + i + 4], 0x88);
-      t[half + i + 4] = _mm512_mask_shuffle_f32x4(r[half + i], 0xFFFF, r[half + i], r[half + i + 4], 0xdd);
+      t[half + i] =
+          _mm512_mask_shuffle_f32x4(r[half + i], 0xFFFF, r[half + i], r[half + i + 4], 0x88);
+      t[half + i + 4] =
+          _mm512_mask_shuffle_f32x4(r[half + i], 0xFFFF, r[half + i], r[half + i + 4], 0xdd);
     }
   }
   for (int i = 0; i < 8; ++i) {
@@ -198,7 +214,8 @@ float row_max(const float* x, int64_t n) {
   float best = kNegInf;
 #if defined(__AVX512F__)
   __m512 lanes = _mm512_set1_ps(kNegInf);
-  for (; j + 16 <= n; j += 16) lanes = _mm512_mask_max_ps(lanes, 0xFFFF, lanes, _mm512_loadu_ps(x + j));
+  for (; j + 16 <= n; j += 16)
+    lanes = _mm512_mask_max_ps(lanes, 0xFFFF, lanes, _mm512_loadu_ps(x + j));
   best = lanes_max(lanes);
 #endif
   for (; j < n; ++j) best = std::max(best, x[j]);

@@ -34,8 +34,9 @@ inline void narrow_half(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
   for (; i + 16 <= n; i += 16) {
-    const __m256i bits = _mm512_mask_cvtps_ph(_mm256_setzero_si256(), 0xFFFF, _mm512_loadu_ps(src + i),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i bits =
+        _mm512_mask_cvtps_ph(_mm256_setzero_si256(), 0xFFFF, _mm512_loadu_ps(src + i),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), bits);
   }
 #endif
@@ -47,8 +48,9 @@ inline void widen_bfloat16(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
   for (; i + 16 <= n; i += 16) {
-    const __m512i wide = _mm512_mask_cvtepu16_epi32(
-        _mm512_setzero_si512(), 0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    const __m512i wide =
+        _mm512_mask_cvtepu16_epi32(_mm512_setzero_si512(), 0xFFFF,
+                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
     _mm512_storeu_si512(dst + i, _mm512_mask_slli_epi32(wide, 0xFFFF, wide, 16));
   }
 #endif

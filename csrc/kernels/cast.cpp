@@ -45,7 +45,8 @@ void transpose_plane(char* dst, int64_t dst_row_stride, const char* src, int64_t
       for (int64_t r = r0; r < r1; ++r) {
         T* out = reinterpret_cast<T*>(dst + r * dst_row_stride);
         const char* in = src + r * static_cast<int64_t>(sizeof(T));
-        for (int64_t c = c0; c < c1; ++c) out[c] = *reinterpret_cast<const T*>(in + c * src_col_stride);
+        for (int64_t c = c0; c < c1; ++c)
+          out[c] = *reinterpret_cast<const T*>(in + c * src_col_stride);
       }
     }
   }
@@ -61,8 +62,8 @@ bool copy_transposed(const TensorView& dst, const TensorView& src) {
     if (src.strides[d] == 1) src_inner = d;
   }
   constexpr int64_t kMinSide = 16;  // narrower planes gain nothing from tiles
-  if (dst_inner < 0 || src_inner < 0 || dst_inner == src_inner ||
-      dst.sizes[dst_inner] < kMinSide || dst.sizes[src_inner] < kMinSide) {
+  if (dst_inner < 0 || src_inner < 0 || dst_inner == src_inner || dst.sizes[dst_inner] < kMinSide ||
+      dst.sizes[src_inner] < kMinSide) {
     return false;
   }
   const auto width = static_cast<int64_t>(element_size(dst.dtype));
@@ -84,10 +85,18 @@ bool copy_transposed(const TensorView& dst, const TensorView& src) {
     const int64_t dst_row_stride = dst.strides[src_inner] * width;
     const int64_t src_col_stride = src.strides[dst_inner] * width;
     switch (width) {
-      case 1: transpose_plane<uint8_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
-      case 2: transpose_plane<uint16_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
-      case 4: transpose_plane<uint32_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
-      default: transpose_plane<uint64_t>(out, dst_row_stride, in, src_col_stride, rows, cols); break;
+      case 1:
+        transpose_plane<uint8_t>(out, dst_row_stride, in, src_col_stride, rows, cols);
+        break;
+      case 2:
+        transpose_plane<uint16_t>(out, dst_row_stride, in, src_col_stride, rows, cols);
+        break;
+      case 4:
+        transpose_plane<uint32_t>(out, dst_row_stride, in, src_col_stride, rows, cols);
+        break;
+      default:
+        transpose_plane<uint64_t>(out, dst_row_stride, in, src_col_stride, rows, cols);
+        break;
     }
     int k = other_count - 1;
     while (k >= 0 && ++index[k] == dst.sizes[others[k]]) index[k--] = 0;
@@ -147,18 +156,18 @@ void convert_rows(const TensorView& dst, const TensorView& src) {
 // Every element of dst = value.
 template <typename T>
 void fill_rows(const TensorView& dst, T converted) {
-    for_each_row<1>({&dst}, LoopOrder::kFirstOperandMemory,
-                    [converted](const RowPointers<1>& row, int64_t n) {
-                      char* out = row.ptrs[0];
-                      if (row.strides[0] == sizeof(T)) {
-                        T* typed = reinterpret_cast<T*>(out);
-                        for (int64_t j = 0; j < n; ++j) typed[j] = converted;
-                        return;
-                      }
-                      for (int64_t j = 0; j < n; ++j) {
-                        *reinterpret_cast<T*>(out + j * row.strides[0]) = converted;
-                      }
-                    });
+  for_each_row<1>({&dst}, LoopOrder::kFirstOperandMemory,
+                  [converted](const RowPointers<1>& row, int64_t n) {
+                    char* out = row.ptrs[0];
+                    if (row.strides[0] == sizeof(T)) {
+                      T* typed = reinterpret_cast<T*>(out);
+                      for (int64_t j = 0; j < n; ++j) typed[j] = converted;
+                      return;
+                    }
+                    for (int64_t j = 0; j < n; ++j) {
+                      *reinterpret_cast<T*>(out + j * row.strides[0]) = converted;
+                    }
+                  });
 }
 
 }  // namespace
@@ -192,9 +201,8 @@ void fill(const TensorView& dst, Scalar value) {
   visit_dtype(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T converted = value.is_integral ? cast_value<T>(value.i) : cast_value<T>(value.f);
-    parallel_over_views<1>({dst}, [&](const std::array<TensorView, 1>& part) {
-      fill_rows(part[0], converted);
-    });
+    parallel_over_views<1>(
+        {dst}, [&](const std::array<TensorView, 1>& part) { fill_rows(part[0], converted); });
   });
 }
 

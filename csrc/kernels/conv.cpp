@@ -31,22 +31,24 @@ ConvShape conv_shape(const TensorView& input, const TensorView& weight, const Te
   if (input.ndim != 4 || weight.ndim != 4 || out.ndim != 4) {
     throw std::invalid_argument("openneuron kernels: conv2d: views must be 4-D");
   }
-  ConvShape s{input.sizes[0], input.sizes[1], input.sizes[2], input.sizes[3],
+  ConvShape s{input.sizes[0],  input.sizes[1],  input.sizes[2],  input.sizes[3],
               weight.sizes[0], weight.sizes[1], weight.sizes[2], weight.sizes[3],
-              out.sizes[2], out.sizes[3], p.groups};
+              out.sizes[2],    out.sizes[3],    p.groups};
   const bool consistent =
       p.groups >= 1 && s.in_channels == s.group_in_channels * p.groups &&
       s.out_channels % p.groups == 0 && out.sizes[0] == s.batch && out.sizes[1] == s.out_channels &&
-      s.out_h == (s.height + 2 * p.padding[0] - p.dilation[0] * (s.kernel_h - 1) - 1) / p.stride[0] + 1 &&
-      s.out_w == (s.width + 2 * p.padding[1] - p.dilation[1] * (s.kernel_w - 1) - 1) / p.stride[1] + 1;
+      s.out_h ==
+          (s.height + 2 * p.padding[0] - p.dilation[0] * (s.kernel_h - 1) - 1) / p.stride[0] + 1 &&
+      s.out_w ==
+          (s.width + 2 * p.padding[1] - p.dilation[1] * (s.kernel_w - 1) - 1) / p.stride[1] + 1;
   if (!consistent) throw std::invalid_argument("openneuron kernels: conv2d: inconsistent shapes");
   return s;
 }
 
 // First and one-past-last output column whose input column ow*stride - pad + offset lies
 // inside [0, width).
-void valid_range(int64_t out_size, int64_t in_size, int64_t stride, int64_t offset,
-                 int64_t* first, int64_t* last) {
+void valid_range(int64_t out_size, int64_t in_size, int64_t stride, int64_t offset, int64_t* first,
+                 int64_t* last) {
   // offset = k*dilation - pad; input index = o*stride + offset.
   int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
   int64_t hi = in_size - offset <= 0 ? 0 : (in_size - offset + stride - 1) / stride;
@@ -154,14 +156,15 @@ void conv2d_forward(const TensorView& out, const TensorView& input, const Tensor
     std::vector<float> col(pointwise ? 0 : static_cast<size_t>(k * plane));
     for (int64_t n = 0; n < s.batch; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
-        const float* image = in.data() + (n * s.in_channels + g * s.group_in_channels) * s.in_plane();
+        const float* image =
+            in.data() + (n * s.in_channels + g * s.group_in_channels) * s.in_plane();
         const float* columns = image;
         if (!pointwise) {
           im2col(col.data(), image, s, params);
           columns = col.data();
         }
         nn_sgemm(false, false, og, plane, k, 1.0f, w.data() + g * og * k, k, columns, plane, 0.0f,
-              out_data + (n * s.out_channels + g * og) * plane, plane);
+                 out_data + (n * s.out_channels + g * og) * plane, plane);
       }
     }
   }
@@ -242,17 +245,17 @@ void conv2d_backward(const TensorView* grad_input, const TensorView* grad_weight
             columns = col.data();
           }
           nn_sgemm(false, true, og, k, plane, 1.0f, go_group, plane, columns, plane, 1.0f,
-                gw->data() + g * og * k, k);
+                   gw->data() + g * og * k, k);
         }
         if (want_input) {
           // col[K, P] = weight[og, K]^T @ grad_out[og, P], folded back onto the image.
           float* image = gi->data() + image_offset;
           if (pointwise) {
-            nn_sgemm(true, false, k, plane, og, 1.0f, w.data() + g * og * k, k, go_group, plane, 1.0f,
-                  image, plane);
+            nn_sgemm(true, false, k, plane, og, 1.0f, w.data() + g * og * k, k, go_group, plane,
+                     1.0f, image, plane);
           } else {
-            nn_sgemm(true, false, k, plane, og, 1.0f, w.data() + g * og * k, k, go_group, plane, 0.0f,
-                  col.data(), plane);
+            nn_sgemm(true, false, k, plane, og, 1.0f, w.data() + g * og * k, k, go_group, plane,
+                     0.0f, col.data(), plane);
             col2im_add(image, col.data(), s, params);
           }
         }

@@ -26,7 +26,6 @@ void conv2d_forward(const TensorView& out, const TensorView& input, const Tensor
 // grad_input has input's shape, grad_weight weight's, grad_bias is [O].
 void conv2d_backward(const TensorView* grad_input, const TensorView* grad_weight,
                      const TensorView* grad_bias, const TensorView& grad_out,
-                     const TensorView& input, const TensorView& weight,
-                     const Conv2dParams& params);
+                     const TensorView& input, const TensorView& weight, const Conv2dParams& params);
 
 }  // namespace openneuron::kernels

@@ -2,12 +2,11 @@
 // blocked layouts oneDNN's JIT kernels want, per batch piece, on parallel_for threads.
 #include "kernels/dnnl_conv.h"
 
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <dnnl.hpp>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -17,8 +16,8 @@
 #include <vector>
 
 #include "kernels/cast.h"
-#include "kernels/dnnl_runtime.h"
 #include "kernels/dense_float.h"
+#include "kernels/dnnl_runtime.h"
 #include "kernels/parallel.h"
 
 namespace openneuron::kernels {
@@ -33,8 +32,15 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 21;
 
 // The roles a buffer plays in one primitive call; each thread keeps one growing buffer per
 // role, since fresh multi-megabyte temporaries cost a page fault per page on every call.
-enum Slot { kSrcSlot, kWeightsSlot, kDstSlot, kDiffDstSlot, kDiffDstForWeightsSlot, kScratchpadSlot,
-            kSlotCount };
+enum Slot {
+  kSrcSlot,
+  kWeightsSlot,
+  kDstSlot,
+  kDiffDstSlot,
+  kDiffDstForWeightsSlot,
+  kScratchpadSlot,
+  kSlotCount
+};
 
 void* thread_buffer(Slot slot, size_t bytes) {
   struct Buffer {
@@ -75,7 +81,8 @@ memory::desc activation_desc(const TensorView& view) {
                     memory::dims(view.strides, view.strides + 4), dnnl_type(view.dtype));
 }
 
-// oneDNN's grouped weights are [G, O/G, C/G, KH, KW]: the same memory as PyTorch's [O, C/G, KH, KW].
+// oneDNN's grouped weights are [G, O/G, C/G, KH, KW]: the same memory as PyTorch's [O, C/G, KH,
+// KW].
 memory::dims weights_dims(const TensorView& weight, int64_t groups) {
   const memory::dims plain(weight.sizes, weight.sizes + 4);
   if (groups == 1) return plain;
@@ -147,13 +154,17 @@ struct Operand {
 
 Operand input_operand(const memory::desc& user, const memory::desc& inner) {
   Operand op{user, inner, dnnl::reorder(), user != inner};
-  if (op.reordered) op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), user, dnnl_engine(), inner));
+  if (op.reordered)
+    op.reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), user, dnnl_engine(), inner));
   return op;
 }
 
 Operand output_operand(const memory::desc& user, const memory::desc& inner) {
   Operand op{user, inner, dnnl::reorder(), user != inner};
-  if (op.reordered) op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), inner, dnnl_engine(), user));
+  if (op.reordered)
+    op.reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(dnnl_engine(), inner, dnnl_engine(), user));
   return op;
 }
 
@@ -257,7 +268,8 @@ struct Pieces {
 Pieces split_batch(const TensorView& input, const TensorView& weight, const TensorView& out) {
   const int64_t batch = input.sizes[0];
   const int64_t macs = out.numel() * weight.sizes[1] * weight.sizes[2] * weight.sizes[3];
-  const int64_t wanted = macs < kMinParallelMacs ? 1 : std::min<int64_t>(kernel_thread_count(), batch);
+  const int64_t wanted =
+      macs < kMinParallelMacs ? 1 : std::min<int64_t>(kernel_thread_count(), batch);
   const int64_t chunk = (batch + wanted - 1) / wanted;
   return {(batch + chunk - 1) / chunk, chunk, batch};
 }
@@ -295,7 +307,8 @@ PlanCache<ForwardPlan>& forward_plans() {
   return *cache;
 }
 
-std::shared_ptr<const ForwardPlan> create_forward_plan(const TensorView& out, const TensorView& input,
+std::shared_ptr<const ForwardPlan> create_forward_plan(const TensorView& out,
+                                                       const TensorView& input,
                                                        const TensorView& weight, bool has_bias,
                                                        const Conv2dParams& p) {
   const Geometry g = geometry(input, weight, out, p);
@@ -304,8 +317,8 @@ std::shared_ptr<const ForwardPlan> create_forward_plan(const TensorView& out, co
   plan->bias = has_bias ? memory::desc(g.bias, memory::data_type::f32, Tag::x) : memory::desc();
   const dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any_desc(g.src, type),
-      any_desc(g.weights, type), plan->bias, any_desc(g.dst, type), g.strides, g.dilates, g.pad_left,
-      g.pad_right);
+      any_desc(g.weights, type), plan->bias, any_desc(g.dst, type), g.strides, g.dilates,
+      g.pad_left, g.pad_right);
   const dnnl::convolution_forward::primitive_desc pd(desc, user_scratchpad(), dnnl_engine());
   if (!optimised(pd, type)) return nullptr;
   plan->conv = dnnl::convolution_forward(pd);
@@ -408,10 +421,9 @@ std::shared_ptr<const BackwardPlan> create_backward_plan(const BackwardViews& v,
   const memory::desc bias = plan->bias ? memory::desc(g.bias, f32, Tag::x) : memory::desc();
   const memory::desc src_any = any_desc(g.src, type), dst_any = any_desc(g.dst, type);
   const dnnl::convolution_forward::primitive_desc hint(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, src_any,
-                                      any_desc(g.weights, type), bias, dst_any, g.strides,
-                                      g.dilates, g.pad_left, g.pad_right),
+      dnnl::convolution_forward::desc(
+          dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any,
+          any_desc(g.weights, type), bias, dst_any, g.strides, g.dilates, g.pad_left, g.pad_right),
       user_scratchpad(), dnnl_engine());
   const memory::desc grad_out_user = activation_desc(v.grad_out);
   if (plan->data) {
@@ -429,15 +441,15 @@ std::shared_ptr<const BackwardPlan> create_backward_plan(const BackwardViews& v,
   }
   if (plan->weights) {
     const memory::desc diff_weights_any = any_desc(g.weights, f32);
-    const auto desc =
-        plan->bias ? dnnl::convolution_backward_weights::desc(
-                         dnnl::algorithm::convolution_direct, src_any, diff_weights_any, bias,
-                         dst_any, g.strides, g.dilates, g.pad_left, g.pad_right)
-                   : dnnl::convolution_backward_weights::desc(
-                         dnnl::algorithm::convolution_direct, src_any, diff_weights_any, dst_any,
-                         g.strides, g.dilates, g.pad_left, g.pad_right);
-    const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), dnnl_engine(),
-                                                                hint);
+    const auto desc = plan->bias
+                          ? dnnl::convolution_backward_weights::desc(
+                                dnnl::algorithm::convolution_direct, src_any, diff_weights_any,
+                                bias, dst_any, g.strides, g.dilates, g.pad_left, g.pad_right)
+                          : dnnl::convolution_backward_weights::desc(
+                                dnnl::algorithm::convolution_direct, src_any, diff_weights_any,
+                                dst_any, g.strides, g.dilates, g.pad_left, g.pad_right);
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(),
+                                                                dnnl_engine(), hint);
     if (!optimised(pd, type)) return nullptr;
     plan->weights_conv = dnnl::convolution_backward_weights(pd);
     plan->weights_diff_dst = input_operand(grad_out_user, pd.diff_dst_desc());
@@ -473,17 +485,17 @@ void run_backward(const BackwardPlan& plan, const BackwardViews& v, float* diff_
     finish_output(plan.diff_src, diff_src, v.grad_input->data);
   }
   if (plan.weights) {
-    const memory grad_out =
-        plan.share_diff_dst
-            ? grad_out_for_data
-            : bind_input(plan.weights_diff_dst, v.grad_out.data, kDiffDstForWeightsSlot);
+    const memory grad_out = plan.share_diff_dst ? grad_out_for_data
+                                                : bind_input(plan.weights_diff_dst, v.grad_out.data,
+                                                             kDiffDstForWeightsSlot);
     const memory src = bind_input(plan.weights_src, v.input.data, kSrcSlot);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src},
         {DNNL_ARG_DIFF_DST, grad_out},
         {DNNL_ARG_DIFF_WEIGHTS, memory(plan.diff_weights, dnnl_engine(), diff_weights)},
         {DNNL_ARG_SCRATCHPAD, scratchpad(plan.weights_scratchpad)}};
-    if (plan.bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(plan.diff_bias, dnnl_engine(), diff_bias));
+    if (plan.bias)
+      args.emplace(DNNL_ARG_DIFF_BIAS, memory(plan.diff_bias, dnnl_engine(), diff_bias));
     plan.weights_conv.execute(dnnl_thread_stream(), args);
   }
   dnnl_thread_stream().wait();
@@ -503,7 +515,8 @@ BackwardViews piece_views(const BackwardViews& v, const Pieces& pieces, int64_t 
 }
 
 // Views are fp32 or bf16 alike, with positive strides; at least one gradient is wanted.
-bool backward_native(const BackwardViews& v, const TensorView* grad_bias, const Conv2dParams& params) {
+bool backward_native(const BackwardViews& v, const TensorView* grad_bias,
+                     const Conv2dParams& params) {
   use_one_openmp_thread();
   const Pieces pieces = split_batch(v.input, v.weight, v.grad_out);
   std::vector<std::shared_ptr<const BackwardPlan>> plans;
@@ -511,8 +524,8 @@ bool backward_native(const BackwardViews& v, const TensorView* grad_bias, const 
     TensorView grad_input_part;
     const BackwardViews part = piece_views(v, pieces, piece, &grad_input_part);
     Key key{1, piece, part.grad_bias};
-    for (const TensorView* view : {part.grad_input, part.grad_weight, &part.grad_out, &part.input,
-                                   &part.weight}) {
+    for (const TensorView* view :
+         {part.grad_input, part.grad_weight, &part.grad_out, &part.input, &part.weight}) {
       append(key, view);
     }
     append(key, params);
@@ -601,8 +614,8 @@ bool dnnl_conv2d_forward(const TensorView& out, const TensorView& input, const T
   check_4d({&out, &input, &weight});
   if (has_zero_size({&out, &input, &weight})) return false;
   const DType dtype = out.dtype;
-  if (native_dtype(dtype) && input.dtype == dtype && weight.dtype == dtype &&
-      describable(&out) && describable(&input) && describable(&weight) &&
+  if (native_dtype(dtype) && input.dtype == dtype && weight.dtype == dtype && describable(&out) &&
+      describable(&input) && describable(&weight) &&
       forward_native(out, input, weight, bias, params)) {
     return true;
   }
@@ -610,7 +623,8 @@ bool dnnl_conv2d_forward(const TensorView& out, const TensorView& input, const T
   // native bf16 kernel: dense fp32 copies, rounded once on commit.
   const DenseFloatInput dense_input(input), dense_weight(weight);
   DenseFloatOutput result(out);
-  if (!forward_native(dense_float_view(result.data(), out), dense_float_view(dense_input.data(), input),
+  if (!forward_native(dense_float_view(result.data(), out),
+                      dense_float_view(dense_input.data(), input),
                       dense_float_view(dense_weight.data(), weight), bias, params)) {
     return false;
   }
@@ -633,9 +647,9 @@ bool dnnl_conv2d_backward(const TensorView* grad_input, const TensorView* grad_w
   for (const TensorView* view : {grad_input, grad_weight, &grad_out, &input, &weight}) {
     if (view != nullptr) direct = direct && view->dtype == dtype && describable(view);
   }
-  if (direct && backward_native({grad_input, grad_weight, grad_bias != nullptr, grad_out, input,
-                                 weight},
-                                grad_bias, params)) {
+  if (direct &&
+      backward_native({grad_input, grad_weight, grad_bias != nullptr, grad_out, input, weight},
+                      grad_bias, params)) {
     return true;
   }
   // float16, odd layouts and bf16 problems without a native bf16 kernel: dense fp32 copies in,

@@ -17,8 +17,8 @@ bool dnnl_conv2d_forward(const TensorView& out, const TensorView& input, const T
                          const TensorView* bias, const Conv2dParams& params);
 
 // conv2d_backward's contract (conv.h) through oneDNN; same dtype rules as dnnl_conv2d_forward,
-// and false likewise means every wanted gradient must be recomputed. Weight and bias gradients of the
-// batch pieces are summed in fp32 and rounded once into 16-bit outputs.
+// and false likewise means every wanted gradient must be recomputed. Weight and bias gradients of
+// the batch pieces are summed in fp32 and rounded once into 16-bit outputs.
 bool dnnl_conv2d_backward(const TensorView* grad_input, const TensorView* grad_weight,
                           const TensorView* grad_bias, const TensorView& grad_out,
                           const TensorView& input, const TensorView& weight,

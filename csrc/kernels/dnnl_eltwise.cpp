@@ -35,12 +35,12 @@ const GeluPrimitives* primitives_for(DType dtype, bool tanh_approximation, int64
     const memory::data_type type =
         dtype == DType::Float32 ? memory::data_type::f32 : memory::data_type::bf16;
     const memory::desc desc({length}, type, memory::format_tag::a);
-    const auto algorithm = tanh_approximation ? dnnl::algorithm::eltwise_gelu_tanh
-                                              : dnnl::algorithm::eltwise_gelu_erf;
+    const auto algorithm =
+        tanh_approximation ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf;
     const dnnl::eltwise_forward::primitive_desc forward_pd(
         {dnnl::prop_kind::forward_training, algorithm, desc, 0.0f, 0.0f}, dnnl_engine());
-    const dnnl::eltwise_backward::primitive_desc backward_pd(
-        {algorithm, desc, desc, 0.0f, 0.0f}, dnnl_engine(), forward_pd);
+    const dnnl::eltwise_backward::primitive_desc backward_pd({algorithm, desc, desc, 0.0f, 0.0f},
+                                                             dnnl_engine(), forward_pd);
     // Reference (non-JIT) implementations are slower than our own loops: decline them.
     const std::string forward_impl = forward_pd.impl_info_str();
     if (forward_impl.find("ref") == std::string::npos) {
@@ -56,7 +56,8 @@ const GeluPrimitives* primitives_for(DType dtype, bool tanh_approximation, int64
 // Runs run_piece(primitives, offset) over [0, count) in pieces across kernel threads;
 // false, having written nothing, if a piece length has no primitive on the caller's thread.
 template <typename RunPiece>
-bool for_each_piece(DType dtype, bool tanh_approximation, int64_t count, const RunPiece& run_piece) {
+bool for_each_piece(DType dtype, bool tanh_approximation, int64_t count,
+                    const RunPiece& run_piece) {
   if (dtype != DType::Float32 && dtype != DType::BFloat16) return false;
   if (count <= 0) return true;
   use_one_openmp_thread();
@@ -76,7 +77,8 @@ bool for_each_piece(DType dtype, bool tanh_approximation, int64_t count, const R
       const int64_t length = std::min(piece_length, count - offset);
       const GeluPrimitives* primitives = primitives_for(dtype, tanh_approximation, length);
       // Pieces may already be written (in place, too): failing here cannot fall back.
-      if (primitives == nullptr) throw std::runtime_error("oneDNN gelu: no primitive on a kernel thread");
+      if (primitives == nullptr)
+        throw std::runtime_error("oneDNN gelu: no primitive on a kernel thread");
       try {
         run_piece(*primitives, offset);
       } catch (const dnnl::error& error) {
@@ -88,34 +90,34 @@ bool for_each_piece(DType dtype, bool tanh_approximation, int64_t count, const R
 }
 
 char* at_element(const void* base, int64_t offset, DType dtype) {
-  return static_cast<char*>(const_cast<void*>(base)) + offset * static_cast<int64_t>(element_size(dtype));
+  return static_cast<char*>(const_cast<void*>(base)) +
+         offset * static_cast<int64_t>(element_size(dtype));
 }
 
 }  // namespace
 
 bool dnnl_gelu(void* out, const void* in, int64_t count, DType dtype, bool tanh_approximation) {
-  return for_each_piece(dtype, tanh_approximation, count,
-                        [&](const GeluPrimitives& p, int64_t offset) {
-                          memory src(p.desc, dnnl_engine(), at_element(in, offset, dtype));
-                          memory dst(p.desc, dnnl_engine(), at_element(out, offset, dtype));
-                          p.forward.execute(dnnl_thread_stream(),
-                                            {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-                          dnnl_thread_stream().wait();
-                        });
+  return for_each_piece(
+      dtype, tanh_approximation, count, [&](const GeluPrimitives& p, int64_t offset) {
+        memory src(p.desc, dnnl_engine(), at_element(in, offset, dtype));
+        memory dst(p.desc, dnnl_engine(), at_element(out, offset, dtype));
+        p.forward.execute(dnnl_thread_stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+        dnnl_thread_stream().wait();
+      });
 }
 
 bool dnnl_gelu_backward(void* grad_in, const void* grad_out, const void* in, int64_t count,
                         DType dtype, bool tanh_approximation) {
-  return for_each_piece(dtype, tanh_approximation, count,
-                        [&](const GeluPrimitives& p, int64_t offset) {
-                          memory src(p.desc, dnnl_engine(), at_element(in, offset, dtype));
-                          memory diff_dst(p.desc, dnnl_engine(), at_element(grad_out, offset, dtype));
-                          memory diff_src(p.desc, dnnl_engine(), at_element(grad_in, offset, dtype));
-                          p.backward.execute(dnnl_thread_stream(), {{DNNL_ARG_SRC, src},
-                                                                    {DNNL_ARG_DIFF_DST, diff_dst},
-                                                                    {DNNL_ARG_DIFF_SRC, diff_src}});
-                          dnnl_thread_stream().wait();
-                        });
+  return for_each_piece(
+      dtype, tanh_approximation, count, [&](const GeluPrimitives& p, int64_t offset) {
+        memory src(p.desc, dnnl_engine(), at_element(in, offset, dtype));
+        memory diff_dst(p.desc, dnnl_engine(), at_element(grad_out, offset, dtype));
+        memory diff_src(p.desc, dnnl_engine(), at_element(grad_in, offset, dtype));
+        p.backward.execute(
+            dnnl_thread_stream(),
+            {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}});
+        dnnl_thread_stream().wait();
+      });
 }
 
 }  // namespace openneuron::kernels

@@ -1,10 +1,9 @@
 #include "kernels/dnnl_matmul.h"
 
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <dnnl.hpp>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -21,9 +20,12 @@ using dnnl::memory;
 
 memory::data_type dnnl_type(DType dtype) {
   switch (dtype) {
-    case DType::BFloat16: return memory::data_type::bf16;
-    case DType::Float32: return memory::data_type::f32;
-    default: return memory::data_type::undef;
+    case DType::BFloat16:
+      return memory::data_type::bf16;
+    case DType::Float32:
+      return memory::data_type::f32;
+    default:
+      return memory::data_type::undef;
   }
 }
 
@@ -36,7 +38,8 @@ memory::desc describe(const TensorView& view) {
   for (int d = view.ndim - 1; d >= 0; --d) {
     if (dims[d] != 1) continue;
     memory::dim span = 1;
-    for (int inner = d + 1; inner < view.ndim; ++inner) span = std::max(span, dims[inner] * strides[inner]);
+    for (int inner = d + 1; inner < view.ndim; ++inner)
+      span = std::max(span, dims[inner] * strides[inner]);
     strides[d] = span;
   }
   return memory::desc(dims, dnnl_type(view.dtype), strides);
@@ -177,7 +180,8 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
   const bool supported_dtype = out.dtype == DType::BFloat16 || out.dtype == DType::Float32;
   if (!supported_dtype || a_in.dtype != out.dtype || b.dtype != out.dtype) return false;
   for (int d = 0; d < out.ndim; ++d) {
-    if (out.sizes[d] == 0 || a_in.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0) return false;
+    if (out.sizes[d] == 0 || a_in.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0)
+      return false;
   }
   use_one_openmp_thread();
   // oneDNN's brgemm kernels want a row-major left operand; with a transposed one (a weight
@@ -192,15 +196,16 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
   // Split batches when there are enough of them, rows otherwise; small products stay whole.
   const int split_dim = batches >= kernel_thread_count() ? 0 : rows_dim;
   const int64_t extent = out.sizes[split_dim];
-  const int64_t parts = work < (int64_t{1} << 25) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
+  const int64_t parts =
+      work < (int64_t{1} << 25) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
   const int64_t chunk = (extent + parts - 1) / parts;
 
   // Every distinct piece shape must have an optimised primitive before anything is written.
   std::vector<const Primitive*> primitives;
   for (int64_t begin = 0; begin < extent; begin += chunk) {
     const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
-    const Primitive* primitive = cache().find_or_create(part.out, part.a, part.b, alpha, accumulate,
-                                                        beta, static_cast<int64_t>(primitives.size()));
+    const Primitive* primitive = cache().find_or_create(
+        part.out, part.a, part.b, alpha, accumulate, beta, static_cast<int64_t>(primitives.size()));
     if (!primitive->optimised) return false;
     primitives.push_back(primitive);
   }
@@ -238,7 +243,8 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
 bool dense_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc) {
-  const auto matrix = [](const float* data, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+  const auto matrix = [](const float* data, int64_t rows, int64_t cols, int64_t ld,
+                         bool transposed) {
     TensorView view;
     view.data = const_cast<float*>(data);
     view.dtype = DType::Float32;

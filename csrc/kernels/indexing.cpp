@@ -42,7 +42,7 @@ struct Block {
   int64_t a_strides[kMaxDims];  // the indexed tensor (in / self)
   int64_t b_strides[kMaxDims];  // the position-major tensor (out / values)
   int64_t numel = 1;
-  bool dense_row = false;  // one contiguous run in both tensors
+  bool dense_row = false;          // one contiguous run in both tensors
   int64_t a_step = 1, b_step = 1;  // element steps when the block is a single row
   bool single_row = false;
 };
@@ -200,9 +200,9 @@ void check_advanced(const TensorView& a, const TensorView& b, int first, const T
 template <typename T>
 void accumulate_block(char* self, const int64_t* self_strides, const char* values,
                       const int64_t* value_strides, const Block& block, Scalar alpha) {
-  using Compute = std::conditional_t<std::is_floating_point_v<T> || kIsNarrowFloat<T>,
-                                     std::conditional_t<std::is_same_v<T, double>, double, float>,
-                                     int64_t>;
+  using Compute =
+      std::conditional_t<std::is_floating_point_v<T> || kIsNarrowFloat<T>,
+                         std::conditional_t<std::is_same_v<T, double>, double, float>, int64_t>;
   const Compute a = std::is_same_v<Compute, int64_t> ? static_cast<Compute>(alpha.i)
                                                      : static_cast<Compute>(alpha.to_double());
   const bool unit = alpha.to_double() == 1.0;
@@ -219,45 +219,46 @@ void accumulate_block(char* self, const int64_t* self_strides, const char* value
         }
       } else {
         for (int64_t j = 0; j < block.numel; ++j) {
-          o[j * so] = cast_value<T>(cast_value<Compute>(o[j * so]) + cast_value<Compute>(v[j * sv]));
+          o[j * so] =
+              cast_value<T>(cast_value<Compute>(o[j * so]) + cast_value<Compute>(v[j * sv]));
         }
       }
       return;
     }
   }
   const std::array<char*, 2> bases = {self, const_cast<char*>(values)};
-  for_each_row<2>(block.ndim, block.sizes, bases, {self_strides, value_strides},
-                  {sizeof(T), sizeof(T)}, LoopOrder::kRowMajor,
-                  [&](const RowPointers<2>& row, int64_t n) {
-                    T* o = reinterpret_cast<T*>(row.ptrs[0]);
-                    const T* v = reinterpret_cast<const T*>(row.ptrs[1]);
-                    const int64_t so = row.strides[0] / static_cast<int64_t>(sizeof(T));
-                    const int64_t sv = row.strides[1] / static_cast<int64_t>(sizeof(T));
-                    if constexpr (std::is_same_v<T, bool>) {
-                      for (int64_t j = 0; j < n; ++j) o[j * so] = o[j * so] || v[j * sv];
-                    } else if (unit) {
-                      for (int64_t j = 0; j < n; ++j) {
-                        o[j * so] = cast_value<T>(cast_value<Compute>(o[j * so]) +
-                                                  cast_value<Compute>(v[j * sv]));
-                      }
-                    } else {
-                      for (int64_t j = 0; j < n; ++j) {
-                        // source * alpha rounds to the dtype first, as CPU's scalar_t math does.
-                        const T scaled = cast_value<T>(cast_value<Compute>(v[j * sv]) * a);
-                        o[j * so] = cast_value<T>(cast_value<Compute>(o[j * so]) +
-                                                  cast_value<Compute>(scaled));
-                      }
-                    }
-                  });
+  for_each_row<2>(
+      block.ndim, block.sizes, bases, {self_strides, value_strides}, {sizeof(T), sizeof(T)},
+      LoopOrder::kRowMajor, [&](const RowPointers<2>& row, int64_t n) {
+        T* o = reinterpret_cast<T*>(row.ptrs[0]);
+        const T* v = reinterpret_cast<const T*>(row.ptrs[1]);
+        const int64_t so = row.strides[0] / static_cast<int64_t>(sizeof(T));
+        const int64_t sv = row.strides[1] / static_cast<int64_t>(sizeof(T));
+        if constexpr (std::is_same_v<T, bool>) {
+          for (int64_t j = 0; j < n; ++j) o[j * so] = o[j * so] || v[j * sv];
+        } else if (unit) {
+          for (int64_t j = 0; j < n; ++j) {
+            o[j * so] =
+                cast_value<T>(cast_value<Compute>(o[j * so]) + cast_value<Compute>(v[j * sv]));
+          }
+        } else {
+          for (int64_t j = 0; j < n; ++j) {
+            // source * alpha rounds to the dtype first, as CPU's scalar_t math does.
+            const T scaled = cast_value<T>(cast_value<Compute>(v[j * sv]) * a);
+            o[j * so] = cast_value<T>(cast_value<Compute>(o[j * so]) + cast_value<Compute>(scaled));
+          }
+        }
+      });
 }
 
 }  // namespace
 
-void index_gather(const TensorView& out, const TensorView& in, int first,
-                  const TensorView* indices, int index_count) {
+void index_gather(const TensorView& out, const TensorView& in, int first, const TensorView* indices,
+                  int index_count) {
   check_advanced(in, out, first, indices, index_count);
   if (out.numel() == 0) return;
-  if (in.dtype != out.dtype) throw std::invalid_argument("openneuron kernels: index_gather dtype mismatch");
+  if (in.dtype != out.dtype)
+    throw std::invalid_argument("openneuron kernels: index_gather dtype mismatch");
   const Block block = make_block(in, out, first, index_count, indices[0].ndim);
   const size_t bytes = element_size(in.dtype);
   const int64_t positions = PositionWalker(in, out, first, indices, index_count).positions();
@@ -276,8 +277,8 @@ void index_gather(const TensorView& out, const TensorView& in, int first,
         T* dst_base = static_cast<T*>(out.data);
         const char* index_base = static_cast<const char*>(index.data);
         for (int64_t p = begin; p < end; ++p) {
-          int64_t i = read_index(index_base + p * index.strides[0] * static_cast<int64_t>(index_bytes),
-                                 index.dtype);
+          int64_t i = read_index(
+              index_base + p * index.strides[0] * static_cast<int64_t>(index_bytes), index.dtype);
           if (i < -size || i >= size) throw_out_of_bounds(i, first, size);
           if (i < 0) i += size;
           const T* src = src_base + i * in_dim_stride;
@@ -316,7 +317,8 @@ void index_gather(const TensorView& out, const TensorView& in, int first,
 void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorView& values,
                    int first, const TensorView* indices, int index_count, Scalar alpha) {
   check_advanced(self, values, first, indices, index_count);
-  if (self.dtype != values.dtype) throw std::invalid_argument("openneuron kernels: index_scatter dtype mismatch");
+  if (self.dtype != values.dtype)
+    throw std::invalid_argument("openneuron kernels: index_scatter dtype mismatch");
   const Block block = make_block(self, values, first, index_count, indices[0].ndim);
   if (block.numel == 0 || self.numel() == 0) {
     // Still validate the indices, as CPU does.
@@ -354,8 +356,10 @@ void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorVi
         int64_t i = read_index(index_base + p * index_step, index.dtype);
         if (i < -size || i >= size) throw_out_of_bounds(i, first, size);
         if (i < 0) i += size;
-        char* dst = self_base + (i * self.strides[first] + col_offset_a) * static_cast<int64_t>(bytes);
-        const char* src = value_base + (p * values.strides[first] + col_offset_b) * static_cast<int64_t>(bytes);
+        char* dst =
+            self_base + (i * self.strides[first] + col_offset_a) * static_cast<int64_t>(bytes);
+        const char* src =
+            value_base + (p * values.strides[first] + col_offset_b) * static_cast<int64_t>(bytes);
         if (mode == IndexScatterMode::Assign) {
           if (part.dense_row) {
             std::memcpy(dst, src, static_cast<size_t>(part.numel) * bytes);
@@ -403,15 +407,15 @@ void gather(const TensorView& out, const TensorView& in, int dim, const TensorVi
   if (in.ndim > 0) source.strides[dim] = 0;
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_row<3>({&out, &index, &source}, LoopOrder::kRowMajor,
-                    [&](const RowPointers<3>& row, int64_t n) {
-                      for (int64_t j = 0; j < n; ++j) {
-                        const int64_t i = read_index(row.ptrs[1] + j * row.strides[1], index.dtype);
-                        if (i < 0 || i >= dim_size) throw_out_of_bounds(i, dim, dim_size);
-                        *reinterpret_cast<T*>(row.ptrs[0] + j * row.strides[0]) =
-                            reinterpret_cast<const T*>(row.ptrs[2] + j * row.strides[2])[i * dim_stride];
-                      }
-                    });
+    for_each_row<3>(
+        {&out, &index, &source}, LoopOrder::kRowMajor, [&](const RowPointers<3>& row, int64_t n) {
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t i = read_index(row.ptrs[1] + j * row.strides[1], index.dtype);
+            if (i < 0 || i >= dim_size) throw_out_of_bounds(i, dim, dim_size);
+            *reinterpret_cast<T*>(row.ptrs[0] + j * row.strides[0]) =
+                reinterpret_cast<const T*>(row.ptrs[2] + j * row.strides[2])[i * dim_stride];
+          }
+        });
   });
 }
 
@@ -465,7 +469,8 @@ void scatter_typed(ScatterReduce op, bool include_self, const TensorView& self, 
                     for (int64_t j = 0; j < n; ++j) {
                       const int64_t i = read_index(row.ptrs[0] + j * row.strides[0], index.dtype);
                       if (i < 0 || i >= dim_size) throw_out_of_bounds(i, dim, dim_size);
-                      T* slot = reinterpret_cast<T*>(row.ptrs[1] + j * row.strides[1]) + i * dim_stride;
+                      T* slot =
+                          reinterpret_cast<T*>(row.ptrs[1] + j * row.strides[1]) + i * dim_stride;
                       const T v = *reinterpret_cast<const T*>(row.ptrs[2] + j * row.strides[2]);
                       int64_t* count = nullptr;
                       if (track) {
@@ -519,7 +524,8 @@ void scatter_typed(ScatterReduce op, bool include_self, const TensorView& self, 
                   {sizeof(T), sizeof(int64_t)}, LoopOrder::kRowMajor,
                   [&](const RowPointers<2>& row, int64_t n) {
                     for (int64_t j = 0; j < n; ++j) {
-                      const int64_t c = *reinterpret_cast<const int64_t*>(row.ptrs[1] + j * row.strides[1]);
+                      const int64_t c =
+                          *reinterpret_cast<const int64_t*>(row.ptrs[1] + j * row.strides[1]);
                       if (c <= 1) continue;
                       T* slot = reinterpret_cast<T*>(row.ptrs[0] + j * row.strides[0]);
                       if constexpr (std::is_integral_v<Compute>) {
@@ -549,12 +555,14 @@ int64_t count_nonzero(const TensorView& in) {
   int64_t count = 0;
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_row<1>({&in}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<1>& row, int64_t n) {
-      const char* p = row.ptrs[0];
-      int64_t c = 0;
-      for (int64_t j = 0; j < n; ++j) c += cast_value<bool>(*reinterpret_cast<const T*>(p + j * row.strides[0])) ? 1 : 0;
-      count += c;
-    });
+    for_each_row<1>(
+        {&in}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<1>& row, int64_t n) {
+          const char* p = row.ptrs[0];
+          int64_t c = 0;
+          for (int64_t j = 0; j < n; ++j)
+            c += cast_value<bool>(*reinterpret_cast<const T*>(p + j * row.strides[0])) ? 1 : 0;
+          count += c;
+        });
   });
   return count;
 }
@@ -597,13 +605,15 @@ void masked_select(const TensorView& out, const TensorView& in, const TensorView
     T* dst = static_cast<T*>(out.data);
     visit_dtype(mask.dtype, [&](auto mask_tag) {
       using M = typename decltype(mask_tag)::type;
-      for_each_row<2>({&in, &mask}, LoopOrder::kRowMajor, [&](const RowPointers<2>& row, int64_t n) {
-        for (int64_t j = 0; j < n; ++j) {
-          if (cast_value<bool>(*reinterpret_cast<const M*>(row.ptrs[1] + j * row.strides[1]))) {
-            dst[written++ * out_stride] = *reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0]);
-          }
-        }
-      });
+      for_each_row<2>(
+          {&in, &mask}, LoopOrder::kRowMajor, [&](const RowPointers<2>& row, int64_t n) {
+            for (int64_t j = 0; j < n; ++j) {
+              if (cast_value<bool>(*reinterpret_cast<const M*>(row.ptrs[1] + j * row.strides[1]))) {
+                dst[written++ * out_stride] =
+                    *reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0]);
+              }
+            }
+          });
     });
   });
 }

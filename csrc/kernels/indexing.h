@@ -15,8 +15,8 @@ namespace openneuron::kernels {
 // the end. out has dims [in's dims before first] + B + [in's dims after the indexed ones]:
 //   out[pre, b, post] = in[pre, idx_0[b], ..., idx_{k-1}[b], post].
 // out and in share a dtype.
-void index_gather(const TensorView& out, const TensorView& in, int first,
-                  const TensorView* indices, int index_count);
+void index_gather(const TensorView& out, const TensorView& in, int first, const TensorView* indices,
+                  int index_count);
 
 enum class IndexScatterMode { Assign, Add };
 

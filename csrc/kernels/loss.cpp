@@ -41,7 +41,8 @@ void store_scalar(const TensorView& view, double value) {
 void nll_loss_forward(const TensorView& out, const TensorView& total_weight,
                       const TensorView& input, const TensorView& target, const TensorView* weight,
                       LossReduction reduction, int64_t ignore_index) {
-  if (input.ndim != 3) throw std::invalid_argument("openneuron kernels: nll_loss: input must be [N, C, M]");
+  if (input.ndim != 3)
+    throw std::invalid_argument("openneuron kernels: nll_loss: input must be [N, C, M]");
   const int64_t n = input.sizes[0], classes = input.sizes[1], m = input.sizes[2];
   const std::vector<int64_t> targets = load_targets(target);
   const std::vector<float> weights = load_weights(weight, classes);
@@ -77,10 +78,10 @@ void nll_loss_forward(const TensorView& out, const TensorView& total_weight,
 }
 
 void nll_loss_backward(const TensorView& grad_input, const TensorView& grad_out,
-                       const TensorView& target, const TensorView* weight,
-                       LossReduction reduction, int64_t ignore_index,
-                       const TensorView& total_weight) {
-  if (grad_input.ndim != 3) throw std::invalid_argument("openneuron kernels: nll_loss: grad_input must be [N, C, M]");
+                       const TensorView& target, const TensorView* weight, LossReduction reduction,
+                       int64_t ignore_index, const TensorView& total_weight) {
+  if (grad_input.ndim != 3)
+    throw std::invalid_argument("openneuron kernels: nll_loss: grad_input must be [N, C, M]");
   const int64_t n = grad_input.sizes[0], classes = grad_input.sizes[1], m = grad_input.sizes[2];
   if (grad_input.numel() == 0) return;
   const std::vector<int64_t> targets = load_targets(target);

@@ -19,9 +19,8 @@ void nll_loss_forward(const TensorView& out, const TensorView& total_weight,
 
 // grad_input [N, C, M] of nll_loss_forward; grad_out is [N, M] (None) or [] otherwise.
 void nll_loss_backward(const TensorView& grad_input, const TensorView& grad_out,
-                       const TensorView& target, const TensorView* weight,
-                       LossReduction reduction, int64_t ignore_index,
-                       const TensorView& total_weight);
+                       const TensorView& target, const TensorView* weight, LossReduction reduction,
+                       int64_t ignore_index, const TensorView& total_weight);
 
 // input/target views of one shape (broadcast strides allowed). None: out has that shape;
 // Mean/Sum: out [] (sum accumulated in double).

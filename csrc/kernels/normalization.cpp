@@ -29,7 +29,8 @@ std::vector<float> load_vector(const TensorView* view, int64_t count, float fall
 
 void store_vector(const TensorView* view, const std::vector<double>& values) {
   if (view == nullptr || view->numel() == 0) return;
-  if (view->numel() != static_cast<int64_t>(values.size())) fail("output vector has the wrong length");
+  if (view->numel() != static_cast<int64_t>(values.size()))
+    fail("output vector has the wrong length");
   DenseFloatOutput dense(*view);
   for (size_t i = 0; i < values.size(); ++i) dense.data()[i] = static_cast<float>(values[i]);
   dense.commit();
@@ -357,15 +358,15 @@ void row_norm_backward(const TensorView* grad_input, const TensorView* grad_weig
   if (input.ndim != 2) fail("row norm views must be [R, D]");
   const int64_t rows = input.sizes[0], d = input.sizes[1];
   const std::vector<float> w = load_vector(weight, d, 1.0f);
-  const std::vector<float> mean =
-      rms ? std::vector<float>(static_cast<size_t>(rows), 0.0f) : load_vector(mean_view, rows, 0.0f);
+  const std::vector<float> mean = rms ? std::vector<float>(static_cast<size_t>(rows), 0.0f)
+                                      : load_vector(mean_view, rows, 0.0f);
   const std::vector<float> rstd = load_vector(&rstd_view, rows, 1.0f);
   const bool want_grad_input = grad_input != nullptr && grad_input->numel() > 0;
   if (normalization_rows::supports({&input, &grad_out, want_grad_input ? grad_input : nullptr})) {
     const bool want_columns = grad_weight != nullptr || grad_bias != nullptr;
     std::vector<double> gw, gb;
-    normalization_rows::backward(want_grad_input ? grad_input : nullptr, grad_out, input, w,
-                                 mean, rstd, rms, want_columns, gw, gb);
+    normalization_rows::backward(want_grad_input ? grad_input : nullptr, grad_out, input, w, mean,
+                                 rstd, rms, want_columns, gw, gb);
     if (grad_weight != nullptr) store_vector(grad_weight, gw);
     if (grad_bias != nullptr) store_vector(grad_bias, gb);
     return;

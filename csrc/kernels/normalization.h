@@ -23,9 +23,8 @@ void batch_norm_forward(const TensorView& out, const TensorView* save_mean,
 // (pass running_var as `invstd_or_var`). Any output pointer may be nullptr.
 void batch_norm_backward(const TensorView* grad_input, const TensorView* grad_weight,
                          const TensorView* grad_bias, const TensorView& grad_out,
-                         const TensorView& input, const TensorView* weight,
-                         const TensorView& mean, const TensorView& invstd_or_var, bool training,
-                         double eps);
+                         const TensorView& input, const TensorView* weight, const TensorView& mean,
+                         const TensorView& invstd_or_var, bool training, double eps);
 
 // input/out [N, C, M]; groups split C; mean/rstd [N, groups] (any float dtype).
 void group_norm_forward(const TensorView& out, const TensorView& mean, const TensorView& rstd,

@@ -148,7 +148,8 @@ const float* widen_row(const TensorView& view, int64_t r, float* buffer) {
     attention_convert::widen_half(reinterpret_cast<const uint16_t*>(row), buffer, view.sizes[1]);
     return buffer;
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-    attention_convert::widen_bfloat16(reinterpret_cast<const uint16_t*>(row), buffer, view.sizes[1]);
+    attention_convert::widen_bfloat16(reinterpret_cast<const uint16_t*>(row), buffer,
+                                      view.sizes[1]);
     return buffer;
   } else {
     const int64_t d = view.sizes[1];
@@ -163,8 +164,8 @@ T* row_of(const TensorView& view, int64_t r) {
 }
 
 template <typename T>
-void forward_typed(const TensorView& out, const TensorView& input, const float* w,
-                   const float* b, double eps, bool rms, double* mean, double* rstd) {
+void forward_typed(const TensorView& out, const TensorView& input, const float* w, const float* b,
+                   double eps, bool rms, double* mean, double* rstd) {
   const int64_t rows = input.sizes[0], d = input.sizes[1];
   parallel_for(0, rows, row_grain(d), [&](int64_t begin, int64_t end) {
     ScratchFloats scratch, result_scratch;
@@ -202,7 +203,8 @@ void forward_typed(const TensorView& out, const TensorView& input, const float* 
           int64_t i = 0;
           for (; i + 16 <= d; i += 16) {
             const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), m), s);
-            const __m512 result = _mm512_fmadd_ps(xhat, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i));
+            const __m512 result =
+                _mm512_fmadd_ps(xhat, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(y_bits + i),
                                 attention_convert::narrow_bfloat16_vector(result));
           }
@@ -232,13 +234,12 @@ void forward_typed(const TensorView& out, const TensorView& input, const float* 
 
 template <typename T>
 void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
-                    const TensorView& input, const float* w, const float* mean,
-                    const float* rstd, bool rms, bool want_columns, std::vector<double>& gw,
-                    std::vector<double>& gb) {
+                    const TensorView& input, const float* w, const float* mean, const float* rstd,
+                    bool rms, bool want_columns, std::vector<double>& gw, std::vector<double>& gb) {
   const int64_t rows = input.sizes[0], d = input.sizes[1];
   // Fixed row chunks (not parallel_for's split) so the column partials add up in one order.
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(kernel_thread_count(),
-                                                                rows / row_grain(d)));
+  const int64_t chunks =
+      std::max<int64_t>(1, std::min<int64_t>(kernel_thread_count(), rows / row_grain(d)));
   const int64_t chunk_rows = (rows + chunks - 1) / chunks;
   std::vector<double> partials(want_columns ? static_cast<size_t>(chunks * 2 * d) : 0, 0.0);
   parallel_for(0, chunks, 1, [&](int64_t first, int64_t last) {
@@ -346,28 +347,31 @@ void forward(const TensorView& out, const TensorView& input, const std::vector<f
              std::vector<double>& rstd) {
   switch (input.dtype) {
     case DType::BFloat16:
-      return forward_typed<BFloat16>(out, input, w.data(), b.data(), eps, rms, mean.data(), rstd.data());
+      return forward_typed<BFloat16>(out, input, w.data(), b.data(), eps, rms, mean.data(),
+                                     rstd.data());
     case DType::Float16:
-      return forward_typed<Half>(out, input, w.data(), b.data(), eps, rms, mean.data(), rstd.data());
+      return forward_typed<Half>(out, input, w.data(), b.data(), eps, rms, mean.data(),
+                                 rstd.data());
     default:
-      return forward_typed<float>(out, input, w.data(), b.data(), eps, rms, mean.data(), rstd.data());
+      return forward_typed<float>(out, input, w.data(), b.data(), eps, rms, mean.data(),
+                                  rstd.data());
   }
 }
 
 void backward(const TensorView* grad_input, const TensorView& grad_out, const TensorView& input,
               const std::vector<float>& w, const std::vector<float>& mean,
-              const std::vector<float>& rstd, bool rms, bool want_columns,
-              std::vector<double>& gw, std::vector<double>& gb) {
+              const std::vector<float>& rstd, bool rms, bool want_columns, std::vector<double>& gw,
+              std::vector<double>& gb) {
   switch (input.dtype) {
     case DType::BFloat16:
       return backward_typed<BFloat16>(grad_input, grad_out, input, w.data(), mean.data(),
                                       rstd.data(), rms, want_columns, gw, gb);
     case DType::Float16:
-      return backward_typed<Half>(grad_input, grad_out, input, w.data(), mean.data(),
-                                  rstd.data(), rms, want_columns, gw, gb);
+      return backward_typed<Half>(grad_input, grad_out, input, w.data(), mean.data(), rstd.data(),
+                                  rms, want_columns, gw, gb);
     default:
-      return backward_typed<float>(grad_input, grad_out, input, w.data(), mean.data(),
-                                   rstd.data(), rms, want_columns, gw, gb);
+      return backward_typed<float>(grad_input, grad_out, input, w.data(), mean.data(), rstd.data(),
+                                   rms, want_columns, gw, gb);
   }
 }
 

@@ -25,7 +25,7 @@ void forward(const TensorView& out, const TensorView& input, const std::vector<f
 // grad_weight (g * xhat) and grad_bias (g), returned in gw/gb (sized D) when want_columns.
 void backward(const TensorView* grad_input, const TensorView& grad_out, const TensorView& input,
               const std::vector<float>& w, const std::vector<float>& mean,
-              const std::vector<float>& rstd, bool rms, bool want_columns,
-              std::vector<double>& gw, std::vector<double>& gb);
+              const std::vector<float>& rstd, bool rms, bool want_columns, std::vector<double>& gw,
+              std::vector<double>& gb);
 
 }  // namespace openneuron::kernels::normalization_rows

@@ -39,10 +39,9 @@ bool pointwise_returns_bool(PointwiseOp op) {
 void pointwise(PointwiseOp op, const TensorView& out, const TensorView* inputs, int num_inputs,
                DType compute, const PointwiseParams& params) {
   if (num_inputs != pointwise_arity(op)) {
-    throw std::invalid_argument("openneuron kernels: pointwise op " +
-                                std::to_string(static_cast<int>(op)) + " takes " +
-                                std::to_string(pointwise_arity(op)) + " inputs, got " +
-                                std::to_string(num_inputs));
+    throw std::invalid_argument(
+        "openneuron kernels: pointwise op " + std::to_string(static_cast<int>(op)) + " takes " +
+        std::to_string(pointwise_arity(op)) + " inputs, got " + std::to_string(num_inputs));
   }
   for (int k = 0; k < num_inputs; ++k) {
     bool same = inputs[k].ndim == out.ndim;

@@ -42,13 +42,10 @@ void run_forward(PointwiseOp op, const TensorView& out, const TensorView& xv,
       map<C, C>(out, in, [](C a) { return std::min(std::max(a + C(3), C(0)), C(6)) / C(6); });
       return;
     case PointwiseOp::Hardswish:
-      map<C, C>(out, in,
-                [](C a) { return a * std::min(std::max(a + C(3), C(0)), C(6)) / C(6); });
+      map<C, C>(out, in, [](C a) { return a * std::min(std::max(a + C(3), C(0)), C(6)) / C(6); });
       return;
     case PointwiseOp::Softplus:
-      map<C, C>(out, in, [=](C a) {
-        return a * p0 > p1 ? a : std::log1p(std::exp(a * p0)) / p0;
-      });
+      map<C, C>(out, in, [=](C a) { return a * p0 > p1 ? a : std::log1p(std::exp(a * p0)) / p0; });
       return;
     case PointwiseOp::LeakyRelu:
       map<C, C>(out, in, [=](C a) { return a > C(0) ? a : a * p0; });
@@ -58,9 +55,8 @@ void run_forward(PointwiseOp op, const TensorView& out, const TensorView& xv,
       return;
     case PointwiseOp::Elu: {
       const C negative_scale = p0 * p1;
-      map<C, C>(out, in, [=](C a) {
-        return a <= C(0) ? std::expm1(a * p2) * negative_scale : a * p1;
-      });
+      map<C, C>(out, in,
+                [=](C a) { return a <= C(0) ? std::expm1(a * p2) * negative_scale : a * p1; });
       return;
     }
     default:
@@ -83,7 +79,8 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
           const C tanh_inner = fast_tanh(beta * (a + kappa * a_sq * a));
           const C left = C(0.5) * a;
           const C right = C(1) + tanh_inner;
-          const C right_derivative = (C(1) - tanh_inner * tanh_inner) * beta * (C(1) + C(3) * kappa * a_sq);
+          const C right_derivative =
+              (C(1) - tanh_inner * tanh_inner) * beta * (C(1) + C(3) * kappa * a_sq);
           return g * (C(0.5) * right + left * right_derivative);
         });
       } else {
@@ -138,9 +135,8 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
       const C negative_scale = p0 * p1;
       if (p.values[3].to_double() != 0) {
         // y is elu's output: for y <= 0, d/dx = input_scale * (y + alpha * scale).
-        map<C, C>(out, in, [=](C g, C y) {
-          return y <= C(0) ? g * p2 * (y + negative_scale) : g * p1;
-        });
+        map<C, C>(out, in,
+                  [=](C g, C y) { return y <= C(0) ? g * p2 * (y + negative_scale) : g * p1; });
       } else {
         map<C, C>(out, in, [=](C g, C a) {
           return a <= C(0) ? g * p2 * negative_scale * std::exp(a * p2) : g * p1;

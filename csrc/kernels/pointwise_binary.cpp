@@ -40,19 +40,19 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const std::array<Tensor
       map<C, C>(out, in, [=](C grad, C x) { return x <= bound ? C(0) : grad; });
       return true;
     }
-#define OPENNEURON_PREDICATE(name, expr)                    \
-  case PointwiseOp::name:                                   \
+#define OPENNEURON_PREDICATE(name, expr)                  \
+  case PointwiseOp::name:                                 \
     map<bool, C>(out, in, [](C a, C b) { return expr; }); \
     return true;
-    OPENNEURON_PREDICATE(Eq, a == b)
-    OPENNEURON_PREDICATE(Ne, a != b)
-    OPENNEURON_PREDICATE(Lt, a < b)
-    OPENNEURON_PREDICATE(Le, a <= b)
-    OPENNEURON_PREDICATE(Gt, a > b)
-    OPENNEURON_PREDICATE(Ge, a >= b)
-    OPENNEURON_PREDICATE(LogicalAnd, a != C(0) && b != C(0))
-    OPENNEURON_PREDICATE(LogicalOr, a != C(0) || b != C(0))
-    OPENNEURON_PREDICATE(LogicalXor, (a != C(0)) != (b != C(0)))
+      OPENNEURON_PREDICATE(Eq, a == b)
+      OPENNEURON_PREDICATE(Ne, a != b)
+      OPENNEURON_PREDICATE(Lt, a < b)
+      OPENNEURON_PREDICATE(Le, a <= b)
+      OPENNEURON_PREDICATE(Gt, a > b)
+      OPENNEURON_PREDICATE(Ge, a >= b)
+      OPENNEURON_PREDICATE(LogicalAnd, a != C(0) && b != C(0))
+      OPENNEURON_PREDICATE(LogicalOr, a != C(0) || b != C(0))
+      OPENNEURON_PREDICATE(LogicalXor, (a != C(0)) != (b != C(0)))
 #undef OPENNEURON_PREDICATE
     default:
       break;

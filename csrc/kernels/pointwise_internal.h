@@ -20,8 +20,8 @@ bool run_ternary(PointwiseOp op, const TensorView& out, const TensorView& x, con
 
 [[noreturn]] inline void unsupported_compute(PointwiseOp op, DType compute) {
   throw std::invalid_argument("openneuron kernels: pointwise op " +
-                              std::to_string(static_cast<int>(op)) + " does not support compute dtype " +
-                              dtype_name(compute));
+                              std::to_string(static_cast<int>(op)) +
+                              " does not support compute dtype " + dtype_name(compute));
 }
 
 }  // namespace openneuron::kernels::pointwise_detail

@@ -56,30 +56,29 @@ void map_rows(const TensorView& out, const std::array<TensorView, N>& in, const 
   std::array<bool, N> in_direct;
   for (size_t k = 0; k < N; ++k) in_direct[k] = in[k].dtype == storage_dtype<C>();
 
-  for_each_row<N + 1>(views, LoopOrder::kFirstOperandMemory,
-                      [&](const RowPointers<N + 1>& row, int64_t n) {
-                        alignas(64) C buffers[N > 0 ? N : 1][kChunk];
-                        alignas(64) R results[kChunk];
-                        const bool out_dense =
-                            out_direct && row.strides[0] == static_cast<int64_t>(sizeof(R));
-                        for (int64_t start = 0; start < n; start += kChunk) {
-                          const int64_t m = std::min(kChunk, n - start);
-                          std::array<const C*, N> src;
-                          for (size_t k = 0; k < N; ++k) {
-                            const char* p = row.ptrs[k + 1] + start * row.strides[k + 1];
-                            if (in_direct[k] && row.strides[k + 1] == static_cast<int64_t>(sizeof(C))) {
-                              src[k] = reinterpret_cast<const C*>(p);
-                            } else {
-                              load_row<C>(buffers[k], p, row.strides[k + 1], in[k].dtype, m);
-                              src[k] = buffers[k];
-                            }
-                          }
-                          char* out_ptr = row.ptrs[0] + start * row.strides[0];
-                          R* dst = out_dense ? reinterpret_cast<R*>(out_ptr) : results;
-                          for (int64_t j = 0; j < m; ++j) dst[j] = op(src[Is][j]...);
-                          if (!out_dense) store_row<R>(out_ptr, row.strides[0], out.dtype, results, m);
-                        }
-                      });
+  for_each_row<N + 1>(
+      views, LoopOrder::kFirstOperandMemory, [&](const RowPointers<N + 1>& row, int64_t n) {
+        alignas(64) C buffers[N > 0 ? N : 1][kChunk];
+        alignas(64) R results[kChunk];
+        const bool out_dense = out_direct && row.strides[0] == static_cast<int64_t>(sizeof(R));
+        for (int64_t start = 0; start < n; start += kChunk) {
+          const int64_t m = std::min(kChunk, n - start);
+          std::array<const C*, N> src;
+          for (size_t k = 0; k < N; ++k) {
+            const char* p = row.ptrs[k + 1] + start * row.strides[k + 1];
+            if (in_direct[k] && row.strides[k + 1] == static_cast<int64_t>(sizeof(C))) {
+              src[k] = reinterpret_cast<const C*>(p);
+            } else {
+              load_row<C>(buffers[k], p, row.strides[k + 1], in[k].dtype, m);
+              src[k] = buffers[k];
+            }
+          }
+          char* out_ptr = row.ptrs[0] + start * row.strides[0];
+          R* dst = out_dense ? reinterpret_cast<R*>(out_ptr) : results;
+          for (int64_t j = 0; j < m; ++j) dst[j] = op(src[Is][j]...);
+          if (!out_dense) store_row<R>(out_ptr, row.strides[0], out.dtype, results, m);
+        }
+      });
 }
 
 // out[i] = op(in[0][i], ..., in[N-1][i]) for every index of out. Inputs have out's ndim and sizes

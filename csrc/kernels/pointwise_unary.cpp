@@ -13,12 +13,18 @@ namespace {
 // Largest finite value of a floating output dtype, as nan_to_num's default replacement.
 double largest_finite(DType dtype) {
   switch (dtype) {
-    case DType::Float16: return 65504.0;
-    case DType::BFloat16: return 3.3895313892515355e38;
-    case DType::Float64: return DBL_MAX;
-    case DType::Float8E4M3: return 448.0;
-    case DType::Float8E5M2: return 57344.0;
-    default: return FLT_MAX;
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 3.3895313892515355e38;
+    case DType::Float64:
+      return DBL_MAX;
+    case DType::Float8E4M3:
+      return 448.0;
+    case DType::Float8E5M2:
+      return 57344.0;
+    default:
+      return FLT_MAX;
   }
 }
 
@@ -45,19 +51,26 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
       return true;
     case PointwiseOp::IsInf:
       map<bool, C>(out, in, [](C a) {
-        if constexpr (std::is_integral_v<C>) return false; else return std::isinf(a);
+        if constexpr (std::is_integral_v<C>)
+          return false;
+        else
+          return std::isinf(a);
       });
       return true;
     case PointwiseOp::IsPosInf:
       map<bool, C>(out, in, [](C a) {
-        if constexpr (std::is_integral_v<C>) return false;
-        else return a == std::numeric_limits<C>::infinity();
+        if constexpr (std::is_integral_v<C>)
+          return false;
+        else
+          return a == std::numeric_limits<C>::infinity();
       });
       return true;
     case PointwiseOp::IsNegInf:
       map<bool, C>(out, in, [](C a) {
-        if constexpr (std::is_integral_v<C>) return false;
-        else return a == -std::numeric_limits<C>::infinity();
+        if constexpr (std::is_integral_v<C>)
+          return false;
+        else
+          return a == -std::numeric_limits<C>::infinity();
       });
       return true;
     case PointwiseOp::Relu:
@@ -106,8 +119,8 @@ template <typename C>
 bool run_float_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
                     const PointwiseParams& p) {
   const std::array<TensorView, 1> in{xv};
-#define OPENNEURON_FLOAT_UNARY(name, expr)      \
-  case PointwiseOp::name:                       \
+#define OPENNEURON_FLOAT_UNARY(name, expr)        \
+  case PointwiseOp::name:                         \
     map<C, C>(out, in, [](C a) { return expr; }); \
     return true;
   switch (op) {
@@ -136,7 +149,8 @@ bool run_float_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
     case PointwiseOp::RoundDecimals: {
       int64_t decimals = scalar_as<int64_t>(p.values[0]);
       const bool negative = decimals < 0;
-      const C scale = static_cast<C>(std::pow(10.0, static_cast<double>(negative ? -decimals : decimals)));
+      const C scale =
+          static_cast<C>(std::pow(10.0, static_cast<double>(negative ? -decimals : decimals)));
       if (negative) {
         map<C, C>(out, in, [=](C a) { return std::nearbyint(a / scale) * scale; });
       } else {
@@ -160,7 +174,8 @@ bool run_float_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
     case PointwiseOp::PowScalar: {
       const C e = scalar_as<C>(p.values[0]);
       // The common exponents use exact arithmetic instead of pow, like PyTorch's CPU kernel.
-      // Like PyTorch, x ** 1 is a copy and x ** 0 is 1 (autograd asks for x ** 1 in pow's backward).
+      // Like PyTorch, x ** 1 is a copy and x ** 0 is 1 (autograd asks for x ** 1 in pow's
+      // backward).
       if (e == C(1)) {
         map<C, C>(out, in, [](C a) { return a; });
       } else if (e == C(0)) {

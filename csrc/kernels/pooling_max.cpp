@@ -38,7 +38,8 @@ struct MaxPoolAxis {
     }
     interior_begin = out_size;
     for (int64_t o = 0; o < out_size; ++o) {
-      if (count[static_cast<size_t>(o)] == kernel && first[static_cast<size_t>(o)] == o * stride - pad) {
+      if (count[static_cast<size_t>(o)] == kernel &&
+          first[static_cast<size_t>(o)] == o * stride - pad) {
         interior_begin = std::min(interior_begin, o);
         interior_end = o + 1;
       }
@@ -52,7 +53,11 @@ struct MaxPoolGeometry {
   Pool2dParams p;
   MaxPoolAxis rows, cols;
   MaxPoolGeometry(int64_t h, int64_t w, int64_t oh, int64_t ow, const Pool2dParams& params)
-      : H(h), W(w), OH(oh), OW(ow), p(params),
+      : H(h),
+        W(w),
+        OH(oh),
+        OW(ow),
+        p(params),
         rows(h, oh, params.kernel[0], params.stride[0], params.padding[0], params.dilation[0]),
         cols(w, ow, params.kernel[1], params.stride[1], params.padding[1], params.dilation[1]) {}
   // 2x2 windows at stride 2 without dilation: the common case, done in one pass per row.
@@ -127,7 +132,8 @@ void pool_two_by_two(const T* __restrict top, const T* __restrict bottom, int64_
 
 // One output cell with its clipped window; -inf and index -1 for an empty window.
 template <typename T>
-void pool_cell(const T* src, const MaxPoolGeometry& g, int64_t oh, int64_t ow, T* dst, int64_t* idx) {
+void pool_cell(const T* src, const MaxPoolGeometry& g, int64_t oh, int64_t ow, T* dst,
+               int64_t* idx) {
   const int64_t ih0 = g.rows.first[static_cast<size_t>(oh)];
   const int64_t taps_h = g.rows.count[static_cast<size_t>(oh)];
   const int64_t iw0 = g.cols.first[static_cast<size_t>(ow)];
@@ -194,8 +200,10 @@ void max_pool_planes(const T* input, T* out, int64_t* indices, int64_t planes,
           done_begin = lo;
           done_end = hi;
         }
-        for (int64_t ow = 0; ow < done_begin; ++ow) pool_cell(src, g, oh, ow, dst_row + ow, idx_row + ow);
-        for (int64_t ow = done_end; ow < g.OW; ++ow) pool_cell(src, g, oh, ow, dst_row + ow, idx_row + ow);
+        for (int64_t ow = 0; ow < done_begin; ++ow)
+          pool_cell(src, g, oh, ow, dst_row + ow, idx_row + ow);
+        for (int64_t ow = done_end; ow < g.OW; ++ow)
+          pool_cell(src, g, oh, ow, dst_row + ow, idx_row + ow);
       }
     }
   });
@@ -216,9 +224,9 @@ void max_pool2d_forward(const TensorView& out, const TensorView& indices, const 
   const MaxPoolGeometry geometry(input.sizes[2], input.sizes[3], out.sizes[2], out.sizes[3], p);
   int64_t* index_data = static_cast<int64_t*>(indices.data);
   const int64_t planes = out.sizes[0] * out.sizes[1];
-  const bool native = input.dtype == out.dtype && input.is_contiguous() && out.is_contiguous() &&
-                      (out.dtype == DType::Float32 || out.dtype == DType::BFloat16 ||
-                       out.dtype == DType::Float16);
+  const bool native =
+      input.dtype == out.dtype && input.is_contiguous() && out.is_contiguous() &&
+      (out.dtype == DType::Float32 || out.dtype == DType::BFloat16 || out.dtype == DType::Float16);
   if (native) {
     // Maxima are input values, so 16-bit planes are pooled as they are, without fp32 copies.
     visit_dtype(out.dtype, [&](auto tag) {

@@ -73,8 +73,8 @@ bool all_contiguous(const TensorView* const* views, size_t n) {
 // Calls fn(cache, ptrs, index) for every element of views[0]'s shape with its row-major
 // index; dense operands run in parallel chunks (values depend only on the index).
 template <size_t N, typename Fn>
-void for_each_indexed(const std::array<const TensorView*, N>& views, uint64_t seed,
-                      uint64_t offset, Fn&& fn) {
+void for_each_indexed(const std::array<const TensorView*, N>& views, uint64_t seed, uint64_t offset,
+                      Fn&& fn) {
   const int64_t numel = views[0]->numel();
   if (numel == 0) return;
   if (all_contiguous(views.data(), N)) {
@@ -174,12 +174,11 @@ void dropout_backward(const TensorView& grad_output, const TensorView& mask,
   const float scale_f = static_cast<float>(scale);
   visit_floating_dtype(grad_output.dtype, "dropout_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_indexed<3>({&grad_input, &grad_output, &mask}, 0, 0,
-                        [&](BlockCache&, auto& ptrs, uint64_t) {
-                          const float g = cast_value<float>(element<T>(ptrs[1]));
-                          element<T>(ptrs[0]) =
-                              cast_value<T>(g * (element<bool>(ptrs[2]) ? scale_f : 0.0f));
-                        });
+    for_each_indexed<3>(
+        {&grad_input, &grad_output, &mask}, 0, 0, [&](BlockCache&, auto& ptrs, uint64_t) {
+          const float g = cast_value<float>(element<T>(ptrs[1]));
+          element<T>(ptrs[0]) = cast_value<T>(g * (element<bool>(ptrs[2]) ? scale_f : 0.0f));
+        });
   });
 }
 
@@ -202,7 +201,8 @@ void random_permutation(const TensorView& dst, uint64_t seed, uint64_t offset) {
   std::iota(order.begin(), order.end(), int64_t{0});
   BlockCache cache(seed, offset);
   for (int64_t k = n - 1; k > 0; --k) {
-    const uint64_t pick = cache.draw64(static_cast<uint64_t>(n - 1 - k)) % static_cast<uint64_t>(k + 1);
+    const uint64_t pick =
+        cache.draw64(static_cast<uint64_t>(n - 1 - k)) % static_cast<uint64_t>(k + 1);
     std::swap(order[k], order[pick]);
   }
   visit_dtype(dst.dtype, [&](auto tag) {
@@ -225,8 +225,7 @@ void exponential(const TensorView& dst, uint64_t seed, uint64_t offset, double l
 }
 
 void normal_with_moments(const TensorView& dst, const TensorView* mean, double mean_scalar,
-                         const TensorView* std, double std_scalar, uint64_t seed,
-                         uint64_t offset) {
+                         const TensorView* std, double std_scalar, uint64_t seed, uint64_t offset) {
   // A scalar moment becomes a 0-stride view of a local float, so one loop serves all forms.
   float mean_value = static_cast<float>(mean_scalar);
   float std_value = static_cast<float>(std_scalar);
@@ -250,23 +249,24 @@ void normal_with_moments(const TensorView& dst, const TensorView* mean, double m
   }
   visit_floating_dtype(dst.dtype, "normal", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    for_each_indexed<3>({&dst, &mean_view, &std_view}, seed, offset,
-                        [&](BlockCache& cache, auto& ptrs, uint64_t i) {
-                          // Elements 2j, 2j+1 are the cosine and sine halves of one Box-Muller.
-                          const PhiloxBlock& block = cache.at(i >> 2);
-                          const unsigned pair = static_cast<unsigned>(i & 2);
-                          const float u1 = unit_float(block[pair]) + static_cast<float>(1.0 / 16777216.0);
-                          const float angle = static_cast<float>(kTwoPi) * unit_float(block[pair + 1]);
-                          const float radius = std::sqrt(-2.0f * std::log(u1));
-                          const float z = (i & 1) ? radius * std::sin(angle) : radius * std::cos(angle);
-                          element<T>(ptrs[0]) = cast_value<T>(element<float>(ptrs[1]) +
-                                                              element<float>(ptrs[2]) * z);
-                        });
+    for_each_indexed<3>(
+        {&dst, &mean_view, &std_view}, seed, offset,
+        [&](BlockCache& cache, auto& ptrs, uint64_t i) {
+          // Elements 2j, 2j+1 are the cosine and sine halves of one Box-Muller.
+          const PhiloxBlock& block = cache.at(i >> 2);
+          const unsigned pair = static_cast<unsigned>(i & 2);
+          const float u1 = unit_float(block[pair]) + static_cast<float>(1.0 / 16777216.0);
+          const float angle = static_cast<float>(kTwoPi) * unit_float(block[pair + 1]);
+          const float radius = std::sqrt(-2.0f * std::log(u1));
+          const float z = (i & 1) ? radius * std::sin(angle) : radius * std::cos(angle);
+          element<T>(ptrs[0]) =
+              cast_value<T>(element<float>(ptrs[1]) + element<float>(ptrs[2]) * z);
+        });
   });
 }
 
-void multinomial(const TensorView& probs, const TensorView& dst, int64_t samples,
-                 bool replacement, uint64_t seed, uint64_t offset) {
+void multinomial(const TensorView& probs, const TensorView& dst, int64_t samples, bool replacement,
+                 uint64_t seed, uint64_t offset) {
   require_dtype(probs, DType::Float32, "multinomial", "probabilities");
   require_dtype(dst, DType::Int64, "multinomial", "an output");
   if (probs.ndim != 2 || dst.ndim != 2) {
@@ -275,42 +275,43 @@ void multinomial(const TensorView& probs, const TensorView& dst, int64_t samples
   const int64_t rows = probs.sizes[0];
   const int64_t categories = probs.sizes[1];
   const uint64_t draws_per_row = static_cast<uint64_t>(std::max(samples, categories));
-  parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, categories)),
-               [&](int64_t begin, int64_t end) {
-    BlockCache cache(seed, offset);
-    std::vector<double> cumulative(static_cast<size_t>(categories));
-    std::vector<std::pair<double, int64_t>> keys(static_cast<size_t>(categories));
-    for (int64_t r = begin; r < end; ++r) {
-      const float* row = static_cast<const float*>(probs.data) + r * probs.strides[0];
-      int64_t* out = static_cast<int64_t*>(dst.data) + r * dst.strides[0];
-      const uint64_t first_draw = static_cast<uint64_t>(r) * draws_per_row;
-      if (replacement) {
-        double total = 0.0;
-        for (int64_t j = 0; j < categories; ++j) {
-          total += row[j * probs.strides[1]];
-          cumulative[j] = total;
+  parallel_for(
+      0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, categories)),
+      [&](int64_t begin, int64_t end) {
+        BlockCache cache(seed, offset);
+        std::vector<double> cumulative(static_cast<size_t>(categories));
+        std::vector<std::pair<double, int64_t>> keys(static_cast<size_t>(categories));
+        for (int64_t r = begin; r < end; ++r) {
+          const float* row = static_cast<const float*>(probs.data) + r * probs.strides[0];
+          int64_t* out = static_cast<int64_t*>(dst.data) + r * dst.strides[0];
+          const uint64_t first_draw = static_cast<uint64_t>(r) * draws_per_row;
+          if (replacement) {
+            double total = 0.0;
+            for (int64_t j = 0; j < categories; ++j) {
+              total += row[j * probs.strides[1]];
+              cumulative[j] = total;
+            }
+            for (int64_t s = 0; s < samples; ++s) {
+              const double target = unit_double(cache.draw64(first_draw + s)) * total;
+              // First category whose cumulative weight exceeds the target (zero weights never win).
+              auto it = std::upper_bound(cumulative.begin(), cumulative.end(), target);
+              int64_t pick = std::min<int64_t>(it - cumulative.begin(), categories - 1);
+              out[s * dst.strides[1]] = pick;
+            }
+          } else {
+            for (int64_t j = 0; j < categories; ++j) {
+              const double w = row[j * probs.strides[1]];
+              const double u = unit_double(cache.draw64(first_draw + j)) + 0x1p-54;  // (0, 1)
+              keys[j] = {w > 0 ? std::log(u) / w : -std::numeric_limits<double>::infinity(), j};
+            }
+            std::partial_sort(
+                keys.begin(), keys.begin() + samples, keys.end(), [](const auto& a, const auto& b) {
+                  return a.first > b.first || (a.first == b.first && a.second < b.second);
+                });
+            for (int64_t s = 0; s < samples; ++s) out[s * dst.strides[1]] = keys[s].second;
+          }
         }
-        for (int64_t s = 0; s < samples; ++s) {
-          const double target = unit_double(cache.draw64(first_draw + s)) * total;
-          // First category whose cumulative weight exceeds the target (zero weights never win).
-          auto it = std::upper_bound(cumulative.begin(), cumulative.end(), target);
-          int64_t pick = std::min<int64_t>(it - cumulative.begin(), categories - 1);
-          out[s * dst.strides[1]] = pick;
-        }
-      } else {
-        for (int64_t j = 0; j < categories; ++j) {
-          const double w = row[j * probs.strides[1]];
-          const double u = unit_double(cache.draw64(first_draw + j)) + 0x1p-54;  // (0, 1)
-          keys[j] = {w > 0 ? std::log(u) / w : -std::numeric_limits<double>::infinity(), j};
-        }
-        std::partial_sort(keys.begin(), keys.begin() + samples, keys.end(),
-                          [](const auto& a, const auto& b) {
-                            return a.first > b.first || (a.first == b.first && a.second < b.second);
-                          });
-        for (int64_t s = 0; s < samples; ++s) out[s * dst.strides[1]] = keys[s].second;
-      }
-    }
-  });
+      });
 }
 
 }  // namespace openneuron::kernels

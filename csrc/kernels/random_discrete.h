@@ -51,15 +51,14 @@ void exponential(const TensorView& dst, uint64_t seed, uint64_t offset, double l
 // normal() in random.h. mean/std are floating views with dst's shape, or null to use the
 // scalar instead. 32-bit draws.
 void normal_with_moments(const TensorView& dst, const TensorView* mean, double mean_scalar,
-                         const TensorView* std, double std_scalar, uint64_t seed,
-                         uint64_t offset);
+                         const TensorView* std, double std_scalar, uint64_t seed, uint64_t offset);
 
 // Draws `samples` category indices per row of probs ([rows, categories], floating,
 // non-negative weights, not necessarily normalized) into dst ([rows, samples], int64).
 // With replacement: inverse CDF of 64-bit draw row * draws_per_row + s. Without: the
 // `samples` largest keys log(u_j) / w_j over categories j (exponential races), draws
 // row * draws_per_row + j. draws_per_row = max(samples, categories).
-void multinomial(const TensorView& probs, const TensorView& dst, int64_t samples,
-                 bool replacement, uint64_t seed, uint64_t offset);
+void multinomial(const TensorView& probs, const TensorView& dst, int64_t samples, bool replacement,
+                 uint64_t seed, uint64_t offset);
 
 }  // namespace openneuron::kernels

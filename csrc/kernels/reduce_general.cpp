@@ -315,9 +315,11 @@ class Reducer {
     if (last >= 0 && g_.reduced_ndim > 0) {
       int64_t min_reduced_stride = std::numeric_limits<int64_t>::max();
       for (int d = 0; d < g_.reduced_ndim; ++d) {
-        min_reduced_stride = std::min<int64_t>(min_reduced_stride, std::llabs(g_.reduced_strides[d]));
+        min_reduced_stride =
+            std::min<int64_t>(min_reduced_stride, std::llabs(g_.reduced_strides[d]));
       }
-      if (static_cast<int64_t>(std::llabs(g_.kept_in_strides[last])) < min_reduced_stride) block = kColumnBlock;
+      if (static_cast<int64_t>(std::llabs(g_.kept_in_strides[last])) < min_reduced_stride)
+        block = kColumnBlock;
     }
     const int64_t row_length = last >= 0 ? g_.kept_sizes[last] : 1;
     const int64_t blocks_per_row = (row_length + block - 1) / block;
@@ -340,7 +342,8 @@ class Reducer {
  private:
   bool reduced_is_single_row() const {
     for (int d = 0; d + 1 < g_.reduced_ndim; ++d) {
-      if (g_.reduced_strides[d] != g_.reduced_strides[d + 1] * g_.reduced_sizes[d + 1]) return false;
+      if (g_.reduced_strides[d] != g_.reduced_strides[d + 1] * g_.reduced_sizes[d + 1])
+        return false;
     }
     return true;
   }
@@ -372,7 +375,8 @@ class Reducer {
         }
       });
       total = partial[0];
-      for (int64_t piece = 1; piece < pieces; ++piece) merge<C>(op_, params_, pass, total, partial[piece]);
+      for (int64_t piece = 1; piece < pieces; ++piece)
+        merge<C>(op_, params_, pass, total, partial[piece]);
       if (pass + 1 < pass_count(op_)) pivot = pivot_after_first_pass<C>(op_, total, g_.count);
     }
     store_result<C>(op_, params_, total, pivot, g_.count, primary_, 0, secondary_, 0);
@@ -437,7 +441,8 @@ class Reducer {
 
   // Column mode: `width` neighbouring outputs advance together, one reduced step at a time,
   // with branch-free lane loops over contiguous reads.
-  void reduce_lanes(const T* base, int64_t lane_stride, int width, State<C>* states, double* pivots) {
+  void reduce_lanes(const T* base, int64_t lane_stride, int width, State<C>* states,
+                    double* pivots) {
     std::vector<C> lane(static_cast<size_t>(width));
     auto load = [&](const T* src) {
       if (lane_stride == 1) {
@@ -552,7 +557,8 @@ class Reducer {
       int64_t consumed = 0;
       auto flush = [&] {
         for (int w = 0; w < width; ++w) {
-          consume<C>(op_, params_, pass, pivots[w], states[w], buffer + w * chunk, filled, consumed);
+          consume<C>(op_, params_, pass, pivots[w], states[w], buffer + w * chunk, filled,
+                     consumed);
         }
         consumed += filled;
         filled = 0;
@@ -572,14 +578,16 @@ class Reducer {
                             if (step == 1) {
                               for (int64_t k = 0; k < piece; ++k) dst[k] = cast_value<C>(src[k]);
                             } else {
-                              for (int64_t k = 0; k < piece; ++k) dst[k] = cast_value<C>(src[k * step]);
+                              for (int64_t k = 0; k < piece; ++k)
+                                dst[k] = cast_value<C>(src[k * step]);
                             }
                           } else {
                             for (int64_t k = 0; k < piece; ++k) {
                               const T* src = p + (j + k) * step;
                               C* dst = buffer + filled + k;
                               if (lane_stride == 1) {
-                                for (int w = 0; w < width; ++w) dst[w * chunk] = cast_value<C>(src[w]);
+                                for (int w = 0; w < width; ++w)
+                                  dst[w * chunk] = cast_value<C>(src[w]);
                               } else {
                                 for (int w = 0; w < width; ++w) {
                                   dst[w * chunk] = cast_value<C>(src[w * lane_stride]);
@@ -594,7 +602,8 @@ class Reducer {
                       });
       if (filled > 0) flush();
       if (pass + 1 < pass_count(op_)) {
-        for (int w = 0; w < width; ++w) pivots[w] = pivot_after_first_pass<C>(op_, states[w], g_.count);
+        for (int w = 0; w < width; ++w)
+          pivots[w] = pivot_after_first_pass<C>(op_, states[w], g_.count);
       }
     }
   }
@@ -613,13 +622,15 @@ void reduce_general(GeneralReduceOp op, const GeneralReduceParams& params,
                     const TensorView& primary, const TensorView& secondary, const TensorView& in,
                     uint32_t reduce_dims) {
   if (primary.ndim != in.ndim || (secondary.data != nullptr && secondary.ndim != in.ndim)) {
-    throw std::invalid_argument("openneuron kernels: reduce_general() needs outputs with in's ndim");
+    throw std::invalid_argument(
+        "openneuron kernels: reduce_general() needs outputs with in's ndim");
   }
   Geometry g;
   for (int d = 0; d < in.ndim; ++d) {
     if ((reduce_dims >> d) & 1u) {
       if (primary.sizes[d] != 1) {
-        throw std::invalid_argument("openneuron kernels: reduce_general() out must have size 1 on reduced dims");
+        throw std::invalid_argument(
+            "openneuron kernels: reduce_general() out must have size 1 on reduced dims");
       }
       g.reduced_sizes[g.reduced_ndim] = in.sizes[d];
       g.reduced_strides[g.reduced_ndim] = in.strides[d];
@@ -627,7 +638,8 @@ void reduce_general(GeneralReduceOp op, const GeneralReduceParams& params,
       g.count *= in.sizes[d];
     } else {
       if (primary.sizes[d] != in.sizes[d]) {
-        throw std::invalid_argument("openneuron kernels: reduce_general() out size mismatch on a kept dim");
+        throw std::invalid_argument(
+            "openneuron kernels: reduce_general() out size mismatch on a kept dim");
       }
       g.kept_sizes[g.kept_ndim] = in.sizes[d];
       g.kept_in_strides[g.kept_ndim] = in.strides[d];

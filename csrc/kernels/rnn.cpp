@@ -64,7 +64,8 @@ template <typename Fn>
 void with_compute_type(DType dtype, Fn&& fn) {
   if (!is_floating(dtype)) {
     throw std::invalid_argument(std::string("openneuron kernels: rnn cell needs a floating "
-                                            "dtype, got ") + dtype_name(dtype));
+                                            "dtype, got ") +
+                                dtype_name(dtype));
   }
   if (dtype == DType::Float64) {
     fn(double{});
@@ -301,7 +302,8 @@ void gru_cell_backward(const TensorView& grad_input_gates, const TensorView& gra
                         h_prev = saved[4 * hidden + j];
           const Compute go = gh[j];
           const Compute d_update = go * (h_prev - candidate) * (Compute(1) - update) * update;
-          const Compute d_candidate = go * (Compute(1) - update) * (Compute(1) - candidate * candidate);
+          const Compute d_candidate =
+              go * (Compute(1) - update) * (Compute(1) - candidate * candidate);
           const Compute d_reset = d_candidate * hn * (Compute(1) - reset) * reset;
           grad_in[j] = d_reset;
           grad_in[hidden + j] = d_update;

@@ -17,7 +17,8 @@ void arange(const TensorView& out, Scalar start, Scalar step) {
     T* data = static_cast<T*>(out.data);
     parallel_for(0, n, 32768, [&](int64_t begin, int64_t end) {
       if (!is_floating(out.dtype)) {
-        for (int64_t i = begin; i < end; ++i) data[i * stride] = cast_value<T>(start.i + i * step.i);
+        for (int64_t i = begin; i < end; ++i)
+          data[i * stride] = cast_value<T>(start.i + i * step.i);
       } else {
         const double s = start.to_double(), d = step.to_double();
         for (int64_t i = begin; i < end; ++i) {
@@ -87,26 +88,27 @@ void triangle(const TensorView& out, const TensorView& in, int64_t diagonal, boo
   visit_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T zero = cast_value<T>(0.0);
-    parallel_for(0, batches * rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        int64_t batch = r / rows;
-        const int64_t i = r % rows;
-        int64_t in_off = i * in.strides[nd - 2], out_off = i * out.strides[nd - 2];
-        for (int d = nd - 3; d >= 0; --d) {
-          const int64_t c = batch % out.sizes[d];
-          batch /= out.sizes[d];
-          in_off += c * in.strides[d];
-          out_off += c * out.strides[d];
-        }
-        const T* src = static_cast<const T*>(in.data) + in_off;
-        T* dst = static_cast<T*>(out.data) + out_off;
-        const int64_t si = in.strides[nd - 1], so = out.strides[nd - 1];
-        for (int64_t j = 0; j < cols; ++j) {
-          const bool keep = upper ? (j - i >= diagonal) : (j - i <= diagonal);
-          dst[j * so] = keep ? src[j * si] : zero;
-        }
-      }
-    });
+    parallel_for(0, batches * rows, std::max<int64_t>(1, 16384 / cols),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t r = begin; r < end; ++r) {
+                     int64_t batch = r / rows;
+                     const int64_t i = r % rows;
+                     int64_t in_off = i * in.strides[nd - 2], out_off = i * out.strides[nd - 2];
+                     for (int d = nd - 3; d >= 0; --d) {
+                       const int64_t c = batch % out.sizes[d];
+                       batch /= out.sizes[d];
+                       in_off += c * in.strides[d];
+                       out_off += c * out.strides[d];
+                     }
+                     const T* src = static_cast<const T*>(in.data) + in_off;
+                     T* dst = static_cast<T*>(out.data) + out_off;
+                     const int64_t si = in.strides[nd - 1], so = out.strides[nd - 1];
+                     for (int64_t j = 0; j < cols; ++j) {
+                       const bool keep = upper ? (j - i >= diagonal) : (j - i <= diagonal);
+                       dst[j * so] = keep ? src[j * si] : zero;
+                     }
+                   }
+                 });
   });
 }
 

@@ -286,8 +286,9 @@ void run_softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
                           const TensorView& out, const SliceLayout& layout, bool log) {
   const size_t length = static_cast<size_t>(layout.length);
   std::vector<C> grads(length), outputs(length);
-  const bool all_compute_type = grad_in.dtype == out.dtype && grad_out.dtype == out.dtype &&
-                                out.dtype == (std::is_same_v<C, float> ? DType::Float32 : DType::Float64);
+  const bool all_compute_type =
+      grad_in.dtype == out.dtype && grad_out.dtype == out.dtype &&
+      out.dtype == (std::is_same_v<C, float> ? DType::Float32 : DType::Float64);
   const auto slice_fn = [&](const std::array<char*, 3>& starts,
                             const std::array<int64_t, 3>& strides) {
     const auto dense = static_cast<int64_t>(sizeof(C));
@@ -340,14 +341,17 @@ void softmax(const TensorView& out, const TensorView& in, int dim, bool log) {
   }
   const SliceLayout layout = slice_layout(in, dim);
   if (in.numel() == 0) return;
-  parallel_over_views<2>({out, in}, [&](const std::array<TensorView, 2>& part) {
-    const SliceLayout part_layout = slice_layout(part[1], dim);
-    if (wants_double(out.dtype, in.dtype)) {
-      run_softmax<double>(part[0], part[1], part_layout, log);
-    } else {
-      run_softmax<float>(part[0], part[1], part_layout, log);
-    }
-  }, layout.dim);
+  parallel_over_views<2>(
+      {out, in},
+      [&](const std::array<TensorView, 2>& part) {
+        const SliceLayout part_layout = slice_layout(part[1], dim);
+        if (wants_double(out.dtype, in.dtype)) {
+          run_softmax<double>(part[0], part[1], part_layout, log);
+        } else {
+          run_softmax<float>(part[0], part[1], part_layout, log);
+        }
+      },
+      layout.dim);
 }
 
 void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, const TensorView& out,
@@ -359,14 +363,17 @@ void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, con
   }
   const SliceLayout layout = slice_layout(out, dim);
   if (out.numel() == 0) return;
-  parallel_over_views<3>({grad_in, grad_out, out}, [&](const std::array<TensorView, 3>& part) {
-    const SliceLayout part_layout = slice_layout(part[2], dim);
-    if (wants_double(grad_in.dtype, out.dtype)) {
-      run_softmax_backward<double>(part[0], part[1], part[2], part_layout, log);
-    } else {
-      run_softmax_backward<float>(part[0], part[1], part[2], part_layout, log);
-    }
-  }, layout.dim);
+  parallel_over_views<3>(
+      {grad_in, grad_out, out},
+      [&](const std::array<TensorView, 3>& part) {
+        const SliceLayout part_layout = slice_layout(part[2], dim);
+        if (wants_double(grad_in.dtype, out.dtype)) {
+          run_softmax_backward<double>(part[0], part[1], part[2], part_layout, log);
+        } else {
+          run_softmax_backward<float>(part[0], part[1], part[2], part_layout, log);
+        }
+      },
+      layout.dim);
 }
 
 }  // namespace openneuron::kernels

@@ -12,7 +12,7 @@ void softmax(const TensorView& out, const TensorView& in, int dim, bool log);
 // grad_in from grad_out and the forward output:
 // softmax:     grad_in = out * (grad_out - sum(grad_out * out))
 // log_softmax: grad_in = grad_out - exp(out) * sum(grad_out)
-void softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
-                      const TensorView& out, int dim, bool log);
+void softmax_backward(const TensorView& grad_in, const TensorView& grad_out, const TensorView& out,
+                      int dim, bool log);
 
 }  // namespace openneuron::kernels

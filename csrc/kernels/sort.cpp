@@ -138,7 +138,8 @@ void radix_sort(Scratch<K>& s, int64_t n) {
   std::vector<int64_t> histogram(static_cast<size_t>(kPasses) * 256, 0);
   for (int64_t i = 0; i < n; ++i) {
     const K key = keys[i];
-    for (int pass = 0; pass < kPasses; ++pass) ++histogram[pass * 256 + ((key >> (8 * pass)) & 0xff)];
+    for (int pass = 0; pass < kPasses; ++pass)
+      ++histogram[pass * 256 + ((key >> (8 * pass)) & 0xff)];
   }
   for (int pass = 0; pass < kPasses; ++pass) {
     int64_t* counts = histogram.data() + pass * 256;
@@ -166,15 +167,16 @@ void radix_sort(Scratch<K>& s, int64_t n) {
 }
 
 struct Lines {
-  int64_t count = 1;     // number of lines
-  int64_t length = 1;    // elements per line
-  int ndim = 0;          // dims other than `dim`
+  int64_t count = 1;   // number of lines
+  int64_t length = 1;  // elements per line
+  int ndim = 0;        // dims other than `dim`
   int64_t sizes[kMaxDims];
   int64_t strides[3][kMaxDims];  // values, indices, in
   int64_t steps[3];              // stride along dim
 };
 
-Lines make_lines(const TensorView& values, const TensorView& indices, const TensorView& in, int dim) {
+Lines make_lines(const TensorView& values, const TensorView& indices, const TensorView& in,
+                 int dim) {
   Lines lines;
   const TensorView* views[3] = {&values, &indices, &in};
   for (int d = 0; d < in.ndim; ++d) {

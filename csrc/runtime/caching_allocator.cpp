@@ -54,11 +54,13 @@ size_t CachingAllocator::round_size(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-void CachingAllocator::update_stat(StatArray MemoryStats::*stat, int pool, int64_t delta) {
+void CachingAllocator::update_stat(StatArray MemoryStats::* stat, int pool, int64_t delta) {
   for (int index : {static_cast<int>(kAllPools), pool}) {
     Stat& counter = (stats_.*stat)[index];
-    if (delta >= 0) counter.increase(delta);
-    else counter.decrease(-delta);
+    if (delta >= 0)
+      counter.increase(delta);
+    else
+      counter.decrease(-delta);
   }
 }
 
@@ -126,11 +128,10 @@ std::string CachingAllocator::describe_oom(size_t requested, size_t rounded) con
   const uint64_t allocated = stats_.allocated_bytes[kAllPools].current;
   return "neuron:" + std::to_string(device_) + " out of memory: tried to allocate " +
          format_bytes(requested) + " (" + std::to_string(requested) + " bytes, a block of " +
-         std::to_string(rounded) + " bytes); " +
-         format_bytes(capacity_ - reserved) + " (" + std::to_string(capacity_ - reserved) +
-         " bytes) free of " + format_bytes(capacity_) + " (" + std::to_string(capacity_) +
-         " bytes) capacity; " + format_bytes(allocated) + " allocated by tensors, " +
-         format_bytes(reserved) +
+         std::to_string(rounded) + " bytes); " + format_bytes(capacity_ - reserved) + " (" +
+         std::to_string(capacity_ - reserved) + " bytes) free of " + format_bytes(capacity_) +
+         " (" + std::to_string(capacity_) + " bytes) capacity; " + format_bytes(allocated) +
+         " allocated by tensors, " + format_bytes(reserved) +
          " reserved by the allocator. Free tensors, call torch.neuron.empty_cache(), or raise "
          "OPENNEURON_HBM_BYTES.";
 }
@@ -174,7 +175,8 @@ void CachingAllocator::free(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = live_.find(reinterpret_cast<uintptr_t>(ptr));
   if (found == live_.end()) {
-    throw Error("neuron:" + std::to_string(device_) + " allocator asked to free a pointer it does not own");
+    throw Error("neuron:" + std::to_string(device_) +
+                " allocator asked to free a pointer it does not own");
   }
   Block* block = found->second;
   live_.erase(found);
@@ -200,7 +202,8 @@ void CachingAllocator::record_stream(void* ptr, Stream& stream) {
   if (found == live_.begin()) return;
   Block* block = std::prev(found)->second;
   // Past the end of the nearest block below: not one of ours.
-  if (reinterpret_cast<uintptr_t>(ptr) >= reinterpret_cast<uintptr_t>(block->ptr) + block->size) return;
+  if (reinterpret_cast<uintptr_t>(ptr) >= reinterpret_cast<uintptr_t>(block->ptr) + block->size)
+    return;
   if (&stream == block->stream) return;
   for (Stream* other : block->other_streams) {
     if (other == &stream) return;
@@ -220,18 +223,18 @@ MemoryStats CachingAllocator::stats() const {
 
 void CachingAllocator::reset_peak_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (StatArray* array : {&stats_.allocation, &stats_.segment, &stats_.active,
-                           &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-                           &stats_.requested_bytes}) {
+  for (StatArray* array :
+       {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
+        &stats_.reserved_bytes, &stats_.active_bytes, &stats_.requested_bytes}) {
     for (Stat& stat : *array) stat.reset_peak();
   }
 }
 
 void CachingAllocator::reset_accumulated_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (StatArray* array : {&stats_.allocation, &stats_.segment, &stats_.active,
-                           &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-                           &stats_.requested_bytes}) {
+  for (StatArray* array :
+       {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
+        &stats_.reserved_bytes, &stats_.active_bytes, &stats_.requested_bytes}) {
     for (Stat& stat : *array) stat.reset_accumulated();
   }
   stats_.num_alloc_retries = stats_.num_ooms = 0;

@@ -54,9 +54,9 @@ class CachingAllocator {
  private:
   struct Block {
     void* ptr;
-    size_t size;            // rounded size, also the segment size
+    size_t size;  // rounded size, also the segment size
     size_t requested;
-    Stream* stream;         // the stream it was allocated for
+    Stream* stream;  // the stream it was allocated for
     std::vector<Stream*> other_streams;
   };
   struct PendingFree {
@@ -69,7 +69,7 @@ class CachingAllocator {
   void cache_block(Block* block);
   void process_pending_frees();
   void release_cached_blocks();
-  void update_stat(StatArray MemoryStats::*stat, int pool, int64_t delta);
+  void update_stat(StatArray MemoryStats::* stat, int pool, int64_t delta);
   std::string describe_oom(size_t requested, size_t rounded) const;
 
   const int device_;

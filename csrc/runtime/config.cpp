@@ -22,17 +22,17 @@ bool parse_flag(const char* variable) {
   std::string text(value);
   if (text == "1" || text == "true" || text == "on" || text == "yes") return true;
   if (text == "0" || text == "false" || text == "off" || text == "no") return false;
-  throw ConfigError(std::string(variable) + "='" + text +
-                    "' is not a valid switch; accepted values: 1, 0 (or true/false, on/off, yes/no)");
+  throw ConfigError(
+      std::string(variable) + "='" + text +
+      "' is not a valid switch; accepted values: 1, 0 (or true/false, on/off, yes/no)");
 }
 
 int parse_device_count(const char* variable) {
   const char* value = env(variable);
   if (!value) return 2;
   std::string text(value);
-  bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
-    return std::isdigit(c) != 0;
-  });
+  bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                             [](unsigned char c) { return std::isdigit(c) != 0; });
   int count = digits && text.size() < 4 ? std::atoi(text.c_str()) : -1;
   if (count < 1 || count > 64) {
     throw ConfigError(std::string(variable) + "='" + text +
@@ -59,15 +59,23 @@ uint64_t parse_byte_size(const std::string& text, const char* variable) {
   if (end == 0) return fail();
   std::string suffix = text.substr(end);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (suffix.size() >= 2 && suffix.substr(suffix.size() - 2) == "IB") suffix.resize(suffix.size() - 2);
-  else if (suffix.size() >= 2 && suffix.back() == 'B') suffix.pop_back();
+  if (suffix.size() >= 2 && suffix.substr(suffix.size() - 2) == "IB")
+    suffix.resize(suffix.size() - 2);
+  else if (suffix.size() >= 2 && suffix.back() == 'B')
+    suffix.pop_back();
   int shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K") shift = 10;
-  else if (suffix == "M") shift = 20;
-  else if (suffix == "G") shift = 30;
-  else if (suffix == "T") shift = 40;
-  else return fail();
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else if (suffix == "T")
+    shift = 40;
+  else
+    return fail();
   // Zero, or a size that does not fit in 64 bits (it would wrap to a tiny capacity).
   if (number == 0 || number > (std::numeric_limits<uint64_t>::max() >> shift)) return fail();
   return number << shift;

@@ -20,8 +20,7 @@ void copy_host_to_device(Stream& stream, void* device_dst, const void* host_src,
   }
   std::shared_ptr<char[]> staging(new char[bytes]);
   std::memcpy(staging.get(), host_src, bytes);
-  stream.enqueue("copy_host_to_device",
-                 [=] { std::memcpy(device_dst, staging.get(), bytes); });
+  stream.enqueue("copy_host_to_device", [=] { std::memcpy(device_dst, staging.get(), bytes); });
 }
 
 void copy_device_to_host(Stream& stream, void* host_dst, const void* device_src, size_t bytes,

@@ -24,8 +24,8 @@ const DeviceProfile& profile_by_name(const std::string& name) {
     if (profile.name == name) return profile;
     accepted += (accepted.empty() ? "" : ", ") + profile.name;
   }
-  throw ConfigError("OPENNEURON_PROFILE='" + name + "' is not a known device profile; accepted values: " +
-                    accepted);
+  throw ConfigError("OPENNEURON_PROFILE='" + name +
+                    "' is not a known device profile; accepted values: " + accepted);
 }
 
 }  // namespace openneuron::runtime

@@ -8,12 +8,12 @@
 namespace openneuron::runtime {
 
 struct DeviceProfile {
-  std::string name;           // "trn2", "trn3"
-  std::string core_version;   // NeuronCore generation, e.g. "v3"
-  uint64_t hbm_bytes;         // HBM per logical NeuronCore
-  double peak_bf16_tflops;    // dense tensor-engine peak per logical core
+  std::string name;          // "trn2", "trn3"
+  std::string core_version;  // NeuronCore generation, e.g. "v3"
+  uint64_t hbm_bytes;        // HBM per logical NeuronCore
+  double peak_bf16_tflops;   // dense tensor-engine peak per logical core
   double peak_fp32_tflops;
-  double hbm_gb_per_s;        // HBM bandwidth per logical core
+  double hbm_gb_per_s;  // HBM bandwidth per logical core
 };
 
 // Every profile the runtime knows, default first.

@@ -33,13 +33,13 @@ enum PoolIndex { kAllPools = 0, kSmallPool = 1, kLargePool = 2 };
 using StatArray = std::array<Stat, 3>;
 
 struct MemoryStats {
-  StatArray allocation;       // live allocations (count)
-  StatArray segment;          // device memory segments held (count)
-  StatArray active;           // blocks allocated or awaiting stream completion (count)
-  StatArray allocated_bytes;  // bytes of live allocations (rounded sizes)
-  StatArray reserved_bytes;   // bytes of device memory held, cached or not
-  StatArray active_bytes;     // bytes of active blocks
-  StatArray requested_bytes;  // bytes the callers asked for (unrounded)
+  StatArray allocation;           // live allocations (count)
+  StatArray segment;              // device memory segments held (count)
+  StatArray active;               // blocks allocated or awaiting stream completion (count)
+  StatArray allocated_bytes;      // bytes of live allocations (rounded sizes)
+  StatArray reserved_bytes;       // bytes of device memory held, cached or not
+  StatArray active_bytes;         // bytes of active blocks
+  StatArray requested_bytes;      // bytes the callers asked for (unrounded)
   int64_t num_alloc_retries = 0;  // allocations that needed the cache released first
   int64_t num_ooms = 0;
   int64_t num_device_alloc = 0;

@@ -45,8 +45,10 @@ void PinnedHostMemory::free(void* ptr) {
   live_.erase(found);
   bool in_use = false;
   for (auto& event : uses) in_use = in_use || !event->query();
-  if (in_use) deferred_.emplace_back(ptr, std::move(uses));
-  else std::free(ptr);
+  if (in_use)
+    deferred_.emplace_back(ptr, std::move(uses));
+  else
+    std::free(ptr);
   release_completed();
 }
 

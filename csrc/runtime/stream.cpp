@@ -97,7 +97,7 @@ void Stream::run_worker() {
       worker_sleeping_ = false;
     }
     if (queue_.empty()) return;  // stopping with nothing left to do
-    if (busy_) {  // stopping while work runs inline: let it finish first
+    if (busy_) {                 // stopping while work runs inline: let it finish first
       worker_sleeping_ = true;
       work_ready_.wait(lock, [this] { return !busy_; });
       worker_sleeping_ = false;

@@ -2,6 +2,8 @@
 // loops: block boundaries (lengths around the 64-row query and 128-key blocks), causal with
 // L != S, masks (bool, additive, broadcast, fully masked rows), grouped-query heads, strided
 // layouts, 16-bit dtypes, dropout and zero sizes.
+#include "kernels/attention.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention.h"
 #include "kernels/attention_block_ops.h"
 #include "kernels/attention_convert.h"
 #include "kernels/philox.h"
@@ -70,9 +71,9 @@ double keep_factor(const Problem& p, uint64_t seed, uint64_t offset, int64_t bi,
   return u < static_cast<float>(p.dropout) ? 0.0 : 1.0 / (1.0 - p.dropout);
 }
 
-Reference reference(const Problem& p, const TensorView& q, const TensorView& k,
-                    const TensorView& v, const TensorView* mask, const TensorView& grad_out,
-                    uint64_t seed, uint64_t offset) {
+Reference reference(const Problem& p, const TensorView& q, const TensorView& k, const TensorView& v,
+                    const TensorView* mask, const TensorView& grad_out, uint64_t seed,
+                    uint64_t offset) {
   Reference r;
   r.out.assign(static_cast<size_t>(p.b * p.h * p.l * p.ev), 0.0);
   r.lse.assign(static_cast<size_t>(p.b * p.h * p.l), 0.0);
@@ -142,9 +143,12 @@ Reference reference(const Problem& p, const TensorView& q, const TensorView& k,
 double tolerance(DType dtype, double expected, double magnitude_scale) {
   const double m = std::fabs(expected);
   switch (dtype) {
-    case DType::BFloat16: return 2e-2 * magnitude_scale + 8e-3 * m;
-    case DType::Float16: return 4e-3 * magnitude_scale + 1e-3 * m;
-    default: return 2e-5 * magnitude_scale + 2e-5 * m;
+    case DType::BFloat16:
+      return 2e-2 * magnitude_scale + 8e-3 * m;
+    case DType::Float16:
+      return 4e-3 * magnitude_scale + 1e-3 * m;
+    default:
+      return 2e-5 * magnitude_scale + 2e-5 * m;
   }
 }
 
@@ -159,8 +163,10 @@ void expect_matches(const TensorView& actual, const std::vector<double>& expecte
       if (got != want && failures++ < 5) ADD_FAILURE() << what << " at " << flat - 1 << ": " << got;
       return;
     }
-    if (!(std::fabs(got - want) <= tolerance(actual.dtype, want, magnitude_scale)) && failures++ < 5) {
-      ADD_FAILURE() << what << " at flat index " << flat - 1 << ": got " << got << ", want " << want;
+    if (!(std::fabs(got - want) <= tolerance(actual.dtype, want, magnitude_scale)) &&
+        failures++ < 5) {
+      ADD_FAILURE() << what << " at flat index " << flat - 1 << ": got " << got << ", want "
+                    << want;
     }
   });
 }
@@ -184,7 +190,8 @@ void run_problem(const Problem& p, uint32_t seed_value) {
   TensorView mask_view;
   const TensorView* mask = nullptr;
   switch (p.mask) {
-    case Problem::Mask::None: break;
+    case Problem::Mask::None:
+      break;
     case Problem::Mask::Bool: {
       mask_storage = make_tensor(DType::Bool, {p.b, p.h, p.l, p.s});
       std::bernoulli_distribution kept(0.7);
@@ -262,7 +269,8 @@ TEST(AttentionBlocksTest, BlockGemmMatchesReferenceForEveryTileShape) {
                 if (j < n) {
                   want = accumulate ? want : 0.0;
                   for (int64_t p = 0; p < k; ++p) {
-                    want += static_cast<double>(a[i * row_stride + p * col_stride]) * b[p * (n + 3) + j];
+                    want += static_cast<double>(a[i * row_stride + p * col_stride]) *
+                            b[p * (n + 3) + j];
                   }
                 }
                 ASSERT_NEAR(c[i * (n + 2) + j], want, 1e-4)
@@ -298,7 +306,8 @@ TEST(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
     values.push_back(special);
   }
   std::vector<uint16_t> narrowed(values.size());
-  attention_convert::narrow_half(values.data(), narrowed.data(), static_cast<int64_t>(values.size()));
+  attention_convert::narrow_half(values.data(), narrowed.data(),
+                                 static_cast<int64_t>(values.size()));
   for (size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(narrowed[i], float_to_half_bits(values[i])) << "bits " << float_to_bits(values[i]);
   }
@@ -328,14 +337,17 @@ TEST(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
     values.push_back(bits_to_float(bits));
   }
   std::vector<uint16_t> narrowed(values.size());
-  attention_convert::narrow_bfloat16(values.data(), narrowed.data(), static_cast<int64_t>(values.size()));
+  attention_convert::narrow_bfloat16(values.data(), narrowed.data(),
+                                     static_cast<int64_t>(values.size()));
   for (size_t i = 0; i < values.size(); ++i) {
-    ASSERT_EQ(narrowed[i], float_to_bfloat16_bits(values[i])) << "bits " << float_to_bits(values[i]);
+    ASSERT_EQ(narrowed[i], float_to_bfloat16_bits(values[i]))
+        << "bits " << float_to_bits(values[i]);
   }
   std::vector<uint16_t> codes(65536 + 5);
   for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint16_t>(i);
   std::vector<float> widened(codes.size());
-  attention_convert::widen_bfloat16(codes.data(), widened.data(), static_cast<int64_t>(codes.size()));
+  attention_convert::widen_bfloat16(codes.data(), widened.data(),
+                                    static_cast<int64_t>(codes.size()));
   for (size_t i = 0; i < codes.size(); ++i) {
     ASSERT_EQ(float_to_bits(widened[i]), float_to_bits(bfloat16_bits_to_float(codes[i])));
   }
@@ -343,7 +355,7 @@ TEST(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
 
 TEST(AttentionBlocksTest, RowHelpers) {
   std::vector<float> x = {1.0f, -3.0f, 2.5f, 0.0f, 7.0f, -1.0f, 2.0f, 3.0f, 4.0f,
-                          5.0f, 6.0f, 0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 6.5f, -8.0f};
+                          5.0f, 6.0f,  0.5f, 1.5f, 2.5f, 3.5f,  4.5f, 6.5f, -8.0f};
   EXPECT_EQ(attention_blocks::row_max(x.data(), 18), 7.0f);
   EXPECT_EQ(attention_blocks::row_max(x.data(), 3), 2.5f);
   EXPECT_EQ(attention_blocks::row_max(x.data(), 0), -std::numeric_limits<float>::infinity());
@@ -357,11 +369,14 @@ TEST(AttentionBlocksTest, RowHelpers) {
   attention_blocks::exp_shifted(masked.data(), 2, 0.0f);
   EXPECT_EQ(masked[0], 0.0f);
   EXPECT_EQ(masked[1], 1.0f);
-  EXPECT_NEAR(attention_blocks::dot(x.data(), x.data(), 18), [&] {
-    double s = 0.0;
-    for (float v : x) s += static_cast<double>(v) * v;
-    return s;
-  }(), 1e-4);
+  EXPECT_NEAR(
+      attention_blocks::dot(x.data(), x.data(), 18),
+      [&] {
+        double s = 0.0;
+        for (float v : x) s += static_cast<double>(v) * v;
+        return s;
+      }(),
+      1e-4);
 }
 
 // ---------------------------------------------------------------- forward + backward
@@ -381,7 +396,8 @@ TEST(AttentionKernelTest, BlockBoundariesFp32) {
 }
 
 TEST(AttentionKernelTest, HeadDimsAroundTheTileWidth) {
-  for (auto [e, ev] : std::vector<std::pair<int64_t, int64_t>>{{64, 64}, {17, 33}, {1, 65}, {80, 128}}) {
+  for (auto [e, ev] :
+       std::vector<std::pair<int64_t, int64_t>>{{64, 64}, {17, 33}, {1, 65}, {80, 128}}) {
     Problem p;
     p.l = 70;
     p.s = 90;
@@ -410,8 +426,8 @@ TEST(AttentionKernelTest, CausalWithDifferentLengths) {
 }
 
 TEST(AttentionKernelTest, MasksGqaAndStridedLayouts) {
-  for (Problem::Mask mask : {Problem::Mask::Bool, Problem::Mask::Additive,
-                             Problem::Mask::AdditiveBroadcast}) {
+  for (Problem::Mask mask :
+       {Problem::Mask::Bool, Problem::Mask::Additive, Problem::Mask::AdditiveBroadcast}) {
     Problem p;
     p.b = 2;
     p.h = 4;
@@ -489,13 +505,16 @@ TEST(AttentionKernelTest, BackwardWithoutSomeGradients) {
   p.scale = 0.5;
   attention_forward(out.view, lse.view, q.view, q.view, q.view, nullptr, p);
   HostTensor grad_out = random_tensor(DType::Float32, {1, 2, 9, 4}, rng);
-  HostTensor gk = make_tensor(DType::Float32, {1, 2, 9, 4}), gk_all = make_tensor(DType::Float32, {1, 2, 9, 4});
-  HostTensor gq = make_tensor(DType::Float32, {1, 2, 9, 4}), gv = make_tensor(DType::Float32, {1, 2, 9, 4});
+  HostTensor gk = make_tensor(DType::Float32, {1, 2, 9, 4}),
+             gk_all = make_tensor(DType::Float32, {1, 2, 9, 4});
+  HostTensor gq = make_tensor(DType::Float32, {1, 2, 9, 4}),
+             gv = make_tensor(DType::Float32, {1, 2, 9, 4});
   attention_backward(nullptr, &gk.view, nullptr, nullptr, grad_out.view, q.view, q.view, q.view,
                      out.view, lse.view, nullptr, p);
   attention_backward(&gq.view, &gk_all.view, &gv.view, nullptr, grad_out.view, q.view, q.view,
                      q.view, out.view, lse.view, nullptr, p);
-  testing::for_each_index(gk.view, [&](const Index& i) { EXPECT_EQ(get(gk.view, i), get(gk_all.view, i)); });
+  testing::for_each_index(gk.view,
+                          [&](const Index& i) { EXPECT_EQ(get(gk.view, i), get(gk_all.view, i)); });
 }
 
 }  // namespace

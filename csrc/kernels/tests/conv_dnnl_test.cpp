@@ -2,8 +2,6 @@
 // dilation, groups (depthwise too), bias or none, batch split across threads, non-contiguous
 // operands, and fp32 / bf16 / fp16. Cases marked native must run on oneDNN; the others (no
 // oneDNN JIT kernel) are checked through conv2d_forward/backward, i.e. the im2col fallback.
-#include "kernels/dnnl_conv.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/dnnl_conv.h"
 #include "test_util.h"
 
 namespace openneuron::kernels {
@@ -69,8 +68,12 @@ struct Reference {
   std::vector<double> grad_bias, grad_bias_l1;
   Reference(const TensorView& input, const TensorView& weight, const TensorView* bias,
             const TensorView& out_view, const TensorView& grad_out, const Conv2dParams& p)
-      : out(out_view), out_l1(out_view), grad_input(input), grad_input_l1(input),
-        grad_weight(weight), grad_weight_l1(weight),
+      : out(out_view),
+        out_l1(out_view),
+        grad_input(input),
+        grad_input_l1(input),
+        grad_weight(weight),
+        grad_weight_l1(weight),
         grad_bias(static_cast<size_t>(weight.sizes[0]), 0.0),
         grad_bias_l1(static_cast<size_t>(weight.sizes[0]), 0.0) {
     const int64_t cg = weight.sizes[1], og = weight.sizes[0] / p.groups;
@@ -106,7 +109,9 @@ struct Reference {
 // One rounding to the stored dtype of an fp32 sum: relative to the value, plus fp32
 // accumulation error relative to the terms.
 double allowed(DType dtype, double expected, double l1) {
-  const double unit = dtype == DType::BFloat16 ? 1.0 / 128 : dtype == DType::Float16 ? 1.0 / 1024 : 0.0;
+  const double unit = dtype == DType::BFloat16  ? 1.0 / 128
+                      : dtype == DType::Float16 ? 1.0 / 1024
+                                                : 0.0;
   return unit * std::fabs(expected) + 2e-6 * l1 + 1e-6;
 }
 
@@ -144,7 +149,8 @@ TEST_P(DnnlConv, ForwardAndGradientsMatchReference) {
   HostTensor grad_out = random_tensor(c.dtype, {c.batch, c.out_channels, oh, ow}, rng);
   HostTensor out = make_tensor(c.dtype, {c.batch, c.out_channels, oh, ow});
   HostTensor grad_input = make_tensor(c.dtype, {c.batch, c.channels, c.height, c.width});
-  HostTensor grad_weight = make_tensor(c.dtype, {c.out_channels, c.channels / c.groups, c.kernel_h, c.kernel_w});
+  HostTensor grad_weight =
+      make_tensor(c.dtype, {c.out_channels, c.channels / c.groups, c.kernel_h, c.kernel_w});
   HostTensor grad_bias = make_tensor(c.dtype, {c.out_channels});
   const TensorView* bias_view = c.bias ? &bias.view : nullptr;
 
@@ -175,42 +181,71 @@ TEST_P(DnnlConv, ForwardAndGradientsMatchReference) {
   }
 }
 
-ConvProblem problem(std::string name, int64_t batch, int64_t channels, int64_t height, int64_t width,
-                    int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride_h,
-                    int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
-                    int64_t dilation_w, int64_t groups, bool bias, DType dtype,
+ConvProblem problem(std::string name, int64_t batch, int64_t channels, int64_t height,
+                    int64_t width, int64_t out_channels, int64_t kernel_h, int64_t kernel_w,
+                    int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                    int64_t dilation_h, int64_t dilation_w, int64_t groups, bool bias, DType dtype,
                     bool native_forward = true, bool native_backward = true) {
-  return ConvProblem{std::move(name), batch, channels, height, width, out_channels, kernel_h,
-                     kernel_w, {stride_h, stride_w}, {pad_h, pad_w}, {dilation_h, dilation_w},
-                     groups, bias, dtype, native_forward, native_backward};
+  return ConvProblem{std::move(name),
+                     batch,
+                     channels,
+                     height,
+                     width,
+                     out_channels,
+                     kernel_h,
+                     kernel_w,
+                     {stride_h, stride_w},
+                     {pad_h, pad_w},
+                     {dilation_h, dilation_w},
+                     groups,
+                     bias,
+                     dtype,
+                     native_forward,
+                     native_backward};
 }
 
 std::vector<ConvProblem> problems() {
   std::vector<ConvProblem> all;
   for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16}) {
-    const std::string suffix = dtype == DType::Float32 ? "F32" : dtype == DType::BFloat16 ? "BF16" : "F16";
-    all.push_back(problem("Basic3x3" + suffix, 2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, dtype));
+    const std::string suffix = dtype == DType::Float32    ? "F32"
+                               : dtype == DType::BFloat16 ? "BF16"
+                                                          : "F16";
+    all.push_back(
+        problem("Basic3x3" + suffix, 2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, dtype));
     // No JIT kernels in oneDNN 2.6 for these (gemm-based ones only, which we do not use).
-    all.push_back(problem("StridePadDilation" + suffix, 2, 4, 11, 10, 5, 3, 3, 2, 2, 2, 2, 2, 2, 1, false, dtype, false, false));
-    all.push_back(problem("Groups" + suffix, 2, 6, 7, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 3, true, dtype, false, false));
-    all.push_back(problem("DepthwiseMultiplier2" + suffix, 2, 6, 7, 7, 12, 3, 3, 2, 2, 1, 1, 1, 1, 6, false, dtype, false, false));
-    all.push_back(problem("OneDDilated" + suffix, 2, 4, 1, 15, 5, 1, 3, 1, 2, 0, 2, 1, 2, 1, true, dtype, false, false));
-    all.push_back(problem("Dilation" + suffix, 2, 4, 11, 10, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1, true, dtype, true, false));
+    all.push_back(problem("StridePadDilation" + suffix, 2, 4, 11, 10, 5, 3, 3, 2, 2, 2, 2, 2, 2, 1,
+                          false, dtype, false, false));
+    all.push_back(problem("Groups" + suffix, 2, 6, 7, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 3, true, dtype,
+                          false, false));
+    all.push_back(problem("DepthwiseMultiplier2" + suffix, 2, 6, 7, 7, 12, 3, 3, 2, 2, 1, 1, 1, 1,
+                          6, false, dtype, false, false));
+    all.push_back(problem("OneDDilated" + suffix, 2, 4, 1, 15, 5, 1, 3, 1, 2, 0, 2, 1, 2, 1, true,
+                          dtype, false, false));
+    all.push_back(problem("Dilation" + suffix, 2, 4, 11, 10, 5, 3, 3, 1, 1, 2, 2, 2, 2, 1, true,
+                          dtype, true, false));
     // Native: 16-channel groups, 1-D.
-    all.push_back(problem("Groups16" + suffix, 2, 32, 6, 6, 32, 3, 3, 1, 1, 1, 1, 1, 1, 2, true, dtype));
+    all.push_back(
+        problem("Groups16" + suffix, 2, 32, 6, 6, 32, 3, 3, 1, 1, 1, 1, 1, 1, 2, true, dtype));
     all.push_back(problem("OneD" + suffix, 2, 4, 1, 15, 5, 1, 3, 1, 2, 0, 1, 1, 1, 1, true, dtype));
-    all.push_back(problem("AsymmetricStridePad" + suffix, 3, 3, 8, 9, 4, 3, 2, 2, 1, 0, 1, 1, 3, 1, true, dtype));
-    all.push_back(problem("Depthwise" + suffix, 2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, true, dtype));
-    all.push_back(problem("Pointwise" + suffix, 2, 5, 6, 6, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, dtype));
+    all.push_back(problem("AsymmetricStridePad" + suffix, 3, 3, 8, 9, 4, 3, 2, 2, 1, 0, 1, 1, 3, 1,
+                          true, dtype));
+    all.push_back(
+        problem("Depthwise" + suffix, 2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, true, dtype));
+    all.push_back(
+        problem("Pointwise" + suffix, 2, 5, 6, 6, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, true, dtype));
     // Enough work to split the batch across threads, with unequal pieces (5 = 3 + 2).
-    all.push_back(problem("BatchSplit" + suffix, 5, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, dtype));
-    all.push_back(problem("FirstLayer" + suffix, 4, 3, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, dtype));
+    all.push_back(
+        problem("BatchSplit" + suffix, 5, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, dtype));
+    all.push_back(
+        problem("FirstLayer" + suffix, 4, 3, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, true, dtype));
   }
   return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(Problems, DnnlConv, ::testing::ValuesIn(problems()),
-                         [](const ::testing::TestParamInfo<ConvProblem>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<ConvProblem>& info) {
+                           return info.param.name;
+                         });
 
 // Channels-last and strided (sliced) operands, read in place or through dense copies.
 TEST(DnnlConvLayouts, NonContiguousOperands) {
@@ -277,7 +312,8 @@ TEST(DnnlConvLayouts, RepeatedCallsAreDeterministic) {
   HostTensor first = make_tensor(DType::Float32, {4, 16, 10, 10});
   HostTensor again = make_tensor(DType::Float32, {4, 16, 10, 10});
   ASSERT_TRUE(dnnl_conv2d_forward(first.view, input.view, weight.view, nullptr, p));
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(dnnl_conv2d_forward(again.view, input.view, weight.view, nullptr, p));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(dnnl_conv2d_forward(again.view, input.view, weight.view, nullptr, p));
   EXPECT_EQ(first.storage, again.storage);
 }
 

@@ -24,7 +24,8 @@ testing::HostTensor make_index(DType dtype, const std::vector<int64_t>& sizes, s
                                int64_t low, int64_t high) {
   auto index = make_tensor(dtype, sizes);
   std::uniform_int_distribution<int64_t> dist(low, high - 1);
-  for_each_index(index.view, [&](const Index& at) { set(index.view, at, static_cast<double>(dist(rng))); });
+  for_each_index(index.view,
+                 [&](const Index& at) { set(index.view, at, static_cast<double>(dist(rng))); });
   return index;
 }
 
@@ -71,8 +72,9 @@ TEST(Indexing, OutOfRangeIndexThrowsNamingIt) {
     index_gather(out.view, in.view, 0, &index.view, 1);
     FAIL() << "expected an out-of-range error";
   } catch (const std::out_of_range& error) {
-    EXPECT_NE(std::string(error.what()).find("index 3 is out of bounds for dimension 0 with size 3"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(error.what()).find("index 3 is out of bounds for dimension 0 with size 3"),
+        std::string::npos);
   }
 }
 
@@ -83,11 +85,13 @@ TEST(Indexing, IndexScatterAssignsAndAccumulatesInOrder) {
       auto self = make_tensor(dtype, {6, width});
       testing::fill_random(self.view, rng, -3, 3);
       auto reference = make_tensor(dtype, {6, width});
-      for_each_index(self.view, [&](const Index& at) { set(reference.view, at, get(self.view, at)); });
+      for_each_index(self.view,
+                     [&](const Index& at) { set(reference.view, at, get(self.view, at)); });
       auto index = make_index(DType::Int64, {9}, rng, 0, 6);  // duplicates
       auto values = make_tensor(dtype, {9, width});
       testing::fill_random(values.view, rng, -3, 3);
-      index_scatter(IndexScatterMode::Add, self.view, values.view, 0, &index.view, 1, Scalar::from_int(1));
+      index_scatter(IndexScatterMode::Add, self.view, values.view, 0, &index.view, 1,
+                    Scalar::from_int(1));
       for (int64_t p = 0; p < 9; ++p) {
         const int64_t row = static_cast<int64_t>(get(index.view, {p}));
         for (int64_t j = 0; j < width; ++j) {
@@ -111,7 +115,8 @@ TEST(Indexing, GatherAndScatterModes) {
   auto gathered = make_tensor(DType::Float32, {6, 5});
   gather(gathered.view, in.view, 0, index.view);
   for_each_index(gathered.view, [&](const Index& at) {
-    EXPECT_EQ(get(gathered.view, at), get(in.view, {static_cast<int64_t>(get(index.view, at)), at[1]}));
+    EXPECT_EQ(get(gathered.view, at),
+              get(in.view, {static_cast<int64_t>(get(index.view, at)), at[1]}));
   });
   for (ScatterReduce op : {ScatterReduce::Add, ScatterReduce::Prod, ScatterReduce::Mean,
                            ScatterReduce::Max, ScatterReduce::Min}) {
@@ -122,7 +127,8 @@ TEST(Indexing, GatherAndScatterModes) {
       // Reference: collect contributions per slot in index order.
       std::map<Index, std::vector<double>> contributions;
       for_each_index(index.view, [&](const Index& at) {
-        contributions[{static_cast<int64_t>(get(index.view, at)), at[1]}].push_back(get(src.view, at));
+        contributions[{static_cast<int64_t>(get(index.view, at)), at[1]}].push_back(
+            get(src.view, at));
       });
       for_each_index(self.view, [&](const Index& at) {
         double expected = get(in.view, at);
@@ -147,7 +153,8 @@ TEST(Indexing, GatherAndScatterModes) {
                 acc = std::min(acc, v[k]);
             }
           }
-          if (op == ScatterReduce::Mean) acc = static_cast<float>(acc / static_cast<double>(v.size()));
+          if (op == ScatterReduce::Mean)
+            acc = static_cast<float>(acc / static_cast<double>(v.size()));
           expected = acc;
         }
         EXPECT_NEAR(get(self.view, at), expected, 1e-5) << "op " << static_cast<int>(op);

@@ -85,21 +85,23 @@ TEST_P(ConvTest, ForwardAndBackwardMatchReference) {
   // Input stored as NHWC and viewed as NCHW: a non-contiguous operand.
   HostTensor input_nhwc = random_tensor(DType::Float32, {n, h, w, c.channels}, rng);
   const TensorView input = permute(input_nhwc.view, {0, 3, 1, 2});
-  HostTensor weight = random_tensor(DType::Float32,
-                                    {c.out_channels, c.channels / c.groups, c.kernel, c.kernel}, rng);
+  HostTensor weight = random_tensor(
+      DType::Float32, {c.out_channels, c.channels / c.groups, c.kernel, c.kernel}, rng);
   HostTensor bias = random_tensor(DType::Float32, {c.out_channels}, rng);
   HostTensor out = make_tensor(DType::Float32, {n, c.out_channels, oh, ow});
   conv2d_forward(out.view, input, weight.view, &bias.view, p);
-  expect_all(out.view, [&](const Index& o) {
-    return conv_reference(input, weight.view, &bias.view, p, o);
-  }, 10.0);
+  expect_all(
+      out.view,
+      [&](const Index& o) { return conv_reference(input, weight.view, &bias.view, p, o); }, 10.0);
 
   // Backward: with grad_out = G, d/dx sum(G * conv(x)) etc. checked against the reference
   // by linearity: grad_weight[o,c,kh,kw] = sum G * x_shifted, grad_bias[o] = sum G.
   HostTensor grad_out = random_tensor(DType::Float32, {n, c.out_channels, oh, ow}, rng);
   HostTensor grad_in = make_tensor(DType::Float32, {n, c.channels, h, w});
-  HostTensor grad_w = make_tensor(DType::Float32, weight.view.sizes[0] ? std::vector<int64_t>(
-      weight.view.sizes, weight.view.sizes + 4) : std::vector<int64_t>{});
+  HostTensor grad_w = make_tensor(
+      DType::Float32, weight.view.sizes[0]
+                          ? std::vector<int64_t>(weight.view.sizes, weight.view.sizes + 4)
+                          : std::vector<int64_t>{});
   HostTensor grad_b = make_tensor(DType::Float32, {c.out_channels});
   conv2d_backward(&grad_in.view, &grad_w.view, &grad_b.view, grad_out.view, input, weight.view, p);
   std::vector<double> ref_in(static_cast<size_t>(grad_in.view.numel()), 0.0);
@@ -117,27 +119,32 @@ TEST_P(ConvTest, ForwardAndBackwardMatchReference) {
           const int64_t iw = o[3] * c.stride - c.padding + kw * c.dilation;
           if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
           const int64_t ch = grp * cg + ci;
-          ref_w[((o[1] * cg + ci) * c.kernel + kh) * c.kernel + kw] += g * get(input, {o[0], ch, ih, iw});
+          ref_w[((o[1] * cg + ci) * c.kernel + kh) * c.kernel + kw] +=
+              g * get(input, {o[0], ch, ih, iw});
           ref_in[((o[0] * c.channels + ch) * h + ih) * w + iw] +=
               g * get(weight.view, {o[1], ci, kh, kw});
         }
       }
     }
   });
-  expect_all(grad_in.view, [&](const Index& i) {
-    return ref_in[((i[0] * c.channels + i[1]) * h + i[2]) * w + i[3]];
-  }, 10.0);
-  expect_all(grad_w.view, [&](const Index& i) {
-    return ref_w[((i[0] * cg + i[1]) * c.kernel + i[2]) * c.kernel + i[3]];
-  }, 20.0);
+  expect_all(
+      grad_in.view,
+      [&](const Index& i) { return ref_in[((i[0] * c.channels + i[1]) * h + i[2]) * w + i[3]]; },
+      10.0);
+  expect_all(
+      grad_w.view,
+      [&](const Index& i) {
+        return ref_w[((i[0] * cg + i[1]) * c.kernel + i[2]) * c.kernel + i[3]];
+      },
+      20.0);
   expect_all(grad_b.view, [&](const Index& i) { return ref_b[i[0]]; }, 20.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ConvTest,
                          ::testing::Values(ConvCase{3, 4, 1, 3, 1, 1, 1},
                                            ConvCase{4, 6, 2, 3, 2, 2, 2},
-                                           ConvCase{4, 4, 4, 3, 1, 1, 1},   // depthwise
-                                           ConvCase{5, 3, 1, 1, 1, 0, 1},   // pointwise
+                                           ConvCase{4, 4, 4, 3, 1, 1, 1},  // depthwise
+                                           ConvCase{5, 3, 1, 1, 1, 0, 1},  // pointwise
                                            ConvCase{2, 2, 1, 2, 3, 0, 1}));
 
 TEST(ConvTest, BFloat16RoundsOnceFromFp32) {
@@ -148,7 +155,8 @@ TEST(ConvTest, BFloat16RoundsOnceFromFp32) {
   HostTensor w = random_tensor(DType::BFloat16, {2, 3, 3, 3}, rng);
   HostTensor out = make_tensor(DType::BFloat16, {1, 2, 5, 5});
   conv2d_forward(out.view, in.view, w.view, nullptr, p);
-  expect_all(out.view, [&](const Index& o) { return conv_reference(in.view, w.view, nullptr, p, o); });
+  expect_all(out.view,
+             [&](const Index& o) { return conv_reference(in.view, w.view, nullptr, p, o); });
 }
 
 // ---------------------------------------------------------------- pooling
@@ -167,7 +175,8 @@ TEST(PoolingTest, MaxPoolPicksMaximaAndRoutesGradients) {
     double best = -std::numeric_limits<double>::infinity();
     for (int64_t ih = o[2] * 2 - 1; ih < o[2] * 2 + 2; ++ih) {
       for (int64_t iw = o[3] * 2 - 1; iw < o[3] * 2 + 2; ++iw) {
-        if (ih >= 0 && ih < 7 && iw >= 0 && iw < 6) best = std::max(best, get(in.view, {o[0], o[1], ih, iw}));
+        if (ih >= 0 && ih < 7 && iw >= 0 && iw < 6)
+          best = std::max(best, get(in.view, {o[0], o[1], ih, iw}));
       }
     }
     EXPECT_EQ(get(out.view, o), best);
@@ -182,7 +191,8 @@ TEST(PoolingTest, MaxPoolPicksMaximaAndRoutesGradients) {
     const int64_t flat = static_cast<int64_t>(get(idx.view, o));
     ref[(o[0] * 3 + o[1]) * 42 + flat] += get(grad_out.view, o);
   });
-  expect_all(grad_in.view, [&](const Index& i) { return ref[(i[0] * 3 + i[1]) * 42 + i[2] * 6 + i[3]]; });
+  expect_all(grad_in.view,
+             [&](const Index& i) { return ref[(i[0] * 3 + i[1]) * 42 + i[2] * 6 + i[3]]; });
 }
 
 TEST(PoolingTest, AvgPoolDivisorsAndAdaptiveWindows) {
@@ -262,7 +272,8 @@ TEST(NormalizationTest, LayerAndRmsNormRowsAndGradients) {
   HostTensor weight = random_tensor(DType::Float32, {d}, rng);
   for (bool rms : {false, true}) {
     HostTensor out = make_tensor(DType::Float32, {rows, d});
-    HostTensor mean = make_tensor(DType::Float32, {rows}), rstd = make_tensor(DType::Float32, {rows});
+    HostTensor mean = make_tensor(DType::Float32, {rows}),
+               rstd = make_tensor(DType::Float32, {rows});
     row_norm_forward(out.view, &mean.view, rstd.view, in.view, &weight.view, nullptr, 1e-5, rms);
     // Gradient by central differences of sum(G * out) in double.
     HostTensor grad_out = random_tensor(DType::Float32, {rows, d}, rng);
@@ -279,7 +290,8 @@ TEST(NormalizationTest, LayerAndRmsNormRowsAndGradients) {
         for (double v : x) ms += (v - mu) * (v - mu) / d;
         double total = 0.0;
         for (int64_t i = 0; i < d; ++i) {
-          total += get(grad_out.view, {r, i}) * (x[i] - mu) / std::sqrt(ms + 1e-5) * get(weight.view, {i});
+          total += get(grad_out.view, {r, i}) * (x[i] - mu) / std::sqrt(ms + 1e-5) *
+                   get(weight.view, {i});
         }
         return total;
       };
@@ -290,7 +302,8 @@ TEST(NormalizationTest, LayerAndRmsNormRowsAndGradients) {
         for (int64_t i = 0; i < d; ++i) ms += std::pow(get(in.view, {r, i}) - mu, 2) / d;
         for (int64_t i = 0; i < d; ++i) {
           EXPECT_NEAR(get(out.view, {r, i}),
-                      (get(in.view, {r, i}) - mu) / std::sqrt(ms + 1e-5) * get(weight.view, {i}), 1e-5);
+                      (get(in.view, {r, i}) - mu) / std::sqrt(ms + 1e-5) * get(weight.view, {i}),
+                      1e-5);
         }
       }
       for (int64_t j = 0; j < d; ++j) {
@@ -314,15 +327,18 @@ TEST(LossTest, NllLossWeightsIgnoreIndexAndReductions) {
   HostTensor weight = make_tensor(DType::Float32, {4});
   for (int64_t c = 0; c < 4; ++c) set(weight.view, {c}, 0.5 + c);
   HostTensor out = make_tensor(DType::Float32, {}), total = make_tensor(DType::Float32, {});
-  nll_loss_forward(out.view, total.view, in.view, target.view, &weight.view, LossReduction::Mean, -100);
+  nll_loss_forward(out.view, total.view, in.view, target.view, &weight.view, LossReduction::Mean,
+                   -100);
   const double expected_total = 1.5 + 3.5;
-  const double expected = -(1.5 * get(in.view, {0, 1, 0}) + 3.5 * get(in.view, {2, 3, 0})) / expected_total;
+  const double expected =
+      -(1.5 * get(in.view, {0, 1, 0}) + 3.5 * get(in.view, {2, 3, 0})) / expected_total;
   EXPECT_NEAR(get(total.view, {}), expected_total, 1e-6);
   EXPECT_NEAR(get(out.view, {}), expected, 1e-5);
   HostTensor grad_in = make_tensor(DType::Float32, {3, 4, 1});
   HostTensor grad_out = make_tensor(DType::Float32, {});
   set(grad_out.view, {}, 2.0);
-  nll_loss_backward(grad_in.view, grad_out.view, target.view, &weight.view, LossReduction::Mean, -100, total.view);
+  nll_loss_backward(grad_in.view, grad_out.view, target.view, &weight.view, LossReduction::Mean,
+                    -100, total.view);
   EXPECT_NEAR(get(grad_in.view, {0, 1, 0}), -2.0 * 1.5 / expected_total, 1e-6);
   EXPECT_EQ(get(grad_in.view, {1, 0, 0}), 0.0);
   EXPECT_NEAR(get(grad_in.view, {2, 3, 0}), -2.0 * 3.5 / expected_total, 1e-6);
@@ -350,7 +366,8 @@ TEST(AttentionTest, ForwardBackwardMatchReferenceWithCausalGqaAndMask) {
   HostTensor gv = make_tensor(DType::Float32, {b, hk, s, ev});
   attention_backward(&gq.view, &gk.view, &gv.view, nullptr, grad_out.view, q.view, k.view, v.view,
                      out.view, lse.view, &mask_view, p);
-  std::vector<double> ref_gk(static_cast<size_t>(gk.view.numel()), 0.0), ref_gv(static_cast<size_t>(gv.view.numel()), 0.0);
+  std::vector<double> ref_gk(static_cast<size_t>(gk.view.numel()), 0.0),
+      ref_gv(static_cast<size_t>(gv.view.numel()), 0.0);
   for (int64_t bi = 0; bi < b; ++bi) {
     for (int64_t hi = 0; hi < h; ++hi) {
       const int64_t kv = hi / (h / hk);
@@ -359,12 +376,14 @@ TEST(AttentionTest, ForwardBackwardMatchReferenceWithCausalGqaAndMask) {
         double max_score = -1e300;
         for (int64_t j = 0; j < s; ++j) {
           double dot = 0.0;
-          for (int64_t x = 0; x < e; ++x) dot += get(q.view, {bi, hi, i, x}) * get(k.view, {bi, kv, j, x});
+          for (int64_t x = 0; x < e; ++x)
+            dot += get(q.view, {bi, hi, i, x}) * get(k.view, {bi, kv, j, x});
           score[j] = j > i ? -1e300 : dot * 0.4 + get(mask.view, {0, 0, i, j});
           max_score = std::max(max_score, score[j]);
         }
         double sum = 0.0;
-        for (int64_t j = 0; j < s; ++j) sum += (prob[j] = j > i ? 0.0 : std::exp(score[j] - max_score));
+        for (int64_t j = 0; j < s; ++j)
+          sum += (prob[j] = j > i ? 0.0 : std::exp(score[j] - max_score));
         for (double& pj : prob) pj /= sum;
         EXPECT_NEAR(get(lse.view, {bi, hi, i}), max_score + std::log(sum), 1e-4);
         std::vector<double> o(ev, 0.0);
@@ -380,7 +399,8 @@ TEST(AttentionTest, ForwardBackwardMatchReferenceWithCausalGqaAndMask) {
           double dp = 0.0;
           for (int64_t y = 0; y < ev; ++y) {
             dp += get(grad_out.view, {bi, hi, i, y}) * get(v.view, {bi, kv, j, y});
-            ref_gv[((bi * hk + kv) * s + j) * ev + y] += prob[j] * get(grad_out.view, {bi, hi, i, y});
+            ref_gv[((bi * hk + kv) * s + j) * ev + y] +=
+                prob[j] * get(grad_out.view, {bi, hi, i, y});
           }
           const double ds = prob[j] * (dp - dot_o);
           for (int64_t x = 0; x < e; ++x) {
@@ -392,8 +412,12 @@ TEST(AttentionTest, ForwardBackwardMatchReferenceWithCausalGqaAndMask) {
       }
     }
   }
-  expect_all(gk.view, [&](const Index& i) { return ref_gk[((i[0] * hk + i[1]) * s + i[2]) * e + i[3]]; }, 10.0);
-  expect_all(gv.view, [&](const Index& i) { return ref_gv[((i[0] * hk + i[1]) * s + i[2]) * ev + i[3]]; }, 10.0);
+  expect_all(
+      gk.view, [&](const Index& i) { return ref_gk[((i[0] * hk + i[1]) * s + i[2]) * e + i[3]]; },
+      10.0);
+  expect_all(
+      gv.view, [&](const Index& i) { return ref_gv[((i[0] * hk + i[1]) * s + i[2]) * ev + i[3]]; },
+      10.0);
 }
 
 TEST(AttentionTest, DropoutIsAFunctionOfSeedAndOffset) {
@@ -404,7 +428,8 @@ TEST(AttentionTest, DropoutIsAFunctionOfSeedAndOffset) {
   p.dropout_p = 0.4;
   p.seed = 123;
   p.offset = 8;
-  HostTensor a = make_tensor(DType::Float32, {1, 2, 9, 4}), b = make_tensor(DType::Float32, {1, 2, 9, 4});
+  HostTensor a = make_tensor(DType::Float32, {1, 2, 9, 4}),
+             b = make_tensor(DType::Float32, {1, 2, 9, 4});
   HostTensor lse = make_tensor(DType::Float32, {1, 2, 9});
   attention_forward(a.view, lse.view, q.view, q.view, q.view, nullptr, p);
   attention_forward(b.view, lse.view, q.view, q.view, q.view, nullptr, p);
@@ -412,7 +437,8 @@ TEST(AttentionTest, DropoutIsAFunctionOfSeedAndOffset) {
   p.offset += attention_dropout_offset_increment(1, 2, 9, 9);
   attention_forward(b.view, lse.view, q.view, q.view, q.view, nullptr, p);
   bool any_difference = false;
-  for_each_index(a.view, [&](const Index& i) { any_difference |= get(a.view, i) != get(b.view, i); });
+  for_each_index(a.view,
+                 [&](const Index& i) { any_difference |= get(a.view, i) != get(b.view, i); });
   EXPECT_TRUE(any_difference);
 }
 

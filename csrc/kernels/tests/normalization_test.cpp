@@ -2,6 +2,8 @@
 // references: the contiguous-row fast path for every row dtype, row lengths around the
 // 16-lane vectors, strided rows, many rows (parallel chunks), the column sums of the weight
 // and bias gradients, and the general path for rows with strided elements.
+#include "kernels/normalization.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/normalization.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -63,9 +64,12 @@ RowTensor rows_like(const RowCase& c, std::mt19937* rng, double low = -1.0, doub
 double tol(DType dtype, double expected, double scale) {
   const double m = std::fabs(expected);
   switch (dtype) {
-    case DType::BFloat16: return 1e-2 * scale + 8e-3 * m;
-    case DType::Float16: return 2e-3 * scale + 1e-3 * m;
-    default: return 1e-5 * scale + 1e-5 * m;
+    case DType::BFloat16:
+      return 1e-2 * scale + 8e-3 * m;
+    case DType::Float16:
+      return 2e-3 * scale + 1e-3 * m;
+    default:
+      return 1e-5 * scale + 1e-5 * m;
   }
 }
 
@@ -77,7 +81,8 @@ void run_case(const RowCase& c, uint32_t seed) {
   RowTensor out = rows_like(c, nullptr), grad_in = rows_like(c, nullptr);
   HostTensor weight = random_tensor(c.dtype, {c.d}, rng, 0.5, 1.5);
   HostTensor bias = random_tensor(c.dtype, {c.d}, rng);
-  HostTensor mean = make_tensor(DType::Float32, {c.rows}), rstd = make_tensor(DType::Float32, {c.rows});
+  HostTensor mean = make_tensor(DType::Float32, {c.rows}),
+             rstd = make_tensor(DType::Float32, {c.rows});
   HostTensor gw = make_tensor(DType::Float32, {c.d}), gb = make_tensor(DType::Float32, {c.d});
   const TensorView* w = c.affine ? &weight.view : nullptr;
   const TensorView* b = c.affine && !c.rms ? &bias.view : nullptr;
@@ -105,7 +110,8 @@ void run_case(const RowCase& c, uint32_t seed) {
       const double xhat = (get(in.view, {r, i}) - mu) * rs;
       const double wi = c.affine ? get(weight.view, {i}) : 1.0;
       const double bi = b ? get(bias.view, {i}) : 0.0;
-      check(get(out.view, {r, i}), xhat * wi + bi, 1.0, "out " + std::to_string(r) + "," + std::to_string(i));
+      check(get(out.view, {r, i}), xhat * wi + bi, 1.0,
+            "out " + std::to_string(r) + "," + std::to_string(i));
       const double wg = wi * get(grad_out.view, {r, i});
       mean_wg += wg / c.d;
       mean_wg_xhat += wg * xhat / c.d;
@@ -115,17 +121,21 @@ void run_case(const RowCase& c, uint32_t seed) {
     for (int64_t i = 0; i < c.d; ++i) {
       const double xhat = (get(in.view, {r, i}) - mu) * rs;
       const double wi = c.affine ? get(weight.view, {i}) : 1.0;
-      const double want = rs * (wi * get(grad_out.view, {r, i}) - (c.rms ? 0.0 : mean_wg) - xhat * mean_wg_xhat);
-      check(get(grad_in.view, {r, i}), want, rs, "grad_in " + std::to_string(r) + "," + std::to_string(i));
+      const double want =
+          rs * (wi * get(grad_out.view, {r, i}) - (c.rms ? 0.0 : mean_wg) - xhat * mean_wg_xhat);
+      check(get(grad_in.view, {r, i}), want, rs,
+            "grad_in " + std::to_string(r) + "," + std::to_string(i));
     }
   }
   // Column sums over many rows: fp32 reads of 16-bit values, summed in double.
   const double column_scale = 1.0 + std::sqrt(static_cast<double>(c.rows));
   if (c.affine) {
     for (int64_t i = 0; i < c.d; ++i) {
-      EXPECT_NEAR(get(gw.view, {i}), ref_gw[i], 1e-4 * column_scale + 1e-5 * std::fabs(ref_gw[i])) << i;
+      EXPECT_NEAR(get(gw.view, {i}), ref_gw[i], 1e-4 * column_scale + 1e-5 * std::fabs(ref_gw[i]))
+          << i;
       if (b) {
-        EXPECT_NEAR(get(gb.view, {i}), ref_gb[i], 1e-4 * column_scale + 1e-5 * std::fabs(ref_gb[i])) << i;
+        EXPECT_NEAR(get(gb.view, {i}), ref_gb[i], 1e-4 * column_scale + 1e-5 * std::fabs(ref_gb[i]))
+            << i;
       }
     }
   }

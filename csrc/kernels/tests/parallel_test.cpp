@@ -16,7 +16,8 @@ TEST(ParallelFor, CoversEveryIndexExactlyOnce) {
     parallel_for(0, size, 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
     });
-    for (int64_t i = 0; i < size; ++i) ASSERT_EQ(hits[i].load(), 1) << "size " << size << " index " << i;
+    for (int64_t i = 0; i < size; ++i)
+      ASSERT_EQ(hits[i].load(), 1) << "size " << size << " index " << i;
   }
 }
 

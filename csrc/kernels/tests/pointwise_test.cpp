@@ -134,7 +134,8 @@ TEST(Pointwise, WhereClampAndMaskedFill) {
   bounds.values[1] = Scalar::from_int(3);
   bounds.present[0] = bounds.present[1] = true;
   run(PointwiseOp::Clamp, out.view, {x.view}, DType::Int64, bounds);
-  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(get(out.view, {i}), std::min<double>(std::max<double>(i, 1), 3));
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(get(out.view, {i}), std::min<double>(std::max<double>(i, 1), 3));
 }
 
 TEST(Pointwise, FloatOnlyOpRejectsIntegerCompute) {

@@ -68,7 +68,8 @@ TEST(RandomDiscrete, BernoulliScalarMatchesReferenceForEveryDtype) {
     bernoulli_scalar(t.view, 7, 3, 0.3);
     const auto values = values_of(t.view);
     for (size_t i = 0; i < values.size(); ++i) {
-      ASSERT_EQ(values[i], reference_unit(7, 3, i) < 0.3 ? 1.0 : 0.0) << dtype_name(dtype) << " " << i;
+      ASSERT_EQ(values[i], reference_unit(7, 3, i) < 0.3 ? 1.0 : 0.0)
+          << dtype_name(dtype) << " " << i;
     }
   }
 }
@@ -91,7 +92,8 @@ TEST(RandomDiscrete, BernoulliTensorUsesEachProbability) {
   bernoulli_tensor(t.view, probs.view, 5, 9);
   uint64_t k = 0;
   for_each_index(t.view, [&](const Index& i) {
-    EXPECT_EQ(get(t.view, i), reference_unit(5, 9, k) < static_cast<float>(get(probs.view, i)) ? 1 : 0);
+    EXPECT_EQ(get(t.view, i),
+              reference_unit(5, 9, k) < static_cast<float>(get(probs.view, i)) ? 1 : 0);
     ++k;
   });
 }
@@ -116,7 +118,9 @@ TEST(RandomDiscrete, DropoutForwardAndBackward) {
   for_each_index(input.view, [&](const Index& i) {
     const bool keep = reference_unit(3, 4, i[0]) >= p;
     ASSERT_EQ(get(mask.view, i), keep ? 1.0 : 0.0);
-    EXPECT_FLOAT_EQ(get(output.view, i), keep ? static_cast<float>(get(input.view, i)) * static_cast<float>(scale) : 0.0);
+    EXPECT_FLOAT_EQ(
+        get(output.view, i),
+        keep ? static_cast<float>(get(input.view, i)) * static_cast<float>(scale) : 0.0);
     kept += keep;
   });
   EXPECT_NEAR(kept / 5000.0, 0.8, 0.03);
@@ -125,7 +129,8 @@ TEST(RandomDiscrete, DropoutForwardAndBackward) {
   for_each_index(grad.view, [&](const Index& i) { set(grad.view, i, 1.0 + i[0] % 3); });
   dropout_backward(grad.view, mask.view, grad_in.view, scale);
   for_each_index(grad.view, [&](const Index& i) {
-    const double expected = testing::round_to(DType::BFloat16, get(grad.view, i) * get(mask.view, i) * static_cast<float>(scale));
+    const double expected = testing::round_to(
+        DType::BFloat16, get(grad.view, i) * get(mask.view, i) * static_cast<float>(scale));
     EXPECT_EQ(get(grad_in.view, i), expected);
   });
 }
@@ -149,7 +154,8 @@ TEST(RandomDiscrete, RandomIntegersFullRangeUsesAllBits) {
   random_integers(t.view, 2, 0, INT64_MIN, 0);
   const auto* data = static_cast<const int64_t*>(t.view.data);
   for (int i = 0; i < 64; ++i) {
-    EXPECT_EQ(static_cast<uint64_t>(data[i]), static_cast<uint64_t>(INT64_MIN) + reference_draw64(2, 0, i));
+    EXPECT_EQ(static_cast<uint64_t>(data[i]),
+              static_cast<uint64_t>(INT64_MIN) + reference_draw64(2, 0, i));
   }
 }
 
@@ -216,7 +222,8 @@ TEST(RandomDiscrete, MultinomialWithReplacementFollowsWeights) {
 
 TEST(RandomDiscrete, MultinomialWithoutReplacementDrawsDistinctNonzeroCategories) {
   auto probs = make_tensor(DType::Float32, {300, 6});
-  for_each_index(probs.view, [&](const Index& i) { set(probs.view, i, i[1] == 2 ? 0.0 : 1.0 + i[1]); });
+  for_each_index(probs.view,
+                 [&](const Index& i) { set(probs.view, i, i[1] == 2 ? 0.0 : 1.0 + i[1]); });
   auto out = make_tensor(DType::Int64, {300, 5});
   multinomial(probs.view, out.view, 5, false, 3, 0);
   int64_t first_is_heaviest = 0;

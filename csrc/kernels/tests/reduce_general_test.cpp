@@ -78,9 +78,11 @@ std::pair<double, double> reference(Op op, const GeneralReduceParams& params,
       return {params.p == 0 ? s : std::pow(s, 1.0 / params.p), 0};
     }
     case Op::All:
-      return {static_cast<double>(std::all_of(v.begin(), v.end(), [](double x) { return x != 0; })), 0};
+      return {static_cast<double>(std::all_of(v.begin(), v.end(), [](double x) { return x != 0; })),
+              0};
     case Op::Any:
-      return {static_cast<double>(std::any_of(v.begin(), v.end(), [](double x) { return x != 0; })), 0};
+      return {static_cast<double>(std::any_of(v.begin(), v.end(), [](double x) { return x != 0; })),
+              0};
     case Op::LogSumExp: {
       double m = -std::numeric_limits<double>::infinity();
       for (double x : v) m = std::max(m, x);
@@ -108,8 +110,8 @@ void expect_reduction(Op op, const GeneralReduceParams& params, const TensorView
     const auto [want, want2] = reference(op, params, values);
     const double expected = testing::round_to(primary_dtype, want);
     EXPECT_TRUE(testing::close(primary_dtype, get(primary.view, out_index), expected))
-        << "op " << static_cast<int>(op) << " mask " << mask << " got " << get(primary.view, out_index)
-        << " want " << expected;
+        << "op " << static_cast<int>(op) << " mask " << mask << " got "
+        << get(primary.view, out_index) << " want " << expected;
     if (with_secondary) {
       EXPECT_TRUE(testing::close(secondary_dtype, get(secondary.view, out_index),
                                  testing::round_to(secondary_dtype, want2)));
@@ -128,7 +130,8 @@ TEST(ReduceGeneral, FloatOpsOverDimSelections) {
     params.correction = 0;
     expect_reduction(Op::Var, params, in.view, mask, DType::Float32, true);
     for (Op op : {Op::Max, Op::Min}) expect_reduction(op, {}, in.view, mask, DType::Float32, true);
-    for (Op op : {Op::ArgMax, Op::ArgMin}) expect_reduction(op, {}, in.view, mask, DType::Int64, false);
+    for (Op op : {Op::ArgMax, Op::ArgMin})
+      expect_reduction(op, {}, in.view, mask, DType::Int64, false);
     expect_reduction(Op::Prod, {}, in.view, mask, DType::Float32, false);
     expect_reduction(Op::LogSumExp, {}, in.view, mask, DType::Float32, false);
     for (double p : {2.0, 1.0, 0.0, 3.0, std::numeric_limits<double>::infinity(),
@@ -160,7 +163,8 @@ TEST(ReduceGeneral, IntegersBoolAndTies) {
   testing::fill_random(in.view, rng, -4, 4);  // many ties
   for (uint32_t mask : {1u, 2u, 3u}) {
     for (Op op : {Op::Max, Op::Min}) expect_reduction(op, {}, in.view, mask, DType::Int32, true);
-    for (Op op : {Op::ArgMax, Op::ArgMin}) expect_reduction(op, {}, in.view, mask, DType::Int64, false);
+    for (Op op : {Op::ArgMax, Op::ArgMin})
+      expect_reduction(op, {}, in.view, mask, DType::Int64, false);
     expect_reduction(Op::All, {}, in.view, mask, DType::Bool, false);
     expect_reduction(Op::Any, {}, in.view, mask, DType::Bool, false);
   }

@@ -1,12 +1,13 @@
 // Fused LSTM / GRU cells against reference loops in double: forward, backward, biases or
 // none, absent incoming gradients, strided (transposed) inputs, and 16-bit rounding.
+#include "kernels/rnn.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "kernels/rnn.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -226,12 +227,12 @@ TEST(RnnCellTest, EmptyBatchAndBadShapes) {
   HostTensor ig = make_tensor(DType::Float32, {0, 8}), hg = make_tensor(DType::Float32, {0, 8});
   HostTensor cx = make_tensor(DType::Float32, {0, 2}), hy = make_tensor(DType::Float32, {0, 2});
   HostTensor cy = make_tensor(DType::Float32, {0, 2}), ws = make_tensor(DType::Float32, {0, 8});
-  EXPECT_NO_THROW(lstm_cell_forward(hy.view, cy.view, ws.view, ig.view, hg.view, cx.view,
-                                    nullptr, nullptr));
+  EXPECT_NO_THROW(
+      lstm_cell_forward(hy.view, cy.view, ws.view, ig.view, hg.view, cx.view, nullptr, nullptr));
   HostTensor bad = make_tensor(DType::Float32, {0, 3});
-  EXPECT_THROW(lstm_cell_forward(hy.view, cy.view, ws.view, ig.view, hg.view, bad.view, nullptr,
-                                 nullptr),
-               std::invalid_argument);
+  EXPECT_THROW(
+      lstm_cell_forward(hy.view, cy.view, ws.view, ig.view, hg.view, bad.view, nullptr, nullptr),
+      std::invalid_argument);
   HostTensor ints = make_tensor(DType::Int32, {1, 8}), ints_h = make_tensor(DType::Int32, {1, 8});
   HostTensor c1 = make_tensor(DType::Int32, {1, 2}), h1 = make_tensor(DType::Int32, {1, 2});
   HostTensor cy1 = make_tensor(DType::Int32, {1, 2}), ws1 = make_tensor(DType::Float32, {1, 8});

@@ -53,7 +53,8 @@ TEST(Scan, InPlaceMatchesOutOfPlace) {
   auto copy = make_tensor(DType::Float32, {3, 7});
   scan(ScanOp::Sum, copy.view, in.view, 1);
   scan(ScanOp::Sum, in.view, in.view, 1);
-  for_each_index(in.view, [&](const Index& index) { EXPECT_EQ(get(in.view, index), get(copy.view, index)); });
+  for_each_index(
+      in.view, [&](const Index& index) { EXPECT_EQ(get(in.view, index), get(copy.view, index)); });
 }
 
 }  // namespace

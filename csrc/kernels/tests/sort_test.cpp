@@ -62,7 +62,8 @@ TEST(Sort, SpecialFloats) {
   for (bool descending : {false, true}) expect_sorted_line(in.view, 10, descending, DType::Float32);
   auto big = make_tensor(DType::Float32, {200});  // radix path
   for (int i = 0; i < 200; ++i) set(big.view, {i}, specials[i % 10]);
-  for (bool descending : {false, true}) expect_sorted_line(big.view, 200, descending, DType::Float32);
+  for (bool descending : {false, true})
+    expect_sorted_line(big.view, 200, descending, DType::Float32);
 }
 
 TEST(Sort, AlongAnyDimOfStridedViews) {
@@ -74,9 +75,11 @@ TEST(Sort, AlongAnyDimOfStridedViews) {
   auto indices = make_tensor(DType::Int64, {90, 6});
   sort(values.view, indices.view, transposed, 1, false);
   for (int64_t r = 0; r < 90; ++r) {
-    for (int64_t c = 1; c < 6; ++c) EXPECT_LE(get(values.view, {r, c - 1}), get(values.view, {r, c}));
+    for (int64_t c = 1; c < 6; ++c)
+      EXPECT_LE(get(values.view, {r, c - 1}), get(values.view, {r, c}));
     for (int64_t c = 0; c < 6; ++c) {
-      EXPECT_EQ(get(values.view, {r, c}), get(transposed, {r, static_cast<int64_t>(get(indices.view, {r, c}))}));
+      EXPECT_EQ(get(values.view, {r, c}),
+                get(transposed, {r, static_cast<int64_t>(get(indices.view, {r, c}))}));
     }
   }
 }

@@ -1,3 +1,5 @@
+#include "runtime/caching_allocator.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/caching_allocator.h"
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tests/test_helpers.h"
@@ -37,19 +38,24 @@ uintptr_t address(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr); }
 // that no current value went negative.
 void expect_pools_add_up(const MemoryStats& stats) {
   const std::pair<const char*, const StatArray*> arrays[] = {
-      {"allocation", &stats.allocation},         {"segment", &stats.segment},
-      {"active", &stats.active},                 {"allocated_bytes", &stats.allocated_bytes},
-      {"reserved_bytes", &stats.reserved_bytes}, {"active_bytes", &stats.active_bytes},
+      {"allocation", &stats.allocation},
+      {"segment", &stats.segment},
+      {"active", &stats.active},
+      {"allocated_bytes", &stats.allocated_bytes},
+      {"reserved_bytes", &stats.reserved_bytes},
+      {"active_bytes", &stats.active_bytes},
       {"requested_bytes", &stats.requested_bytes}};
   for (const auto& [name, array] : arrays) {
     const StatArray& stat = *array;
     EXPECT_EQ(stat[kAllPools].current, stat[kSmallPool].current + stat[kLargePool].current) << name;
-    EXPECT_EQ(stat[kAllPools].allocated, stat[kSmallPool].allocated + stat[kLargePool].allocated) << name;
+    EXPECT_EQ(stat[kAllPools].allocated, stat[kSmallPool].allocated + stat[kLargePool].allocated)
+        << name;
     EXPECT_EQ(stat[kAllPools].freed, stat[kSmallPool].freed + stat[kLargePool].freed) << name;
     for (int pool : {kAllPools, kSmallPool, kLargePool}) {
       EXPECT_GE(stat[pool].current, 0) << name << " pool " << pool;
       EXPECT_GE(stat[pool].peak, stat[pool].current) << name << " pool " << pool;
-      EXPECT_EQ(stat[pool].current, stat[pool].allocated - stat[pool].freed) << name << " pool " << pool;
+      EXPECT_EQ(stat[pool].current, stat[pool].allocated - stat[pool].freed)
+          << name << " pool " << pool;
     }
   }
 }
@@ -68,8 +74,8 @@ void expect_nothing_live(const MemoryStats& stats) {
 TEST_F(CachingAllocatorTest, BlocksAre64ByteAlignedAndWritable) {
   CachingAllocator allocator(0, kGiB);
   std::vector<void*> blocks;
-  for (size_t bytes : {size_t{1}, size_t{7}, size_t{64}, size_t{513}, size_t{4095},
-                       size_t{kMiB}, size_t{kMiB + 3}, size_t{5 * kMiB + 1}}) {
+  for (size_t bytes : {size_t{1}, size_t{7}, size_t{64}, size_t{513}, size_t{4095}, size_t{kMiB},
+                       size_t{kMiB + 3}, size_t{5 * kMiB + 1}}) {
     void* ptr = allocator.allocate(bytes, stream_a_);
     ASSERT_NE(ptr, nullptr) << bytes;
     EXPECT_EQ(address(ptr) % 64, 0u) << bytes;
@@ -127,7 +133,7 @@ TEST_F(CachingAllocatorTest, SmallRequestDoesNotTakeAMuchLargerBlock) {
 
 TEST_F(CachingAllocatorTest, StatsFollowAllocateAndFree) {
   CachingAllocator allocator(0, kGiB);
-  void* small = allocator.allocate(1000, stream_a_);     // small pool, rounded to 1024
+  void* small = allocator.allocate(1000, stream_a_);      // small pool, rounded to 1024
   void* large = allocator.allocate(3 * kMiB, stream_a_);  // large pool, exactly 3 MiB
   MemoryStats stats = allocator.stats();
   EXPECT_EQ(stats.allocation[kAllPools].current, 2);

@@ -1,10 +1,11 @@
+#include "runtime/config.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/config.h"
 #include "runtime/device_profile.h"
 #include "runtime/errors.h"
 #include "runtime/tests/test_helpers.h"
@@ -106,17 +107,18 @@ TEST_F(ConfigTest, KnownProfilesListTrn2First) {
 }
 
 TEST_F(ConfigTest, HbmBytesCapsTheProfileCapacity) {
-  for (const auto& [text, expected] : std::vector<std::pair<std::string, uint64_t>>{
-           {"512M", 512 * kMiB},
-           {"2G", 2 * kGiB},
-           {"1048576", kMiB},
-           {"64K", 64 * 1024},
-           {"512MB", 512 * kMiB},
-           {"2GiB", 2 * kGiB},
-           {"3g", 3 * kGiB},
-           {"4096B", 4096}}) {
+  for (const auto& [text, expected] :
+       std::vector<std::pair<std::string, uint64_t>>{{"512M", 512 * kMiB},
+                                                     {"2G", 2 * kGiB},
+                                                     {"1048576", kMiB},
+                                                     {"64K", 64 * 1024},
+                                                     {"512MB", 512 * kMiB},
+                                                     {"2GiB", 2 * kGiB},
+                                                     {"3g", 3 * kGiB},
+                                                     {"4096B", 4096}}) {
     set("OPENNEURON_HBM_BYTES", text);
-    EXPECT_EQ(config_from_environment().device_memory_bytes, expected) << "OPENNEURON_HBM_BYTES=" << text;
+    EXPECT_EQ(config_from_environment().device_memory_bytes, expected)
+        << "OPENNEURON_HBM_BYTES=" << text;
   }
 }
 
@@ -127,7 +129,8 @@ TEST_F(ConfigTest, HbmBytesNeverRaisesTheProfileCapacity) {
   EXPECT_EQ(config_from_environment().device_memory_bytes, 36 * kGiB);
   set("OPENNEURON_HBM_BYTES", "30G");
   EXPECT_EQ(config_from_environment().device_memory_bytes, 30 * kGiB);
-  EXPECT_EQ(config_from_environment().profile.hbm_bytes, 36 * kGiB);  // the profile itself is unchanged
+  EXPECT_EQ(config_from_environment().profile.hbm_bytes,
+            36 * kGiB);  // the profile itself is unchanged
 }
 
 TEST_F(ConfigTest, InvalidHbmBytesNamesVariableAndAcceptedForms) {

@@ -1,3 +1,5 @@
+#include "runtime/copy.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "runtime/caching_allocator.h"
-#include "runtime/copy.h"
 #include "runtime/errors.h"
 #include "runtime/pinned_host_memory.h"
 #include "runtime/stream.h"
@@ -151,7 +152,8 @@ TEST_F(CopyTest, BlockingDeviceToHostWaitsForTheBytes) {
     {
       OpenLater opener(gate);
       copy_device_to_host(stream0_, result.data(), device, kBytes, non_blocking);
-      EXPECT_EQ(result, expected) << "returned before the bytes arrived, non_blocking=" << non_blocking;
+      EXPECT_EQ(result, expected) << "returned before the bytes arrived, non_blocking="
+                                  << non_blocking;
     }
   }
   allocator0_.free(device);

@@ -1,10 +1,11 @@
+#include "runtime/event.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <string>
 
 #include "runtime/errors.h"
-#include "runtime/event.h"
 #include "runtime/stream.h"
 #include "runtime/tests/test_helpers.h"
 

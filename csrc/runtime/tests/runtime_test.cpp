@@ -1,5 +1,6 @@
-#include <gtest/gtest.h>
+#include "runtime/runtime.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,7 +15,6 @@
 
 #include "runtime/device.h"
 #include "runtime/errors.h"
-#include "runtime/runtime.h"
 #include "runtime/tests/test_helpers.h"
 
 namespace openneuron::runtime {
@@ -215,8 +215,9 @@ TEST(RuntimeTest, LaunchBlockingDeviceRunsWorkInline) {
   int value = 0;
   device.stream(2).enqueue("inline", [&] { value = 1; });
   EXPECT_EQ(value, 1);
-  EXPECT_THROW(device.default_stream().enqueue("inline_failure", [] { throw std::runtime_error("x"); }),
-               QueuedWorkError);
+  EXPECT_THROW(
+      device.default_stream().enqueue("inline_failure", [] { throw std::runtime_error("x"); }),
+      QueuedWorkError);
 }
 
 // Exit codes of the forked child: one bit per failed check.
@@ -266,8 +267,10 @@ TEST(RuntimeTest, ForkedChildCannotUseTheRuntime) {
   EXPECT_EQ(failures & kNotMarkedBadFork, 0) << "in_bad_fork() was false in the child";
   EXPECT_EQ(failures & kStillInitialised, 0) << "is_initialized() was true in the child";
   EXPECT_EQ(failures & kGetSucceeded, 0) << "Runtime::get() worked in the child";
-  EXPECT_EQ(failures & kMessageLacksSpawn, 0) << "the ForkedChildError message does not mention spawn";
-  EXPECT_EQ(failures & kWrongException, 0) << "Runtime::get() threw something else than ForkedChildError";
+  EXPECT_EQ(failures & kMessageLacksSpawn, 0)
+      << "the ForkedChildError message does not mention spawn";
+  EXPECT_EQ(failures & kWrongException, 0)
+      << "Runtime::get() threw something else than ForkedChildError";
 
   // The parent is unaffected.
   EXPECT_FALSE(Runtime::in_bad_fork());

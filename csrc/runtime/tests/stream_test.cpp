@@ -1,3 +1,5 @@
+#include "runtime/stream.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "runtime/errors.h"
-#include "runtime/stream.h"
 #include "runtime/tests/test_helpers.h"
 
 namespace openneuron::runtime {
@@ -223,7 +224,8 @@ TEST(StreamTest, SmallWorkErrorsWaitForSynchronize) {
   Stream stream(0, 0, false);
   EXPECT_NO_THROW(
       stream.enqueue_small("aten::tiny", [] { throw std::runtime_error("index out of range"); }));
-  EXPECT_EQ(synchronize_error(stream), "neuron:0 queued op 'aten::tiny' failed: index out of range");
+  EXPECT_EQ(synchronize_error(stream),
+            "neuron:0 queued op 'aten::tiny' failed: index out of range");
   EXPECT_EQ(synchronize_error(stream), "");
 }
 
