@@ -6,6 +6,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <string>
+#include <utility>
 
 #include "aten/fallback.h"
 #include "aten/nn_helpers.h"
@@ -86,6 +87,19 @@ at::Tensor rows_of(const at::Tensor& t, int64_t rows, int64_t cols) {
   return t.reshape({rows, cols});
 }
 
+// The input and hidden gate pre-activations on the host, each with its bias added if given.
+std::pair<at::Tensor, at::Tensor> host_gates(const at::Tensor& input_gates,
+                                             const at::Tensor& hidden_gates,
+                                             const at::Tensor* bias_i, const at::Tensor* bias_h) {
+  at::Tensor gates = input_gates.cpu();
+  at::Tensor hgates = hidden_gates.cpu();
+  if (bias_i != nullptr) {
+    gates = gates + bias_i->cpu();
+    hgates = hgates + bias_h->cpu();
+  }
+  return {gates, hgates};
+}
+
 // 16-bit gradients are computed into fp32 and rounded once, after the bias sum.
 bool is_narrow(at::ScalarType type) { return type == at::kBFloat16 || type == at::kHalf; }
 
@@ -104,12 +118,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> thnn_fused_lstm_cell(
 
   if (!nn::is_nn_dtype(input_gates.scalar_type())) {
     enter_host_path(kName);
-    at::Tensor gates = input_gates.cpu();
-    at::Tensor hgates = hidden_gates.cpu();
-    if (bias_i != nullptr) {
-      gates = gates + bias_i->cpu();
-      hgates = hgates + bias_h->cpu();
-    }
+    const auto [gates, hgates] = host_gates(input_gates, hidden_gates, bias_i, bias_h);
     const auto chunks = (gates + hgates).chunk(4, 1);
     const at::Tensor in = chunks[0].sigmoid(), forget = chunks[1].sigmoid(),
                      cell = chunks[2].tanh(), out = chunks[3].sigmoid();
@@ -219,12 +228,7 @@ std::tuple<at::Tensor, at::Tensor> thnn_fused_gru_cell(
 
   if (!nn::is_nn_dtype(input_gates.scalar_type())) {
     enter_host_path(kName);
-    at::Tensor gates = input_gates.cpu();
-    at::Tensor hgates = hidden_gates.cpu();
-    if (bias_i != nullptr) {
-      gates = gates + bias_i->cpu();
-      hgates = hgates + bias_h->cpu();
-    }
+    const auto [gates, hgates] = host_gates(input_gates, hidden_gates, bias_i, bias_h);
     const auto in = gates.chunk(3, 1);
     const auto hid = hgates.chunk(3, 1);
     const at::Tensor reset = (in[0] + hid[0]).sigmoid();

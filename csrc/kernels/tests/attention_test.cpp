@@ -24,16 +24,10 @@ namespace {
 using testing::get;
 using testing::HostTensor;
 using testing::make_tensor;
+using testing::random_tensor;
 using Index = std::vector<int64_t>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-HostTensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng,
-                         double low = -1.0, double high = 1.0) {
-  HostTensor t = make_tensor(dtype, sizes);
-  testing::fill_random(t.view, rng, low, high);
-  return t;
-}
 
 // A [B, H, L, E] tensor stored as [B, L, H, E] (the usual multi-head layout), viewed back.
 struct StridedTensor {

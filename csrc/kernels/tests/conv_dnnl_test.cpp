@@ -19,6 +19,7 @@ namespace {
 using testing::get;
 using testing::HostTensor;
 using testing::make_tensor;
+using testing::random_tensor;
 using Index = std::vector<int64_t>;
 
 struct ConvProblem {
@@ -126,12 +127,6 @@ void expect_matches(const char* what, const TensorView& actual, Dense4d& expecte
                     << "]: got " << got << ", want " << want << " (allowed " << slack << ")";
     }
   });
-}
-
-HostTensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng) {
-  HostTensor t = make_tensor(dtype, sizes);
-  testing::fill_random(t.view, rng, -1.0, 1.0);
-  return t;
 }
 
 class DnnlConv : public ::testing::TestWithParam<ConvProblem> {};

@@ -22,15 +22,10 @@ using testing::for_each_index;
 using testing::get;
 using testing::HostTensor;
 using testing::make_tensor;
+using testing::random_tensor;
 using testing::permute;
 using testing::set;
 using Index = std::vector<int64_t>;
-
-HostTensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng) {
-  HostTensor t = make_tensor(dtype, sizes);
-  testing::fill_random(t.view, rng, -1.0, 1.0);
-  return t;
-}
 
 // Expects every element of `actual` to match `expected(index)` within the dtype's tolerance
 // (scaled by `slack` for long fp32 sums).

@@ -19,14 +19,8 @@ namespace {
 using testing::get;
 using testing::HostTensor;
 using testing::make_tensor;
+using testing::random_tensor;
 using Index = std::vector<int64_t>;
-
-HostTensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng,
-                         double low = -1.0, double high = 1.0) {
-  HostTensor t = make_tensor(dtype, sizes);
-  testing::fill_random(t.view, rng, low, high);
-  return t;
-}
 
 struct RowCase {
   int64_t rows = 3, d = 16;

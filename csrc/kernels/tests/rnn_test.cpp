@@ -16,15 +16,9 @@ namespace {
 using testing::get;
 using testing::HostTensor;
 using testing::make_tensor;
+using testing::random_tensor;
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-HostTensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng,
-                         double low = -2.0, double high = 2.0) {
-  HostTensor t = make_tensor(dtype, sizes);
-  testing::fill_random(t.view, rng, low, high);
-  return t;
-}
 
 // A [rows, cols] tensor stored column-major: the kernel sees non-unit inner strides.
 struct Transposed {
@@ -32,7 +26,7 @@ struct Transposed {
   TensorView view;
 };
 Transposed random_transposed(DType dtype, int64_t rows, int64_t cols, std::mt19937& rng) {
-  Transposed t{random_tensor(dtype, {cols, rows}, rng), {}};
+  Transposed t{random_tensor(dtype, {cols, rows}, rng, -2.0, 2.0), {}};
   t.view = testing::permute(t.storage.view, {1, 0});
   return t;
 }
@@ -62,11 +56,11 @@ TEST_P(LstmCellTest, ForwardAndBackwardMatchReference) {
   std::mt19937 rng(7);
   const int64_t B = 5, H = 6, G = 4 * H;
   Transposed ig_t = random_transposed(p.dtype, B, G, rng);
-  HostTensor ig_c = random_tensor(p.dtype, {B, G}, rng);
+  HostTensor ig_c = random_tensor(p.dtype, {B, G}, rng, -2.0, 2.0);
   const TensorView ig = p.transposed_gates ? ig_t.view : ig_c.view;
-  HostTensor hg = random_tensor(p.dtype, {B, G}, rng);
-  HostTensor cx = random_tensor(p.dtype, {B, H}, rng);
-  HostTensor bi = random_tensor(p.dtype, {G}, rng), bh = random_tensor(p.dtype, {G}, rng);
+  HostTensor hg = random_tensor(p.dtype, {B, G}, rng, -2.0, 2.0);
+  HostTensor cx = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
+  HostTensor bi = random_tensor(p.dtype, {G}, rng, -2.0, 2.0), bh = random_tensor(p.dtype, {G}, rng, -2.0, 2.0);
   HostTensor hy = make_tensor(p.dtype, {B, H}), cy = make_tensor(p.dtype, {B, H});
   HostTensor ws = make_tensor(DType::Float32, {B, G});
   lstm_cell_forward(hy.view, cy.view, ws.view, ig, hg.view, cx.view, p.bias ? &bi.view : nullptr,
@@ -99,8 +93,8 @@ TEST_P(LstmCellTest, ForwardAndBackwardMatchReference) {
 
   // Backward from the kernel's own forward state; grad_cy absent in the fp32 case.
   const bool with_grad_cy = p.dtype != DType::Float32;
-  HostTensor ghy = random_tensor(p.dtype, {B, H}, rng);
-  HostTensor gcy = random_tensor(p.dtype, {B, H}, rng);
+  HostTensor ghy = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
+  HostTensor gcy = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
   HostTensor grad_gates = make_tensor(p.dtype, {B, G}), grad_cx = make_tensor(p.dtype, {B, H});
   lstm_cell_backward(grad_gates.view, grad_cx.view, &ghy.view, with_grad_cy ? &gcy.view : nullptr,
                      cx.view, cy.view, ws.view);
@@ -136,11 +130,11 @@ TEST_P(GruCellTest, ForwardAndBackwardMatchReference) {
   std::mt19937 rng(11);
   const int64_t B = 4, H = 7, G = 3 * H;
   Transposed ig_t = random_transposed(p.dtype, B, G, rng);
-  HostTensor ig_c = random_tensor(p.dtype, {B, G}, rng);
+  HostTensor ig_c = random_tensor(p.dtype, {B, G}, rng, -2.0, 2.0);
   const TensorView ig = p.transposed_gates ? ig_t.view : ig_c.view;
-  HostTensor hg = random_tensor(p.dtype, {B, G}, rng);
-  HostTensor hx = random_tensor(p.dtype, {B, H}, rng);
-  HostTensor bi = random_tensor(p.dtype, {G}, rng), bh = random_tensor(p.dtype, {G}, rng);
+  HostTensor hg = random_tensor(p.dtype, {B, G}, rng, -2.0, 2.0);
+  HostTensor hx = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
+  HostTensor bi = random_tensor(p.dtype, {G}, rng, -2.0, 2.0), bh = random_tensor(p.dtype, {G}, rng, -2.0, 2.0);
   HostTensor hy = make_tensor(p.dtype, {B, H});
   HostTensor ws = make_tensor(DType::Float32, {B, 5 * H});
   const TensorView* bias_i = p.bias ? &bi.view : nullptr;
@@ -163,7 +157,7 @@ TEST_P(GruCellTest, ForwardAndBackwardMatchReference) {
   expect_close(hy.view, want_hy, H, "hy");
   expect_close(ws.view, saved, 5 * H, "workspace");
 
-  HostTensor ghy = random_tensor(p.dtype, {B, H}, rng);
+  HostTensor ghy = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
   HostTensor gi = make_tensor(p.dtype, {B, G}), gh = make_tensor(p.dtype, {B, G});
   HostTensor ghx = make_tensor(p.dtype, {B, H});
   gru_cell_backward(gi.view, gh.view, ghx.view, ghy.view, ws.view);
@@ -199,9 +193,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, GruCellTest,
 TEST(RnnCellTest, BFloat16IsTheFp32ResultRounded) {
   std::mt19937 rng(3);
   const int64_t B = 3, H = 4;
-  HostTensor ig = random_tensor(DType::BFloat16, {B, 4 * H}, rng);
-  HostTensor hg = random_tensor(DType::BFloat16, {B, 4 * H}, rng);
-  HostTensor cx = random_tensor(DType::BFloat16, {B, H}, rng);
+  HostTensor ig = random_tensor(DType::BFloat16, {B, 4 * H}, rng, -2.0, 2.0);
+  HostTensor hg = random_tensor(DType::BFloat16, {B, 4 * H}, rng, -2.0, 2.0);
+  HostTensor cx = random_tensor(DType::BFloat16, {B, H}, rng, -2.0, 2.0);
   HostTensor hy = make_tensor(DType::BFloat16, {B, H}), cy = make_tensor(DType::BFloat16, {B, H});
   HostTensor ws = make_tensor(DType::Float32, {B, 4 * H});
   lstm_cell_forward(hy.view, cy.view, ws.view, ig.view, hg.view, cx.view, nullptr, nullptr);

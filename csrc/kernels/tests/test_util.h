@@ -118,6 +118,14 @@ inline void fill_random(const TensorView& view, std::mt19937& rng, double low, d
   });
 }
 
+// A fresh tensor of uniform values in [low, high).
+inline HostTensor random_tensor(DType dtype, const std::vector<int64_t>& sizes, std::mt19937& rng,
+                                double low = -1.0, double high = 1.0) {
+  HostTensor t = make_tensor(dtype, sizes);
+  fill_random(t.view, rng, low, high);
+  return t;
+}
+
 // Absolute tolerance for comparing a kernel result against a double reference.
 inline double tolerance(DType dtype, double reference) {
   const double magnitude = std::fabs(reference);
