@@ -141,7 +141,10 @@ def test_layer_norm_workload_rows(dtype):
     torch.manual_seed(35)
     x = torch.randn(4, 128, 256) * 2 + 0.5
     compare(
-        lambda x, w, b: F.layer_norm(x, (256,), w, b), x, torch.rand(256) + 0.5, torch.randn(256),
+        lambda x, w, b: F.layer_norm(x, (256,), w, b),
+        x,
+        torch.rand(256) + 0.5,
+        torch.randn(256),
         dtype=dtype,
         grad_tols={1: COLUMN_SUM_TOL[dtype], 2: COLUMN_SUM_TOL[dtype]},
     )
@@ -153,7 +156,10 @@ def test_layer_norm_strided_rows_and_odd_lengths(dtype):
     x = torch.randn(3, 50, 300)
     # Rows of 257 elements spaced 300 apart (a slice), and a row length that is no multiple of 16.
     compare(
-        lambda x, w: F.layer_norm(x[..., :257], (257,), w), x, torch.rand(257) + 0.5, dtype=dtype,
+        lambda x, w: F.layer_norm(x[..., :257], (257,), w),
+        x,
+        torch.rand(257) + 0.5,
+        dtype=dtype,
         grad_tols={1: COLUMN_SUM_TOL[dtype]},
     )
     compare(lambda x: F.layer_norm(x, (33,)), torch.randn(7, 33), dtype=dtype)
@@ -164,6 +170,9 @@ def test_rms_norm_workload_rows(dtype):
     torch.manual_seed(37)
     x = torch.randn(4, 130, 256)
     compare(
-        lambda x, w: F.rms_norm(x, (256,), w, eps=1e-6), x, torch.rand(256) + 0.5, dtype=dtype,
+        lambda x, w: F.rms_norm(x, (256,), w, eps=1e-6),
+        x,
+        torch.rand(256) + 0.5,
+        dtype=dtype,
         grad_tols={1: COLUMN_SUM_TOL[dtype]},
     )

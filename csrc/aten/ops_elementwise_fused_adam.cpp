@@ -19,27 +19,6 @@ struct AdamJob {
   const float* step;  // device memory, read when the task runs (after the step increment)
 };
 
-bool adam_is_native(std::initializer_list<at::TensorList> lists,
-                    const std::optional<at::Tensor>& grad_scale,
-                    const std::optional<at::Tensor>& found_inf, at::TensorList steps) {
-  for (at::TensorList list : lists) {
-    for (const at::Tensor& t : list) {
-      if (!at::isFloatingType(t.scalar_type()) || !is_native_compute_dtype(t.scalar_type()) ||
-          !t.is_privateuseone()) {
-        return false;
-      }
-    }
-  }
-  for (const at::Tensor& t : steps) {
-    if (t.scalar_type() != at::kFloat || !t.is_privateuseone()) return false;
-  }
-  for (const auto* t : {&grad_scale, &found_inf}) {
-    if (t->has_value() && ((*t)->scalar_type() != at::kFloat || !(*t)->is_privateuseone()))
-      return false;
-  }
-  return true;
-}
-
 void run_fused_adam(const char* name, bool decoupled, at::TensorList self, at::TensorList grads,
                     at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
                     at::TensorList max_exp_avg_sqs, at::TensorList state_steps, double lr,
@@ -90,13 +69,34 @@ void run_fused_adam(const char* name, bool decoupled, at::TensorList self, at::T
 
 }  // namespace
 
+bool fused_optimizer_is_native(std::initializer_list<at::TensorList> lists,
+                               const std::optional<at::Tensor>& grad_scale,
+                               const std::optional<at::Tensor>& found_inf, at::TensorList steps) {
+  for (at::TensorList list : lists) {
+    for (const at::Tensor& t : list) {
+      if (!at::isFloatingType(t.scalar_type()) || !is_native_compute_dtype(t.scalar_type()) ||
+          !t.is_privateuseone()) {
+        return false;
+      }
+    }
+  }
+  for (const at::Tensor& t : steps) {
+    if (t.scalar_type() != at::kFloat || !t.is_privateuseone()) return false;
+  }
+  for (const auto* t : {&grad_scale, &found_inf}) {
+    if (t->has_value() && ((*t)->scalar_type() != at::kFloat || !(*t)->is_privateuseone()))
+      return false;
+  }
+  return true;
+}
+
 void fused_adam_(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
                  at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
                  at::TensorList state_steps, double lr, double beta1, double beta2,
                  double weight_decay, double eps, bool amsgrad, bool maximize,
                  const std::optional<at::Tensor>& grad_scale,
                  const std::optional<at::Tensor>& found_inf) {
-  if (!adam_is_native(
+  if (!fused_optimizer_is_native(
           {self, grads, exp_avgs, exp_avg_sqs, amsgrad ? max_exp_avg_sqs : at::TensorList()},
           grad_scale, found_inf, state_steps)) {
     return OPENNEURON_FALLBACK(_fused_adam_, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
@@ -115,7 +115,7 @@ void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_
                   double weight_decay, double eps, bool amsgrad, bool maximize,
                   const std::optional<at::Tensor>& grad_scale,
                   const std::optional<at::Tensor>& found_inf) {
-  if (!adam_is_native(
+  if (!fused_optimizer_is_native(
           {self, grads, exp_avgs, exp_avg_sqs, amsgrad ? max_exp_avg_sqs : at::TensorList()},
           grad_scale, found_inf, state_steps)) {
     return OPENNEURON_FALLBACK(_fused_adamw_, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,

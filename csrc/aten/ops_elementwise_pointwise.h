@@ -84,4 +84,17 @@ void fused_adamw_(at::TensorList self, at::TensorList grads, at::TensorList exp_
                   const std::optional<at::Tensor>& grad_scale,
                   const std::optional<at::Tensor>& found_inf);
 
+// torch's _fused_sgd_ (ops_elementwise_fused_sgd.cpp).
+void fused_sgd_(at::TensorList self, at::TensorList grads, at::TensorList momentum_buffer_list,
+                double weight_decay, double momentum, double lr, double dampening, bool nesterov,
+                bool maximize, bool is_first_step, const std::optional<at::Tensor>& grad_scale,
+                const std::optional<at::Tensor>& found_inf);
+
+// True when a fused optimizer step can run natively: every tensor of `lists` is a neuron
+// tensor of a native floating dtype, every step count and grad_scale/found_inf a neuron fp32
+// tensor (ops_elementwise_fused_adam.cpp).
+bool fused_optimizer_is_native(std::initializer_list<at::TensorList> lists,
+                               const std::optional<at::Tensor>& grad_scale,
+                               const std::optional<at::Tensor>& found_inf, at::TensorList steps);
+
 }  // namespace openneuron::bridge

@@ -276,6 +276,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(zero_));
   m.impl("_fused_adam_", TORCH_FN(fused_adam_));
   m.impl("_fused_adamw_", TORCH_FN(fused_adamw_));
+  m.impl("_fused_sgd_", TORCH_FN(fused_sgd_));
 }
 
 }  // namespace openneuron::bridge

@@ -22,8 +22,8 @@ using testing::for_each_index;
 using testing::get;
 using testing::HostTensor;
 using testing::make_tensor;
-using testing::random_tensor;
 using testing::permute;
+using testing::random_tensor;
 using testing::set;
 using Index = std::vector<int64_t>;
 

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/fused_adam.h"
+#include "kernels/fused_sgd.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -168,6 +169,61 @@ TEST(FusedAdam, MatchesReferenceStep) {
     const double expected = decayed - (0.01 / 0.1) * m1 / (std::sqrt(v1) / std::sqrt(0.001) + 1e-8);
     EXPECT_NEAR(get(p.view, {i}), expected, 1e-5 * (1 + std::abs(expected)));
   }
+}
+
+// Two SGD steps (momentum, nesterov, weight decay, dampening, grad scale) against a double
+// reference, on dense fp32 (threaded path) and on strided bf16 (gathered path).
+TEST(FusedSgd, MatchesReferenceSteps) {
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    const int64_t n = 40000;  // above the threading grain
+    auto p = make_tensor(dtype, {n});
+    auto g = make_tensor(dtype, {2 * n});
+    const TensorView grad = testing::slice(g.view, 0, 0, n, 2);  // every other element
+    auto m = make_tensor(dtype, {n});
+    std::mt19937 rng(4);
+    fill_random(p.view, rng, -1, 1);
+    fill_random(g.view, rng, -1, 1);
+    std::vector<double> param(n), buffer(n, 0.0);
+    for (int64_t i = 0; i < n; ++i) param[i] = get(p.view, {i});
+    SgdHyperparameters hyper;
+    hyper.lr = 0.05;
+    hyper.weight_decay = 0.01;
+    hyper.momentum = 0.9;
+    hyper.dampening = 0.1;
+    hyper.nesterov = true;
+    const float scale = 4.0f;
+    for (int step = 0; step < 2; ++step) {
+      hyper.is_first_step = step == 0;
+      std::vector<double> scaled(n);
+      for (int64_t i = 0; i < n; ++i) scaled[i] = get(grad, {i}) / scale;
+      fused_sgd(p.view, grad, m.view, hyper, &scale);
+      for (int64_t i = 0; i < n; ++i) {
+        double d = scaled[i] + param[i] * 0.01;
+        buffer[i] = step == 0 ? d : buffer[i] * 0.9 + d * 0.9;
+        d += buffer[i] * 0.9;
+        param[i] -= 0.05 * d;
+        const double tol = dtype == DType::Float32 ? 1e-5 : 2e-2;
+        ASSERT_NEAR(get(p.view, {i}), param[i], tol * (1 + std::abs(param[i]))) << i;
+        ASSERT_NEAR(get(grad, {i}), scaled[i], tol * (1 + std::abs(scaled[i])));
+      }
+      for (int64_t i = 0; i < n; ++i) param[i] = get(p.view, {i});  // continue from rounded
+      for (int64_t i = 0; i < n; ++i) buffer[i] = get(m.view, {i});
+    }
+  }
+}
+
+TEST(FusedSgd, WithoutMomentumLeavesTheBufferAlone) {
+  auto p = make_tensor(DType::Float32, {5});
+  auto g = make_tensor(DType::Float32, {5});
+  for (int64_t i = 0; i < 5; ++i) {
+    set(p.view, {i}, 1.0);
+    set(g.view, {i}, 0.5);
+  }
+  SgdHyperparameters hyper;
+  hyper.lr = 0.1;
+  hyper.maximize = true;
+  fused_sgd(p.view, g.view, TensorView{}, hyper, nullptr);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(get(p.view, {i}), 1.05f);
 }
 
 TEST(Pointwise, ReluAcrossDtypesKeepsNaNAndNegativeZero) {

@@ -60,7 +60,8 @@ TEST_P(LstmCellTest, ForwardAndBackwardMatchReference) {
   const TensorView ig = p.transposed_gates ? ig_t.view : ig_c.view;
   HostTensor hg = random_tensor(p.dtype, {B, G}, rng, -2.0, 2.0);
   HostTensor cx = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
-  HostTensor bi = random_tensor(p.dtype, {G}, rng, -2.0, 2.0), bh = random_tensor(p.dtype, {G}, rng, -2.0, 2.0);
+  HostTensor bi = random_tensor(p.dtype, {G}, rng, -2.0, 2.0),
+             bh = random_tensor(p.dtype, {G}, rng, -2.0, 2.0);
   HostTensor hy = make_tensor(p.dtype, {B, H}), cy = make_tensor(p.dtype, {B, H});
   HostTensor ws = make_tensor(DType::Float32, {B, G});
   lstm_cell_forward(hy.view, cy.view, ws.view, ig, hg.view, cx.view, p.bias ? &bi.view : nullptr,
@@ -134,7 +135,8 @@ TEST_P(GruCellTest, ForwardAndBackwardMatchReference) {
   const TensorView ig = p.transposed_gates ? ig_t.view : ig_c.view;
   HostTensor hg = random_tensor(p.dtype, {B, G}, rng, -2.0, 2.0);
   HostTensor hx = random_tensor(p.dtype, {B, H}, rng, -2.0, 2.0);
-  HostTensor bi = random_tensor(p.dtype, {G}, rng, -2.0, 2.0), bh = random_tensor(p.dtype, {G}, rng, -2.0, 2.0);
+  HostTensor bi = random_tensor(p.dtype, {G}, rng, -2.0, 2.0),
+             bh = random_tensor(p.dtype, {G}, rng, -2.0, 2.0);
   HostTensor hy = make_tensor(p.dtype, {B, H});
   HostTensor ws = make_tensor(DType::Float32, {B, 5 * H});
   const TensorView* bias_i = p.bias ? &bi.view : nullptr;
