@@ -59,17 +59,26 @@ def main() -> None:
         f"{props['total_memory'] / 2**30:.1f} GiB each\n"
     )
 
+    # An untimed run before each timed one: first use creates threads and compiles kernels.
+    # neuron goes first, as PyTorch CPU's idle OpenMP threads keep spinning for a while after
+    # CPU work and would take the cores from neuron's.
+    train("neuron")
     openneuron.clear_op_tracking()
     neuron_losses, neuron_seconds = train("neuron")
     executed = openneuron.get_executed_ops()
     fallback = openneuron.get_fallback_ops()
+    train("cpu")
     cpu_losses, cpu_seconds = train("cpu")
 
     print(f"{'step':>4}  {'neuron loss':>12}  {'cpu loss':>12}  {'rel. diff':>9}")
     for step, (on_neuron, on_cpu) in enumerate(zip(neuron_losses, cpu_losses, strict=True)):
         diff = abs(on_neuron - on_cpu) / max(abs(on_cpu), 1e-12)
         print(f"{step:>4}  {on_neuron:>12.6f}  {on_cpu:>12.6f}  {diff:>9.1e}")
-    print(f"\ntraining time: neuron {neuron_seconds * 1e3:.1f} ms, cpu {cpu_seconds * 1e3:.1f} ms")
+    print(
+        f"\ntraining time (warm, {STEPS} steps): neuron {neuron_seconds * 1e3:.1f} ms, "
+        f"cpu {cpu_seconds * 1e3:.1f} ms (a tiny model: per-op overhead dominates; "
+        "`make bench` compares real workloads)"
+    )
 
     native = {op: n for op, n in executed.items() if op not in fallback}
     print(f"\nops run natively on neuron ({len(native)}):")

@@ -131,14 +131,20 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       // Large tensors use every kernel thread each; small ones (most of a model's parameters)
       // would each run on one thread, so they run side by side instead.
       std::vector<ForeachJob*> small;
+      int64_t small_elements = 0;
       for (ForeachJob& job : jobs) {
         if (job.out.numel() >= 2 * kernels::kParallelGrainElements) {
           run(job);
         } else {
           small.push_back(&job);
+          small_elements += job.out.numel();
         }
       }
-      kernels::parallel_for(0, static_cast<int64_t>(small.size()), 1,
+      // A list this small costs less than waking another thread.
+      const int64_t grain = small_elements < 2 * kernels::kParallelGrainElements
+                                ? static_cast<int64_t>(small.size())
+                                : 1;
+      kernels::parallel_for(0, static_cast<int64_t>(small.size()), grain,
                             [&](int64_t begin, int64_t end) {
                               for (int64_t i = begin; i < end; ++i) run(*small[i]);
                             });

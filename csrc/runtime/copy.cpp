@@ -9,6 +9,11 @@
 
 namespace openneuron::runtime {
 
+namespace {
+// Copies this small take about as long as handing them to the stream's worker.
+constexpr size_t kSmallCopyBytes = 16384;
+}  // namespace
+
 void copy_host_to_device(Stream& stream, void* device_dst, const void* host_src, size_t bytes,
                          bool non_blocking) {
   if (bytes == 0) return;
@@ -27,8 +32,10 @@ void copy_device_to_host(Stream& stream, void* host_dst, const void* device_src,
                          bool non_blocking) {
   auto& pinned = PinnedHostMemory::instance();
   const bool asynchronous = non_blocking && pinned.is_pinned(host_dst);
-  if (bytes > 0) {
+  if (bytes > kSmallCopyBytes) {
     stream.enqueue("copy_device_to_host", [=] { std::memcpy(host_dst, device_src, bytes); });
+  } else if (bytes > 0) {  // e.g. reading a loss: done at once when the stream is idle
+    stream.enqueue_small("copy_device_to_host", [=] { std::memcpy(host_dst, device_src, bytes); });
   }
   if (asynchronous) {
     pinned.record_use(host_dst, stream);

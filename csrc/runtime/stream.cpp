@@ -1,5 +1,6 @@
 #include "runtime/stream.h"
 
+#include <chrono>
 #include <exception>
 
 #include "runtime/errors.h"
@@ -66,6 +67,7 @@ bool Stream::begin_inline() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (busy_ || stopping_ || !queue_.empty()) return false;
   busy_ = true;
+  running_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -74,6 +76,7 @@ void Stream::end_inline() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     busy_ = false;
+    running_.store(false, std::memory_order_release);
     // Another thread may have queued work meanwhile; the worker held off while we ran.
     wake_worker = !queue_.empty() && worker_sleeping_;
     if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
@@ -107,6 +110,7 @@ void Stream::run_worker() {
     queue_.pop_front();
     queued_.store(queue_.size(), std::memory_order_release);
     busy_ = true;
+    running_.store(true, std::memory_order_release);
     lock.unlock();
     try {
       task.work();
@@ -118,13 +122,30 @@ void Stream::run_worker() {
     task.work = nullptr;  // release captured state outside the lock
     lock.lock();
     busy_ = false;
+    running_.store(false, std::memory_order_release);
     if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
   }
 }
 
 void Stream::wait_idle() {
+  spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
+}
+
+void Stream::spin_until_idle() const {
+  // A synchronize after a short op (e.g. reading a loss) would otherwise always pay a
+  // sleep/wake round trip through the kernel.
+  const auto deadline = std::chrono::steady_clock::now() + kSynchronizeSpin;
+  for (int i = 0;; ++i) {
+    if (queued_.load(std::memory_order_acquire) == 0 && !running_.load(std::memory_order_acquire)) {
+      return;
+    }
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
 }
 
 void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
@@ -134,6 +155,7 @@ void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
 }
 
 void Stream::synchronize() {
+  spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
   if (!first_error_.empty()) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -66,12 +67,17 @@ class Stream {
     std::function<void()> work;
   };
   static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
+  // How long a synchronizing caller spins before sleeping: waking a sleeping thread costs a
+  // few hundred microseconds on a small virtual host, far more than the ops a sync waits for.
+  static constexpr std::chrono::microseconds kSynchronizeSpin{500};
   // Marks the stream busy if it is idle with nothing queued; false if it is not.
   bool begin_inline();
   void end_inline();
   void run_worker();
   // Spins briefly until work is queued; true if some arrived.
   bool spin_for_work();
+  // Spins briefly until nothing is queued or running (no guarantee: callers still wait).
+  void spin_until_idle() const;
   void wait_idle_locked(std::unique_lock<std::mutex>& lock);
   void record_failure(const char* op_name, const char* what);
 
@@ -87,7 +93,8 @@ class Stream {
   // Notifications cost a futex call: send them only to threads that are actually asleep.
   bool worker_sleeping_ = false;
   int idle_waiters_ = 0;
-  std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock while spinning
+  std::atomic<size_t> queued_{0};     // queue_.size(), readable without the lock while spinning
+  std::atomic<bool> running_{false};  // busy_, readable without the lock while spinning
   std::string first_error_;
   std::thread worker_;  // started by the first enqueue()
 };
