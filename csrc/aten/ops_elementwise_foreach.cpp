@@ -140,14 +140,15 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
           small_elements += job.out.numel();
         }
       }
-      // A list this small costs less than waking another thread.
-      const int64_t grain = small_elements < 2 * kernels::kParallelGrainElements
-                                ? static_cast<int64_t>(small.size())
-                                : 1;
-      kernels::parallel_for(0, static_cast<int64_t>(small.size()), grain,
-                            [&](int64_t begin, int64_t end) {
-                              for (int64_t i = begin; i < end; ++i) run(*small[i]);
-                            });
+      const auto run_range = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) run(*small[i]);
+      };
+      const auto count = static_cast<int64_t>(small.size());
+      if (small_elements < 2 * kernels::kParallelGrainElements) {
+        run_range(0, count);  // costs less than waking another thread
+      } else {
+        kernels::parallel_for(0, count, 1, run_range);
+      }
     });
   }
   torch::jit::drop(*stack, num_args);

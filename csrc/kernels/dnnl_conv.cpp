@@ -18,7 +18,7 @@
 #include "kernels/cast.h"
 #include "kernels/dense_float.h"
 #include "kernels/dnnl_runtime.h"
-#include "kernels/parallel.h"
+#include "kernels/parallel_views.h"
 
 namespace openneuron::kernels {
 namespace {
@@ -30,33 +30,7 @@ using Tag = memory::format_tag;
 // piece to another thread costs more than it saves.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 21;
 
-// The roles a buffer plays in one primitive call; each thread keeps one growing buffer per
-// role, since fresh multi-megabyte temporaries cost a page fault per page on every call.
-enum Slot {
-  kSrcSlot,
-  kWeightsSlot,
-  kDstSlot,
-  kDiffDstSlot,
-  kDiffDstForWeightsSlot,
-  kScratchpadSlot,
-  kSlotCount
-};
-
-void* thread_buffer(Slot slot, size_t bytes) {
-  struct Buffer {
-    std::unique_ptr<char, void (*)(void*)> data{nullptr, std::free};
-    size_t capacity = 0;
-  };
-  thread_local std::array<Buffer, kSlotCount> buffers;
-  Buffer& buffer = buffers[slot];
-  if (buffer.capacity < bytes || !buffer.data) {
-    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    buffer.data.reset(static_cast<char*>(std::aligned_alloc(64, rounded)));
-    if (!buffer.data) throw std::bad_alloc();
-    buffer.capacity = rounded;
-  }
-  return buffer.data.get();
-}
+using Slot = DnnlBuffer;
 
 memory::data_type dnnl_type(DType dtype) {
   return dtype == DType::BFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
@@ -172,14 +146,14 @@ Operand output_operand(const memory::desc& user, const memory::desc& inner) {
 memory bind_input(const Operand& op, void* data, Slot slot) {
   memory user(op.user, dnnl_engine(), data);
   if (!op.reordered) return user;
-  memory inner(op.inner, dnnl_engine(), thread_buffer(slot, op.inner.get_size()));
+  memory inner(op.inner, dnnl_engine(), dnnl_thread_buffer(slot, op.inner.get_size()));
   op.reorder.execute(dnnl_thread_stream(), user, inner);
   return inner;
 }
 
 memory bind_output(const Operand& op, void* data, Slot slot) {
   if (!op.reordered) return memory(op.user, dnnl_engine(), data);
-  return memory(op.inner, dnnl_engine(), thread_buffer(slot, op.inner.get_size()));
+  return memory(op.inner, dnnl_engine(), dnnl_thread_buffer(slot, op.inner.get_size()));
 }
 
 void finish_output(const Operand& op, memory inner, void* data) {
@@ -189,7 +163,7 @@ void finish_output(const Operand& op, memory inner, void* data) {
 }
 
 memory scratchpad(const memory::desc& desc) {
-  return memory(desc, dnnl_engine(), thread_buffer(kScratchpadSlot, desc.get_size()));
+  return memory(desc, dnnl_engine(), dnnl_thread_buffer(Slot::kConvScratchpad, desc.get_size()));
 }
 
 // ---------------------------------------------------------------- plan cache
@@ -251,11 +225,7 @@ class PlanCache {
 // ---------------------------------------------------------------- batch pieces
 
 TensorView batch_slice(const TensorView& view, int64_t begin, int64_t length) {
-  TensorView part = view;
-  part.data = static_cast<char*>(view.data) +
-              begin * view.strides[0] * static_cast<int64_t>(element_size(view.dtype));
-  part.sizes[0] = length;
-  return part;
+  return slice_view(view, 0, begin, begin + length);
 }
 
 struct Pieces {
@@ -331,9 +301,9 @@ std::shared_ptr<const ForwardPlan> create_forward_plan(const TensorView& out,
 
 void run_forward(const ForwardPlan& plan, const TensorView& out, const TensorView& input,
                  const TensorView& weight, float* bias) {
-  const memory src = bind_input(plan.src, input.data, kSrcSlot);
-  const memory weights = bind_input(plan.weights, weight.data, kWeightsSlot);
-  const memory dst = bind_output(plan.dst, out.data, kDstSlot);
+  const memory src = bind_input(plan.src, input.data, Slot::kConvSrc);
+  const memory weights = bind_input(plan.weights, weight.data, Slot::kConvWeights);
+  const memory dst = bind_output(plan.dst, out.data, Slot::kConvDst);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
                                        {DNNL_ARG_WEIGHTS, weights},
                                        {DNNL_ARG_DST, dst},
@@ -474,9 +444,9 @@ void run_backward(const BackwardPlan& plan, const BackwardViews& v, float* diff_
                   float* diff_bias) {
   memory grad_out_for_data;
   if (plan.data) {
-    grad_out_for_data = bind_input(plan.data_diff_dst, v.grad_out.data, kDiffDstSlot);
-    const memory weights = bind_input(plan.data_weights, v.weight.data, kWeightsSlot);
-    const memory diff_src = bind_output(plan.diff_src, v.grad_input->data, kDstSlot);
+    grad_out_for_data = bind_input(plan.data_diff_dst, v.grad_out.data, Slot::kConvDiffDst);
+    const memory weights = bind_input(plan.data_weights, v.weight.data, Slot::kConvWeights);
+    const memory diff_src = bind_output(plan.diff_src, v.grad_input->data, Slot::kConvDst);
     plan.data_conv.execute(dnnl_thread_stream(),
                            {{DNNL_ARG_DIFF_DST, grad_out_for_data},
                             {DNNL_ARG_WEIGHTS, weights},
@@ -487,8 +457,8 @@ void run_backward(const BackwardPlan& plan, const BackwardViews& v, float* diff_
   if (plan.weights) {
     const memory grad_out = plan.share_diff_dst ? grad_out_for_data
                                                 : bind_input(plan.weights_diff_dst, v.grad_out.data,
-                                                             kDiffDstForWeightsSlot);
-    const memory src = bind_input(plan.weights_src, v.input.data, kSrcSlot);
+                                                             Slot::kConvDiffDstForWeights);
+    const memory src = bind_input(plan.weights_src, v.input.data, Slot::kConvSrc);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src},
         {DNNL_ARG_DIFF_DST, grad_out},

@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "kernels/cast.h"
+#include "kernels/dense_float.h"
 #include "kernels/dnnl_runtime.h"
-#include "kernels/parallel.h"
+#include "kernels/parallel_views.h"
 
 namespace openneuron::kernels {
 namespace {
@@ -77,14 +78,6 @@ struct Primitive {
   memory::desc scratchpad;
 };
 
-// Each thread brings its own scratchpad: a library-managed one is shared by concurrent
-// executions and serialises them.
-void* thread_scratchpad(size_t bytes) {
-  thread_local std::vector<char> buffer;
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  return buffer.data();
-}
-
 class PrimitiveCache {
  public:
   // The primitive for this problem, created on first use. Returns nullptr if unsupported.
@@ -135,27 +128,11 @@ PrimitiveCache& cache() {
   return *instance;
 }
 
-// `view` restricted to [begin, begin + length) along `dim`.
-TensorView slice(const TensorView& view, int dim, int64_t begin, int64_t length) {
-  TensorView part = view;
-  part.data = static_cast<char*>(view.data) +
-              begin * view.strides[dim] * static_cast<int64_t>(element_size(view.dtype));
-  part.sizes[dim] = length;
-  return part;
-}
-
 // A row-major copy of `view` in a buffer the calling thread reuses (valid until its next call).
 TensorView row_major_copy(const TensorView& view) {
-  thread_local std::vector<char> buffer;
   const size_t bytes = static_cast<size_t>(view.numel()) * element_size(view.dtype);
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  TensorView dense = view;
-  dense.data = buffer.data();
-  int64_t stride = 1;
-  for (int d = view.ndim - 1; d >= 0; --d) {
-    dense.strides[d] = stride;
-    stride *= view.sizes[d];
-  }
+  const TensorView dense =
+      dense_view_like(dnnl_thread_buffer(DnnlBuffer::kMatmulLeftOperand, bytes), view.dtype, view);
   copy(dense, view);
   return dense;
 }
@@ -167,9 +144,10 @@ struct Problem {
 // The product restricted to rows (2-D) or batches (3-D) [begin, begin + length).
 Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, int dim,
               int64_t begin, int64_t length) {
-  Problem part{slice(out, dim, begin, length), slice(a, dim, begin, length), b};
+  const int64_t end = begin + length;
+  Problem part{slice_view(out, dim, begin, end), slice_view(a, dim, begin, end), b};
   const bool batch_split = out.ndim == 3 && dim == 0;
-  if (batch_split && b.strides[0] != 0) part.b = slice(b, 0, begin, length);
+  if (batch_split && b.strides[0] != 0) part.b = slice_view(b, 0, begin, end);
   return part;
 }
 
@@ -223,8 +201,11 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
       memory b_memory(describe(part.b), engine, part.b.data);
       memory out_memory(describe(part.out), engine, part.out.data);
       const Primitive& primitive = *primitives[index];
-      memory scratchpad(primitive.scratchpad, engine,
-                        thread_scratchpad(primitive.scratchpad.get_size()));
+      // Each thread brings its own scratchpad: a library-managed one is shared by concurrent
+      // executions and serialises them.
+      memory scratchpad(
+          primitive.scratchpad, engine,
+          dnnl_thread_buffer(DnnlBuffer::kMatmulScratchpad, primitive.scratchpad.get_size()));
       try {
         primitive.matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
                                           {DNNL_ARG_WEIGHTS, b_memory},

@@ -2,6 +2,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
 namespace openneuron::kernels {
 
 dnnl::engine& dnnl_engine() {
@@ -12,6 +18,22 @@ dnnl::engine& dnnl_engine() {
 dnnl::stream& dnnl_thread_stream() {
   thread_local dnnl::stream stream(dnnl_engine());
   return stream;
+}
+
+void* dnnl_thread_buffer(DnnlBuffer role, size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<char, void (*)(void*)> data{nullptr, std::free};
+    size_t capacity = 0;
+  };
+  thread_local std::array<Buffer, static_cast<size_t>(DnnlBuffer::kCount)> buffers;
+  Buffer& buffer = buffers[static_cast<size_t>(role)];
+  if (buffer.capacity < bytes || !buffer.data) {
+    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    buffer.data.reset(static_cast<char*>(std::aligned_alloc(64, rounded)));
+    if (!buffer.data) throw std::bad_alloc();
+    buffer.capacity = rounded;
+  }
+  return buffer.data.get();
 }
 
 void use_one_openmp_thread() {

@@ -2,6 +2,7 @@
 // and the rule that oneDNN's own OpenMP team stays at one thread.
 #pragma once
 
+#include <cstddef>
 #include <dnnl.hpp>
 
 namespace openneuron::kernels {
@@ -11,6 +12,24 @@ dnnl::engine& dnnl_engine();
 
 // The calling thread's oneDNN stream on dnnl_engine().
 dnnl::stream& dnnl_thread_stream();
+
+// The roles a working buffer plays in a oneDNN call. Each thread keeps one growing buffer per
+// role, since fresh multi-megabyte temporaries cost a page fault per page on every call.
+enum class DnnlBuffer {
+  kConvSrc,
+  kConvWeights,
+  kConvDst,
+  kConvDiffDst,
+  kConvDiffDstForWeights,
+  kConvScratchpad,
+  kMatmulScratchpad,
+  kMatmulLeftOperand,
+  kCount
+};
+
+// The calling thread's 64-byte aligned buffer for `role`, of at least `bytes` bytes; valid
+// until the thread next asks for the same role.
+void* dnnl_thread_buffer(DnnlBuffer role, size_t bytes);
 
 // Limits the calling thread's OpenMP team to one thread. oneDNN's idle OpenMP threads spin and
 // starve the stream worker threads on a small host, so parallel_for (which sleeps when idle)

@@ -105,24 +105,29 @@ C max_of(const C* values, int64_t length) {
   return max;
 }
 
-// The sum in double. Floats are added in float lanes over short blocks (full vector width)
-// and the block sums in double, which keeps the error of a pairwise sum.
-template <typename C>
-double sum_of(const C* values, int64_t length) {
+// The sum of term(j) for j < length, in double. Terms are added in float lanes over short
+// blocks (full vector width) and the block sums in double, which keeps the error small.
+template <typename C, typename Term>
+double blocked_sum(int64_t length, const Term& term) {
   constexpr int64_t kBlock = 16 * kLanes;
   double total = 0.0;
   int64_t j = 0;
   for (; j + kBlock <= length; j += kBlock) {
     C lanes[2 * kLanes] = {};
     for (int64_t i = 0; i < kBlock; i += 2 * kLanes) {
-      for (int lane = 0; lane < 2 * kLanes; ++lane) lanes[lane] += values[j + i + lane];
+      for (int lane = 0; lane < 2 * kLanes; ++lane) lanes[lane] += term(j + i + lane);
     }
     double block = 0.0;
     for (int lane = 0; lane < 2 * kLanes; ++lane) block += lanes[lane];
     total += block;
   }
-  for (; j < length; ++j) total += values[j];
+  for (; j < length; ++j) total += term(j);
   return total;
+}
+
+template <typename C>
+double sum_of(const C* values, int64_t length) {
+  return blocked_sum<C>(length, [values](int64_t j) { return values[j]; });
 }
 
 // NaN anywhere makes the slice NaN through exp; an all -inf slice gives NaN, as in PyTorch.
@@ -145,20 +150,8 @@ template <typename C>
 void softmax_dense(C* out, const C* in, int64_t length, bool log) {
   const C max = max_of(in, length);
   if (log) {
-    C lanes[2 * kLanes] = {};  // the sum of exponentials, in blocks as sum_of does
-    double sum = 0.0;
-    int64_t j = 0;
-    for (; j + 2 * kLanes <= length; j += 2 * kLanes) {
-      for (int lane = 0; lane < 2 * kLanes; ++lane) lanes[lane] += exp_of(in[j + lane] - max);
-      if ((j / (2 * kLanes)) % 8 == 7) {
-        for (int lane = 0; lane < 2 * kLanes; ++lane) {
-          sum += lanes[lane];
-          lanes[lane] = C(0);
-        }
-      }
-    }
-    for (; j < length; ++j) sum += exp_of(in[j] - max);
-    for (int lane = 0; lane < 2 * kLanes; ++lane) sum += lanes[lane];
+    // out may alias in, so the exponentials are summed without being stored.
+    const double sum = blocked_sum<C>(length, [in, max](int64_t j) { return exp_of(in[j] - max); });
     const C log_sum = static_cast<C>(std::log(sum));
     for (int64_t i = 0; i < length; ++i) out[i] = in[i] - max - log_sum;
     return;

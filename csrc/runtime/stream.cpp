@@ -65,8 +65,7 @@ bool Stream::spin_for_work() {
 
 bool Stream::begin_inline() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (busy_ || stopping_ || !queue_.empty()) return false;
-  busy_ = true;
+  if (busy() || stopping_ || !queue_.empty()) return false;
   running_.store(true, std::memory_order_release);
   return true;
 }
@@ -75,7 +74,6 @@ void Stream::end_inline() {
   bool wake_worker = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    busy_ = false;
     running_.store(false, std::memory_order_release);
     // Another thread may have queued work meanwhile; the worker held off while we ran.
     wake_worker = !queue_.empty() && worker_sleeping_;
@@ -87,7 +85,7 @@ void Stream::end_inline() {
 void Stream::run_worker() {
   std::unique_lock<std::mutex> lock(mutex_);
   // Work can start only when queued and nothing runs inline on a caller's thread.
-  const auto runnable = [this] { return !queue_.empty() && !busy_; };
+  const auto runnable = [this] { return !queue_.empty() && !busy(); };
   for (;;) {
     if (!runnable() && !stopping_) {
       lock.unlock();
@@ -100,16 +98,15 @@ void Stream::run_worker() {
       worker_sleeping_ = false;
     }
     if (queue_.empty()) return;  // stopping with nothing left to do
-    if (busy_) {                 // stopping while work runs inline: let it finish first
+    if (busy()) {                // stopping while work runs inline: let it finish first
       worker_sleeping_ = true;
-      work_ready_.wait(lock, [this] { return !busy_; });
+      work_ready_.wait(lock, [this] { return !busy(); });
       worker_sleeping_ = false;
       continue;
     }
     Task task = std::move(queue_.front());
     queue_.pop_front();
     queued_.store(queue_.size(), std::memory_order_release);
-    busy_ = true;
     running_.store(true, std::memory_order_release);
     lock.unlock();
     try {
@@ -121,7 +118,6 @@ void Stream::run_worker() {
     }
     task.work = nullptr;  // release captured state outside the lock
     lock.lock();
-    busy_ = false;
     running_.store(false, std::memory_order_release);
     if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
   }
@@ -155,7 +151,7 @@ void Stream::spin_until_idle() const {
 
 void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
   ++idle_waiters_;
-  became_idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  became_idle_.wait(lock, [this] { return queue_.empty() && !busy(); });
   --idle_waiters_;
 }
 
@@ -172,7 +168,7 @@ void Stream::synchronize() {
 
 bool Stream::query() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.empty() && !busy_;
+  return queue_.empty() && !busy();
 }
 
 }  // namespace openneuron::runtime

@@ -73,6 +73,7 @@ class Stream {
   // Marks the stream busy if it is idle with nothing queued; false if it is not.
   bool begin_inline();
   void end_inline();
+  bool busy() const { return running_.load(std::memory_order_acquire); }
   void run_worker();
   // Spins briefly until work is queued; true if some arrived.
   bool spin_for_work();
@@ -88,13 +89,13 @@ class Stream {
   std::condition_variable work_ready_;
   std::condition_variable became_idle_;
   std::deque<Task> queue_;
-  bool busy_ = false;
   bool stopping_ = false;
   // Notifications cost a futex call: send them only to threads that are actually asleep.
   bool worker_sleeping_ = false;
   int idle_waiters_ = 0;
-  std::atomic<size_t> queued_{0};     // queue_.size(), readable without the lock while spinning
-  std::atomic<bool> running_{false};  // busy_, readable without the lock while spinning
+  std::atomic<size_t> queued_{0};  // queue_.size(), readable without the lock while spinning
+  // Work is running (on the worker or inline); written under the lock, read also while spinning.
+  std::atomic<bool> running_{false};
   std::string first_error_;
   std::thread worker_;  // started by the first enqueue()
 };
