@@ -20,6 +20,12 @@ class Built:
     model: torch.nn.Module
     optimizer: torch.optim.Optimizer | None
     step: Callable[[int], torch.Tensor]
+    # What step() calls to run the model: the model itself, or its torch.compile'd form.
+    runner: dict = dataclasses.field(default_factory=dict)
+
+    def compile(self, **options) -> None:
+        """Makes step() run the model through ``torch.compile(model, **options)``."""
+        self.runner["model"] = torch.compile(self.model, **options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +48,9 @@ class Workload:
     tolerance: Tolerance
 
     def build(self, device: str | torch.device, size: str = "small", seed: int = 0) -> Built:
-        return self.builder(torch.device(device), seed=seed, **self.sizes[size])
+        built = self.builder(torch.device(device), seed=seed, **self.sizes[size])
+        built.runner.setdefault("model", built.model)
+        return built
 
 
 WORKLOADS: dict[str, Workload] = {}
@@ -64,15 +72,16 @@ def training(
     loss_of: Callable[..., torch.Tensor],
 ) -> Built:
     """A Built whose step(i) runs one optimizer step on batch i: loss_of(model, *batch)."""
+    runner = {"model": model}
 
     def step(i: int) -> torch.Tensor:
         optimizer.zero_grad()
-        loss = loss_of(model, *batch_of(i))
+        loss = loss_of(runner["model"], *batch_of(i))
         loss.backward()
         optimizer.step()
         return loss.detach()
 
-    return Built(model, optimizer, step)
+    return Built(model, optimizer, step, runner)
 
 
 def classification_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

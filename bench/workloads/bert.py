@@ -31,12 +31,15 @@ def build(device, *, seed, dtype, batch, seq, layers, hidden, heads, vocab, batc
     model.to(device).eval()
     batch_of = cycling_batches(cpu_batches, device)
 
+    runner = {"model": model}
+
     def step(i):
         tokens, attention_mask = batch_of(i)
         with torch.no_grad():
-            return model(input_ids=tokens, attention_mask=attention_mask).last_hidden_state
+            out = runner["model"](input_ids=tokens, attention_mask=attention_mask)
+            return out.last_hidden_state
 
-    return Built(model, None, step)
+    return Built(model, None, step, runner)
 
 
 _SIZES = {

@@ -15,6 +15,7 @@
 #include "aten/op_helpers.h"
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
+#include "aten/ops_elementwise_pointwise.h"
 #include "aten/tensor_views.h"
 #include "kernels/cast.h"
 #include "kernels/pointwise.h"
@@ -252,6 +253,57 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
   const c10::DeviceGuard guard(self.device());
   at::Tensor grad_input = at::empty({0}, grad_output.options());
   return threshold_backward_out(grad_output, self, threshold, grad_input);
+}
+
+}  // namespace openneuron::bridge
+
+namespace openneuron::bridge {
+
+bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10::IValue> args,
+                            PointwisePlan* plan) {
+  auto operand = [&](size_t k) {
+    const at::Tensor& t = args[k].toTensor();
+    plan->operands.push_back(t);
+    plan->operand_args.push_back(
+        t.unsafeGetTensorImpl()->is_wrapped_number() ? -1 : static_cast<int>(k));
+    return t;
+  };
+  const struct {
+    const char* name;
+    BinaryOp op;
+  } binaries[] = {{"add.Tensor", BinaryOp::Add},
+                  {"sub.Tensor", BinaryOp::Sub},
+                  {"mul.Tensor", BinaryOp::Mul},
+                  {"div.Tensor", BinaryOp::Div}};
+  for (const auto& binary : binaries) {
+    if (overload_name != binary.name) continue;
+    const at::Tensor a = operand(0), b = operand(1);
+    const at::ScalarType result = binary_result_type(binary.op, a, b);
+    if (!binary_is_native(a, b, result)) return false;
+    plan->op = to_pointwise(binary.op);
+    plan->result = plan->compute = result;
+    plan->params.values[0] =
+        kernel_scalar(args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1}));
+    plan->params.present[0] = true;
+    return true;
+  }
+  if (overload_name == "relu") {
+    const at::Tensor self = operand(0);
+    if (!all_native_dtypes({&self}) || self.scalar_type() == at::kBool) return false;
+    plan->op = kernels::PointwiseOp::Relu;
+    plan->result = plan->compute = self.scalar_type();
+    return true;
+  }
+  if (overload_name == "threshold_backward") {
+    const at::Tensor grad = operand(0), self = operand(1);
+    if (!all_native_dtypes({&grad, &self})) return false;
+    plan->op = kernels::PointwiseOp::ThresholdBackward;
+    plan->result = plan->compute = grad.scalar_type();
+    plan->params.values[0] = kernel_scalar(args[2].toScalar());
+    plan->params.present[0] = true;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace openneuron::bridge

@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <array>
+#include <unordered_map>
 
 #include "aten/fallback.h"
 #include "aten/op_helpers.h"
@@ -46,58 +47,74 @@ c10::Device elementwise::check_operand_devices(const char* name,
   return anchor->device();
 }
 
+namespace {
+
+std::unordered_map<std::string, PointwiseSpec>& spec_registry() {
+  static auto* registry = new std::unordered_map<std::string, PointwiseSpec>();
+  return *registry;
+}
+
+}  // namespace
+
+const PointwiseSpec* find_pointwise_spec(const std::string& overload_name) {
+  const auto& registry = spec_registry();
+  const auto it = registry.find(overload_name);
+  return it == registry.end() ? nullptr : &it->second;
+}
+
+void register_pointwise_spec(const std::string& overload_name, const PointwiseSpec& spec) {
+  spec_registry()[overload_name] = spec;
+}
+
 PointwiseKernel::PointwiseKernel(PointwiseSpec spec, const std::string& op_name)
     : spec_(std::move(spec)),
       name_("aten::" + op_name),
       counter_(new NativeOpCounter(name_.c_str())) {}
 
-void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
-                                 torch::jit::Stack* stack) {
-  const auto& schema = op.schema();
+bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema,
+                    c10::ArrayRef<c10::IValue> args, PointwisePlan* plan) {
   const size_t num_args = schema.arguments().size();
   const bool has_out = schema.arguments().back().is_out();
   const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
-  auto args = torch::jit::last(*stack, num_args);
 
   // Operands: tensors, Python scalars (as wrapped tensors) or None (clamp's absent bounds).
-  std::vector<at::Tensor> operands;
+  std::vector<at::Tensor>& operands = plan->operands;
   std::vector<bool> promotes;
   std::vector<bool> is_operand(num_args, false);
   bool scalar_second = false;
-  for (size_t k = 0; k < spec_.operand_args.size(); ++k) {
-    const int pos = spec_.operand_args[k];
+  for (size_t k = 0; k < spec.operand_args.size(); ++k) {
+    const int pos = spec.operand_args[k];
     is_operand[pos] = true;
     const c10::IValue& value = args[pos];
     if (value.isNone()) continue;
     if (value.isTensor()) {
       operands.push_back(value.toTensor());
+      plan->operand_args.push_back(pos);
     } else {
       operands.push_back(wrap_scalar(value.toScalar()));
+      plan->operand_args.push_back(-1);
       if (k == 1) scalar_second = true;
     }
-    promotes.push_back((spec_.promote_mask >> k) & 1u);
+    promotes.push_back((spec.promote_mask >> k) & 1u);
   }
-  kernels::PointwiseParams params;
+  kernels::PointwiseParams& params = plan->params;
   int num_params = 0;
   for (size_t pos = 0; pos < num_args; ++pos) {
     if (is_operand[pos] || (has_out && pos + 1 == num_args)) continue;
     if (num_params == 4) break;
-    if (args[pos].isComplexDouble()) {  // e.g. lerp's weight: complex math runs on the host
-      host_fallback(op, stack);
-      return;
-    }
+    if (args[pos].isComplexDouble()) return false;  // e.g. lerp's weight: complex math on the host
     params.values[num_params] = scalar_param(args[pos], &params.present[num_params]);
     ++num_params;
   }
 
-  Resolved resolved{spec_.op, spec_.result};
-  if (spec_.op == PointwiseOp::ClampBoth) {
+  Resolved resolved{spec.op, spec.result};
+  if (spec.op == PointwiseOp::ClampBoth) {
     TORCH_CHECK(operands.size() > 1,
                 "torch.clamp: At least one of 'min' or 'max' must not be None");
     if (operands.size() == 2) {
       resolved.op = args[1].isNone() ? PointwiseOp::ClampMax : PointwiseOp::ClampMin;
     }
-  } else if (spec_.op == PointwiseOp::Div && num_params > 0 && params.present[0]) {
+  } else if (spec.op == PointwiseOp::Div && num_params > 0 && params.present[0]) {
     resolved.op = params.values[0].i == 2 ? PointwiseOp::DivTrunc : PointwiseOp::DivFloor;
     resolved.result = ResultRule::Common;
   }
@@ -115,17 +132,14 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
     resolved.op = PointwiseOp::LogicalNot;  // ~True is False for bool tensors
   }
   bool native = is_native_compute_dtype(result) && is_native_compute_dtype(compute) &&
-                dtype_allowed(spec_.dtypes, compute);
+                dtype_allowed(spec.dtypes, compute);
   for (const at::Tensor& t : operands) {
     if (!(t.is_cpu() && t.dim() == 0) && !is_native_compute_dtype(t.scalar_type())) native = false;
   }
   if (has_out && !is_native_compute_dtype(args[num_args - 1].toTensor().scalar_type()))
     native = false;
   if (in_place && !is_native_compute_dtype(operands.front().scalar_type())) native = false;
-  if (!native) {
-    host_fallback(op, stack);
-    return;
-  }
+  if (!native) return false;
 
   if (resolved.op == PointwiseOp::Pow && scalar_second) {
     // tensor ** python-scalar: the exponent is a parameter, so x**2 and x**0.5 take exact paths.
@@ -135,13 +149,14 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
     params.values[0] = kernel_scalar(operands[1].item());
     params.present[0] = true;
     operands.pop_back();
+    plan->operand_args.pop_back();
   }
-  if (spec_.op == PointwiseOp::Where) {
+  if (spec.op == PointwiseOp::Where) {
     TORCH_CHECK(operands[0].scalar_type() == at::kBool,
                 "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                 operands[0].scalar_type());
   }
-  if (spec_.op == PointwiseOp::MaskedFill) {
+  if (spec.op == PointwiseOp::MaskedFill) {
     TORCH_CHECK(operands[1].scalar_type() == at::kBool,
                 "masked_fill_ only supports boolean masks, but got mask with dtype ",
                 operands[1].scalar_type());
@@ -149,6 +164,28 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
                 operands[2].dim(), " dimension(s).");
   }
+  plan->op = resolved.op;
+  plan->result = result;
+  plan->compute = compute;
+  return true;
+}
+
+void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                                 torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const bool has_out = schema.arguments().back().is_out();
+  const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
+  auto args = torch::jit::last(*stack, num_args);
+  PointwisePlan plan;
+  if (!plan_pointwise(spec_, schema, args, &plan)) {
+    host_fallback(op, stack);
+    return;
+  }
+  std::vector<at::Tensor>& operands = plan.operands;
+  const at::ScalarType result = plan.result;
+  const at::ScalarType compute = plan.compute;
+  const kernels::PointwiseParams params = plan.params;
 
   at::Tensor out;
   if (has_out) out = args[num_args - 1].toTensor();
@@ -179,7 +216,7 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
     for (const at::Tensor& t : operands) inputs.emplace_back(t, out.sizes(), host_dtype);
     const kernels::TensorView out_view = view_of(out);
     const kernels::DType compute_kernel = kernel_dtype(compute);
-    const PointwiseOp kernel_op = resolved.op;
+    const PointwiseOp kernel_op = plan.op;
     enqueue_sized(stream_for(out), name_.c_str(), out.numel(), [=]() mutable {
       std::array<kernels::TensorView, 3> views;
       for (size_t k = 0; k < inputs.size(); ++k) views[k] = inputs[k].bind();

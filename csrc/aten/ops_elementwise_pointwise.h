@@ -36,6 +36,31 @@ struct PointwiseSpec {
   uint32_t promote_mask = ~0u;
 };
 
+// The kernel call a pointwise op makes for `args` (its schema's arguments): the op, the result
+// and compute dtypes, scalar parameters and the operands (Python scalars wrapped as 0-dim CPU
+// tensors; operand_args[k] is operand k's argument position, -1 for a wrapped scalar). False
+// when the op runs on the host fallback. Raises the op's own argument errors. Only dtypes,
+// ranks and devices of tensor arguments are read, so the compiler plans with empty stand-ins.
+struct PointwisePlan {
+  kernels::PointwiseOp op;
+  at::ScalarType result;
+  at::ScalarType compute;
+  kernels::PointwiseParams params;
+  std::vector<at::Tensor> operands;
+  std::vector<int> operand_args;
+};
+bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema,
+                    c10::ArrayRef<c10::IValue> args, PointwisePlan* plan);
+
+// The same for the arithmetic ops with typed kernels (add/sub/mul/div.Tensor, relu,
+// threshold_backward); false for other names or when the op runs on the host.
+bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10::IValue> args,
+                            PointwisePlan* plan);
+
+// The spec registered for an aten overload ("add.Tensor", "exp"), or null.
+const PointwiseSpec* find_pointwise_spec(const std::string& overload_name);
+void register_pointwise_spec(const std::string& overload_name, const PointwiseSpec& spec);
+
 class PointwiseKernel final : public c10::OperatorKernel {
  public:
   PointwiseKernel(PointwiseSpec spec, const std::string& op_name);

@@ -62,7 +62,10 @@ py::dict counts_to_dict(const std::map<std::string, int64_t>& counts) {
 
 }  // namespace
 
+void register_compiler_bindings(pybind11::module& m);
+
 PYBIND11_MODULE(_C, m) {
+  register_compiler_bindings(m);
   m.doc() = "OpenNeuron native extension: the neuron runtime as the Python device module sees it";
 
   m.def(

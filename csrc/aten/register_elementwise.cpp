@@ -20,6 +20,7 @@ void pointwise(torch::Library& m, std::initializer_list<const char*> overloads,
   for (const char* name : overloads) {
     m.impl(name,
            torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PointwiseKernel>(spec, name)));
+    register_pointwise_spec(name, spec);
   }
 }
 

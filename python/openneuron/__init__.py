@@ -22,7 +22,51 @@ from openneuron import device as _device_module
 from openneuron import printing as _printing
 from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, strict
 
-__all__ = ["clear_op_tracking", "get_executed_ops", "get_fallback_ops", "strict"]
+__all__ = [
+    "clear_op_tracking",
+    "compile_metrics",
+    "get_executed_ops",
+    "get_fallback_ops",
+    "reset_compile_metrics",
+    "strict",
+]
+
+
+def compile_metrics() -> dict:
+    """What ``torch.compile`` on neuron has done so far (see ``openneuron.compile.metrics``)."""
+    from openneuron.compile import compile_metrics as metrics
+
+    return metrics()
+
+
+def reset_compile_metrics() -> None:
+    from openneuron.compile import reset_compile_metrics as reset
+
+    reset()
+
+
+def _route_default_compile_backend() -> None:
+    """``torch.compile(m)`` with Inductor on neuron inputs compiles with our backend instead.
+
+    Inductor has no code generator for this device. A graph with a neuron tensor among its
+    inputs goes to ``backend="neuron"`` (Inductor-only ``options`` do not apply); CPU graphs
+    still go to Inductor. ``backend="neuron"`` itself is found through the
+    ``torch_dynamo_backends`` entry point.
+    """
+    wrapper = torch._TorchCompileInductorWrapper
+    if getattr(wrapper.__call__, "_routes_neuron", False):
+        return
+    inductor_call = wrapper.__call__
+
+    def call(self, model_, inputs_, **kwargs):
+        from openneuron.compile.backend import has_neuron_inputs, neuron_backend
+
+        if has_neuron_inputs(inputs_):
+            return neuron_backend(model_, inputs_)
+        return inductor_call(self, model_, inputs_, **kwargs)
+
+    call._routes_neuron = True
+    wrapper.__call__ = call
 
 
 def _register_backend() -> None:
@@ -37,3 +81,4 @@ def _register_backend() -> None:
 
 
 _register_backend()
+_route_default_compile_backend()

@@ -1,0 +1,546 @@
+// Steps of a compiled program and the loop that runs them.
+#include "aten/compiled_program.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <atomic>
+#include <sstream>
+
+#include "aten/tensor_views.h"
+#include "compiler/fused_kernel.h"
+#include "compiler/ops.h"
+
+namespace openneuron::bridge {
+
+using compiler::Attr;
+using compiler::Graph;
+using compiler::Node;
+
+struct ProgramStep {
+  std::string label;      // "graph node 3 (aten::mm) at model.py:12"
+  std::vector<int> free;  // slots released after the step
+  virtual ~ProgramStep() = default;
+  virtual void run(std::vector<c10::IValue>& slots) const = 0;
+};
+
+namespace {
+
+at::ScalarType scalar_type_of(kernels::DType dtype) {
+  switch (dtype) {
+    case kernels::DType::Bool:
+      return at::kBool;
+    case kernels::DType::UInt8:
+      return at::kByte;
+    case kernels::DType::Int8:
+      return at::kChar;
+    case kernels::DType::Int16:
+      return at::kShort;
+    case kernels::DType::Int32:
+      return at::kInt;
+    case kernels::DType::Int64:
+      return at::kLong;
+    case kernels::DType::Float16:
+      return at::kHalf;
+    case kernels::DType::BFloat16:
+      return at::kBFloat16;
+    case kernels::DType::Float32:
+      return at::kFloat;
+    case kernels::DType::Float64:
+      return at::kDouble;
+    case kernels::DType::Float8E4M3:
+      return at::kFloat8_e4m3fn;
+    case kernels::DType::Float8E5M2:
+      return at::kFloat8_e5m2;
+  }
+  return at::kFloat;
+}
+
+// ---- ATen calls ----
+
+// One argument of an ATen call: a constant, a slot, or a list mixing both.
+struct ArgBuilder {
+  enum class Kind { Const, Slot, TensorList, OptionalTensorList, IntList, FloatList } kind;
+  c10::IValue constant;
+  int slot = -1;
+  bool tensor = false;  // a (non-optional) Tensor argument: None passes as an undefined tensor
+  std::vector<std::pair<int, int64_t>> items;  // (slot or -1, constant int)
+
+  c10::IValue build(const std::vector<c10::IValue>& slots) const {
+    switch (kind) {
+      case Kind::Const:
+        return constant;
+      case Kind::Slot:
+        if (tensor && slots[slot].isNone()) return at::Tensor();
+        return slots[slot];
+      case Kind::TensorList: {
+        c10::List<at::Tensor> list;
+        for (const auto& item : items) list.push_back(slots[item.first].toTensor());
+        return list;
+      }
+      case Kind::OptionalTensorList: {
+        c10::List<std::optional<at::Tensor>> list;
+        for (const auto& item : items) {
+          if (item.first < 0 || slots[item.first].isNone()) {
+            list.push_back(std::nullopt);
+          } else {
+            list.push_back(slots[item.first].toTensor());
+          }
+        }
+        return list;
+      }
+      case Kind::IntList: {
+        c10::List<int64_t> list;
+        for (const auto& item : items) {
+          list.push_back(item.first < 0 ? item.second : slots[item.first].toInt());
+        }
+        return list;
+      }
+      case Kind::FloatList: {
+        c10::List<double> list;
+        for (const auto& item : items) list.push_back(slots[item.first].toDouble());
+        return list;
+      }
+    }
+    return {};
+  }
+};
+
+bool has_ref(const Attr& a) {
+  if (a.kind == Attr::Kind::Ref) return true;
+  for (const Attr& item : a.list) {
+    if (has_ref(item)) return true;
+  }
+  return false;
+}
+
+c10::MemoryFormat memory_format_named(const std::string& name) {
+  if (name == "contiguous_format") return c10::MemoryFormat::Contiguous;
+  if (name == "channels_last") return c10::MemoryFormat::ChannelsLast;
+  if (name == "channels_last_3d") return c10::MemoryFormat::ChannelsLast3d;
+  if (name == "preserve_format") return c10::MemoryFormat::Preserve;
+  TORCH_CHECK(false, "unknown memory format '", name, "'");
+}
+
+// A constant attribute as the IValue that an argument of `type` takes.
+c10::IValue constant_for(const Attr& a, const c10::TypePtr& type) {
+  using Kind = Attr::Kind;
+  if (a.kind == Kind::None) {
+    // None for a required Tensor is how FX spells an undefined tensor.
+    return type->kind() == c10::TypeKind::TensorType ? c10::IValue(at::Tensor()) : c10::IValue();
+  }
+  c10::TypePtr t = type;
+  if (auto optional = t->cast<c10::OptionalType>()) t = optional->getElementType();
+  if (a.kind == Kind::String) {
+    const std::string& s = a.s;
+    const auto colon = s.find(':');
+    const std::string tag = colon == std::string::npos ? "" : s.substr(0, colon);
+    const std::string rest = colon == std::string::npos ? s : s.substr(colon + 1);
+    if (tag == "dtype") {
+      for (int k = 0; k < static_cast<int>(at::ScalarType::NumOptions); ++k) {
+        const auto st = static_cast<at::ScalarType>(k);
+        if (rest == c10::toString(st)) return st;
+      }
+      TORCH_CHECK(false, "unknown dtype '", rest, "'");
+    }
+    if (tag == "layout") return rest == "sparse_coo" ? at::kSparse : at::kStrided;
+    if (tag == "device") return c10::Device(rest);
+    if (tag == "memory_format") return memory_format_named(rest);
+    if (tag == "str") return rest;
+    return s;
+  }
+  if (a.kind == Kind::List) {
+    c10::TypePtr element = c10::AnyType::get();
+    if (auto list = t->cast<c10::ListType>()) element = list->getElementType();
+    if (element->kind() == c10::TypeKind::IntType || element->kind() == c10::TypeKind::SymIntType) {
+      c10::List<int64_t> out;
+      for (const Attr& item : a.list) out.push_back(item.i);
+      return out;
+    }
+    if (element->kind() == c10::TypeKind::FloatType) {
+      c10::List<double> out;
+      for (const Attr& item : a.list) out.push_back(item.kind == Kind::Float ? item.f : item.i);
+      return out;
+    }
+    if (element->kind() == c10::TypeKind::BoolType) {
+      c10::List<bool> out;
+      for (const Attr& item : a.list) out.push_back(item.i != 0);
+      return out;
+    }
+    if (auto optional = element->cast<c10::OptionalType>()) {
+      if (optional->getElementType()->kind() == c10::TypeKind::TensorType) {
+        c10::List<std::optional<at::Tensor>> out;
+        for (size_t k = 0; k < a.list.size(); ++k) out.push_back(std::nullopt);
+        return out;
+      }
+    }
+    if (element->kind() == c10::TypeKind::TensorType) return c10::List<at::Tensor>();
+    TORCH_CHECK(false, "unsupported list argument of type ", type->str());
+  }
+  switch (t->kind()) {
+    case c10::TypeKind::FloatType:
+      return a.kind == Kind::Float ? a.f : static_cast<double>(a.i);
+    case c10::TypeKind::BoolType:
+      return a.i != 0;
+    case c10::TypeKind::NumberType:
+      if (a.kind == Kind::Bool) return c10::Scalar(a.i != 0);
+      if (a.kind == Kind::Float) return c10::Scalar(a.f);
+      return c10::Scalar(a.i);
+    default:
+      break;
+  }
+  if (a.kind == Kind::Float) return a.f;
+  if (a.kind == Kind::Bool) return a.i != 0;
+  return a.i;
+}
+
+ArgBuilder builder_for(const Attr& a, const c10::TypePtr& type) {
+  ArgBuilder b{ArgBuilder::Kind::Const, {}, -1, {}};
+  if (!has_ref(a)) {
+    b.constant = constant_for(a, type);
+    return b;
+  }
+  if (a.kind == Attr::Kind::Ref) {
+    b.kind = ArgBuilder::Kind::Slot;
+    b.slot = static_cast<int>(a.i);
+    b.tensor = type->kind() == c10::TypeKind::TensorType;
+    return b;
+  }
+  c10::TypePtr t = type;
+  if (auto optional = t->cast<c10::OptionalType>()) t = optional->getElementType();
+  auto list = t->cast<c10::ListType>();
+  TORCH_CHECK(list, "a value reference inside a non-list argument of type ", type->str());
+  const c10::TypePtr element = list->getElementType();
+  if (element->kind() == c10::TypeKind::TensorType) {
+    b.kind = ArgBuilder::Kind::TensorList;
+  } else if (element->cast<c10::OptionalType>()) {
+    b.kind = ArgBuilder::Kind::OptionalTensorList;
+  } else if (element->kind() == c10::TypeKind::FloatType) {
+    b.kind = ArgBuilder::Kind::FloatList;
+  } else {
+    b.kind = ArgBuilder::Kind::IntList;
+  }
+  for (const Attr& item : a.list) {
+    if (item.kind == Attr::Kind::Ref) {
+      b.items.emplace_back(static_cast<int>(item.i), 0);
+    } else {
+      b.items.emplace_back(-1, item.i);
+    }
+  }
+  return b;
+}
+
+std::atomic<int64_t> layout_repairs{0};
+
+std::vector<int64_t> dense_strides_in(at::IntArrayRef shape, const std::vector<int>& order) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  int64_t stride = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    strides[order[k]] = stride;
+    stride *= std::max<int64_t>(shape[order[k]], 1);
+  }
+  return strides;
+}
+
+// A non-view result laid out otherwise than the graph's meta kernel promised, copied into that
+// layout: later views in the graph were traced against the promised strides.
+at::Tensor in_promised_layout(at::Tensor t, const std::vector<int>& order) {
+  if (order.size() != static_cast<size_t>(t.dim()) || t.numel() <= 1) return t;
+  const auto want = dense_strides_in(t.sizes(), order);
+  bool same = true;
+  for (int64_t d = 0; d < t.dim(); ++d) same &= t.size(d) == 1 || t.stride(d) == want[d];
+  if (same) return t;
+  at::Tensor repaired = at::empty_strided(t.sizes(), want, t.options());
+  repaired.copy_(t);
+  ++layout_repairs;
+  return repaired;
+}
+
+struct ExternStep final : ProgramStep {
+  c10::OperatorHandle op;
+  std::vector<ArgBuilder> args;
+  std::vector<int> outputs;
+  std::vector<std::vector<int>> layouts;  // per output: promised dim order, empty = unchecked
+  bool returns_list = false;
+
+  ExternStep(c10::OperatorHandle handle) : op(std::move(handle)) {}
+
+  void run(std::vector<c10::IValue>& slots) const override {
+    torch::jit::Stack stack;
+    stack.reserve(args.size());
+    for (const ArgBuilder& arg : args) stack.push_back(arg.build(slots));
+    op.callBoxed(stack);
+    if (returns_list) {
+      const auto list = stack.at(0).toList();
+      TORCH_CHECK(list.size() == outputs.size(), op.schema().name(), " returned ", list.size(),
+                  " tensors where the graph expects ", outputs.size());
+      for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = list.get(k);
+      return;
+    }
+    if (stack.empty() && outputs.size() == 1) {  // an op that returns nothing: one none value
+      slots[outputs[0]] = c10::IValue();
+      return;
+    }
+    TORCH_CHECK(stack.size() == outputs.size(), op.schema().name(), " returned ", stack.size(),
+                " values where the graph expects ", outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (!layouts[k].empty() && stack[k].isTensor()) {
+        slots[outputs[k]] = in_promised_layout(std::move(stack[k]).toTensor(), layouts[k]);
+      } else {
+        slots[outputs[k]] = std::move(stack[k]);
+      }
+    }
+  }
+};
+
+std::unique_ptr<ProgramStep> extern_step(const Graph& graph, const Node& node) {
+  std::string overload = node.string_attr("overload");
+  if (overload == "default") overload.clear();
+  const std::string target = node.string_attr("target");
+  const auto handle = c10::Dispatcher::singleton().findSchema({target, overload});
+  TORCH_CHECK(handle.has_value(), "no ATen operator ", target, ".", overload);
+  auto step = std::make_unique<ExternStep>(*handle);
+  const auto& schema = handle->schema();
+  const Attr* args = node.attr("args");
+  const size_t given = args ? args->list.size() : 0;
+  TORCH_CHECK(given == schema.arguments().size(), target, " takes ", schema.arguments().size(),
+              " arguments; the graph gives ", given);
+  for (size_t k = 0; k < given; ++k) {
+    step->args.push_back(builder_for(args->list[k], schema.arguments()[k].type()));
+  }
+  step->outputs = node.outputs;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    const compiler::Value& v = graph.values[node.outputs[k]];
+    const bool is_view = k < schema.returns().size() && schema.returns()[k].alias_info();
+    bool known = v.kind == compiler::ValueKind::Tensor;
+    for (const compiler::Dim& d : v.shape) known &= !d.is_symbolic();
+    step->layouts.push_back(known && !is_view ? v.dim_order : std::vector<int>{});
+  }
+  step->returns_list =
+      schema.returns().size() == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::ListType;
+  return step;
+}
+
+// ---- fused kernels ----
+
+struct FusedStep final : ProgramStep {
+  std::shared_ptr<const compiler::FusedKernel> kernel;
+  std::shared_ptr<const std::string> name;  // outlives queued work that may report it
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::vector<at::ScalarType> output_dtypes;
+  std::vector<std::vector<int>> dim_orders;
+  std::vector<int64_t> static_shape;  // used when no input fixes the shape
+  size_t rank = 0;
+  std::vector<std::pair<int, int>> reuse;  // (output, input) the plan allows
+
+  static std::vector<int64_t> dense_strides(at::IntArrayRef shape, const std::vector<int>& order) {
+    return dense_strides_in(shape, order);
+  }
+
+  void run(std::vector<c10::IValue>& slots) const override {
+    std::vector<at::Tensor> in;
+    in.reserve(inputs.size());
+    at::DimVector shape(static_shape.begin(), static_shape.end());
+    if (!inputs.empty()) shape.assign(rank, 1);
+    for (int slot : inputs) {
+      in.push_back(slots[slot].toTensor());
+      const at::Tensor& t = in.back();
+      TORCH_CHECK(t.dim() <= static_cast<int64_t>(rank), "a fused kernel input of rank ", t.dim(),
+                  " exceeds the kernel's rank ", rank);
+      const size_t lead = rank - t.dim();
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        const int64_t s = t.size(d);
+        TORCH_CHECK(s == 1 || shape[lead + d] == 1 || shape[lead + d] == s,
+                    "fused kernel inputs do not broadcast: ", t.sizes(), " against ",
+                    c10::IntArrayRef(shape));
+        if (s != 1) shape[lead + d] = s;
+      }
+    }
+    TORCH_CHECK(!in.empty(), "a fused kernel without tensor inputs");
+    const c10::Device device = in.front().device();
+    const c10::DeviceGuard guard(device);
+    std::vector<at::Tensor> out(outputs.size());
+    for (const auto& [o, i] : reuse) {
+      at::Tensor& candidate = in[i];
+      const auto strides = dense_strides(shape, dim_orders[o]);
+      // Only when nothing else can see the buffer: our slot and `in` hold the tensor's refs.
+      if (candidate.scalar_type() == output_dtypes[o] && candidate.sizes().equals(shape) &&
+          candidate.strides().equals(strides) && candidate.use_count() <= 2 &&
+          candidate.storage().use_count() == 1) {
+        out[o] = candidate;
+      }
+    }
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (!out[k].defined()) {
+        out[k] = at::empty_strided(shape, dense_strides(shape, dim_orders[k]),
+                                   at::TensorOptions().dtype(output_dtypes[k]).device(device));
+      }
+    }
+    if (numel > 0) {
+      std::vector<kernels::TensorView> views;
+      views.reserve(out.size() + in.size());
+      for (const at::Tensor& t : out) views.push_back(view_of(t));
+      for (const at::Tensor& t : in) views.push_back(broadcast_view(t, shape));
+      auto work = [kernel = kernel, name = name, views = std::move(views), n = out.size()]() {
+        compiler::run_fused_kernel(*kernel, views.data(), views.data() + n);
+      };
+      enqueue_sized(stream_for(out.front()), name->c_str(), numel, std::move(work));
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = std::move(out[k]);
+  }
+};
+
+// ---- size arithmetic ----
+
+struct SymStep final : ProgramStep {
+  std::string fn;
+  std::vector<int> inputs;
+  int output = -1;
+  int64_t value = 0;  // const: the value; size: the dim
+
+  void run(std::vector<c10::IValue>& slots) const override {
+    auto arg = [&](size_t k) { return slots[inputs[k]].toInt(); };
+    int64_t result = 0;
+    if (fn == "const") {
+      result = value;
+    } else if (fn == "size") {
+      const at::Tensor& t = slots[inputs[0]].toTensor();
+      result = t.size(value);
+    } else if (fn == "neg") {
+      result = -arg(0);
+    } else if (fn == "add") {
+      result = arg(0) + arg(1);
+    } else if (fn == "sub") {
+      result = arg(0) - arg(1);
+    } else if (fn == "mul") {
+      result = arg(0) * arg(1);
+    } else if (fn == "floordiv" || fn == "mod") {
+      const int64_t a = arg(0), b = arg(1);
+      TORCH_CHECK(b != 0, "integer division by zero in a size expression");
+      int64_t q = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+      result = fn == "floordiv" ? q : a - q * b;
+    } else {
+      TORCH_CHECK(false, "unknown size arithmetic '", fn, "'");
+    }
+    slots[output] = result;
+  }
+};
+
+std::vector<int> refs_of(const Node& node, const char* name) {
+  std::vector<int> out;
+  if (const Attr* a = node.attr(name)) {
+    for (const Attr& item : a->list) out.push_back(static_cast<int>(item.i));
+  }
+  return out;
+}
+
+}  // namespace
+
+CompiledProgram::CompiledProgram(const Graph& graph) {
+  num_slots_ = graph.values.size();
+  input_slots_ = graph.inputs;
+  output_slots_ = graph.outputs;
+  for (size_t index = 0; index < graph.nodes.size(); ++index) {
+    const Node& node = graph.nodes[index];
+    std::string label = "graph node " + std::to_string(index) + " (" +
+                        (node.op == compiler::ops::kExtern ? node.string_attr("target") : node.op) +
+                        ")";
+    const std::string source = node.string_attr("src");
+    if (!source.empty()) label += " at " + source;
+    std::unique_ptr<ProgramStep> step;
+    try {
+      if (node.op == compiler::ops::kExtern) {
+        step = extern_step(graph, node);
+        ++extern_calls_;
+      } else if (node.op == compiler::ops::kFused) {
+        auto fused = std::make_unique<FusedStep>();
+        fused->kernel =
+            std::make_shared<const compiler::FusedKernel>(compiler::build_fused_kernel(*node.body));
+        fused->name = std::make_shared<const std::string>(label);
+        fused->inputs = node.inputs;
+        fused->outputs = node.outputs;
+        for (int output : node.outputs) {
+          const compiler::Value& v = graph.values[output];
+          fused->output_dtypes.push_back(scalar_type_of(v.dtype));
+          std::vector<int> order = v.dim_order;
+          if (order.size() != v.shape.size()) {
+            order.clear();
+            for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(static_cast<int>(d));
+          }
+          fused->dim_orders.push_back(order);
+        }
+        const compiler::Value& first = graph.values[node.outputs[0]];
+        fused->rank = first.shape.size();
+        for (const compiler::Dim& d : first.shape) fused->static_shape.push_back(d.size);
+        const std::vector<int> reuse = refs_of(node, "reuse");
+        for (size_t k = 0; k + 1 < reuse.size(); k += 2) {
+          fused->reuse.emplace_back(reuse[k], reuse[k + 1]);
+        }
+        fused_ops_ += static_cast<int>(fused->kernel->instrs.size());
+        ++fused_kernels_;
+        step = std::move(fused);
+      } else if (node.op == compiler::ops::kSym) {
+        auto sym = std::make_unique<SymStep>();
+        sym->fn = node.string_attr("fn");
+        sym->inputs = node.inputs;
+        sym->output = node.outputs.at(0);
+        sym->value = node.int_attr(sym->fn == "size" ? "dim" : "value", 0);
+        step = std::move(sym);
+      } else {
+        TORCH_CHECK(false, "the program runner does not execute '", node.op, "' nodes");
+      }
+    } catch (c10::Error& e) {
+      e.add_context("while building " + label);
+      throw;
+    }
+    step->label = std::move(label);
+    step->free = refs_of(node, "free");
+    steps_.push_back(std::move(step));
+  }
+}
+
+CompiledProgram::~CompiledProgram() = default;
+
+std::vector<c10::IValue> CompiledProgram::run(std::vector<c10::IValue> inputs) const {
+  TORCH_CHECK(inputs.size() == input_slots_.size(), "the compiled graph takes ",
+              input_slots_.size(), " inputs, got ", inputs.size());
+  std::vector<c10::IValue> slots(num_slots_);
+  for (size_t k = 0; k < inputs.size(); ++k) slots[input_slots_[k]] = std::move(inputs[k]);
+  inputs.clear();
+  for (const auto& step : steps_) {
+    try {
+      step->run(slots);
+    } catch (c10::Error& e) {
+      last_failure_ = step->label;
+      e.add_context("in " + step->label);
+      throw;
+    } catch (...) {  // e.g. a Python error from a dispatch mode: the caller adds the node
+      last_failure_ = step->label;
+      throw;
+    }
+    for (int slot : step->free) slots[slot] = c10::IValue();
+  }
+  std::vector<c10::IValue> results;
+  results.reserve(output_slots_.size());
+  for (int slot : output_slots_) results.push_back(slot < 0 ? c10::IValue() : slots[slot]);
+  return results;
+}
+
+int64_t CompiledProgram::layout_repairs() { return bridge::layout_repairs.load(); }
+
+std::string CompiledProgram::kernel_listing() const {
+  std::ostringstream out;
+  for (const auto& step : steps_) {
+    const auto* fused = dynamic_cast<const FusedStep*>(step.get());
+    if (!fused) continue;
+    out << "# " << step->label << "\n" << fused->kernel->listing() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace openneuron::bridge

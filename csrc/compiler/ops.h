@@ -1,0 +1,36 @@
+// The operations of the graph IR and what each means. The reference interpreter executes the
+// tensor ops below; `extern` ops name an ATen operator that the runtime's program runner calls.
+//
+//   pointwise[fn=F, compute=D, p0..p3=...](x[, y[, z]])
+//       out = F(x, y, z) elementwise, as kernels::pointwise with PointwiseOp F computing in
+//       the compute class of D; inputs broadcast to out's shape; params p0..p3 (absent: unset).
+//   cast(x)              out = x converted to out's dtype (kernels::copy's rounding rules).
+//   scalar[value=v]      a host scalar of out's dtype, broadcast as a 0-dim tensor.
+//   fused(inputs...) {body}
+//       the body's pointwise/cast/scalar nodes evaluated elementwise over the shape of its
+//       outputs (all outputs have one shape); every input broadcasts to it.
+//   extern[target="aten::name", overload="o", args=[...], impure=0|1](inputs...)
+//       calls the ATen operator with `args` (Ref attrs point at inputs); impure ops (random,
+//       in-place on graph inputs) are never removed, merged or reordered.
+//   sym[fn="size", dim=d](x) | sym[fn="add"|"sub"|"mul"|"floordiv"|"mod"](a, b) | sym[fn="neg"](a)
+//   | sym[fn="const", value=v]
+//       host integer arithmetic on sizes (dynamic shapes).
+#pragma once
+
+#include <string>
+
+namespace openneuron::compiler::ops {
+
+inline const std::string kPointwise = "pointwise";
+inline const std::string kCast = "cast";
+inline const std::string kScalar = "scalar";
+inline const std::string kFused = "fused";
+inline const std::string kExtern = "extern";
+inline const std::string kSym = "sym";
+
+// True for the ops a fused body may hold.
+inline bool is_elementwise(const std::string& op) {
+  return op == kPointwise || op == kCast || op == kScalar;
+}
+
+}  // namespace openneuron::compiler::ops

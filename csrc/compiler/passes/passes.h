@@ -1,0 +1,38 @@
+// The compiler's passes, one per file. Each rewrites a verified graph into a verified graph
+// with the same meaning; run_pipeline (pipeline.h) runs them in order.
+#pragma once
+
+#include "compiler/ir.h"
+
+namespace openneuron::compiler {
+
+// Removes nodes none of whose outputs are read (by a node or as a graph output), unless the
+// node is impure (an extern with impure=1).
+void eliminate_dead_code(Graph& graph);
+
+// Merges pure nodes with the same op, attributes, inputs and output types into the first.
+void eliminate_common_subexpressions(Graph& graph);
+
+// Evaluates sym arithmetic on constants, and pointwise/cast nodes whose inputs are all
+// host scalars, into constants.
+void fold_constants(Graph& graph);
+
+// Removes views that change nothing: reshape/view/expand to the input's own shape and layout,
+// a transpose undone by another, permutes that compose to the identity. Never for a value the
+// graph returns (callers may rely on it being a distinct view).
+void eliminate_views(Graph& graph);
+
+// Groups pointwise/cast nodes of one shape that feed each other into `fused` nodes (scalar
+// constants copied into their bodies); every elementwise node ends up in some fused node.
+// A group stops growing once a node outside it reads one of its values. With join=false every
+// elementwise node becomes a fused node of its own (fusion off, same program structure).
+void fuse_elementwise(Graph& graph, bool join = true);
+
+// Annotates every node with free=[...]: the values whose last reader (or, if unread, whose
+// definition) is that node and that the graph does not return; and fused nodes with
+// reuse=[output, input, ...] pairs where the output may take over the buffer of an input that
+// dies there (same dtype, shape and layout; the body reads the input no later than it writes
+// the output). The program runner drops freed values and checks a reuse at run time.
+void plan_memory(Graph& graph);
+
+}  // namespace openneuron::compiler

@@ -1,0 +1,27 @@
+// The fixed order of passes; see pipeline.h.
+#include "compiler/pipeline.h"
+
+#include "compiler/passes/passes.h"
+#include "compiler/verify.h"
+
+namespace openneuron::compiler {
+
+void run_pipeline(Graph& graph, const PassObserver& observer, bool fuse) {
+  verify(graph, "input");
+  if (observer) observer("input", graph);
+  const std::pair<const char*, std::function<void(Graph&)>> passes[] = {
+      {"eliminate_views", eliminate_views},
+      {"fold_constants", fold_constants},
+      {"eliminate_common_subexpressions", eliminate_common_subexpressions},
+      {"eliminate_dead_code", eliminate_dead_code},
+      {"fuse_elementwise", [fuse](Graph& g) { fuse_elementwise(g, fuse); }},
+      {"plan_memory", plan_memory},
+  };
+  for (const auto& [name, pass] : passes) {
+    pass(graph);
+    verify(graph, name);
+    if (observer) observer(name, graph);
+  }
+}
+
+}  // namespace openneuron::compiler

@@ -1,0 +1,275 @@
+// Golden IR tests: each pass on a small graph, compared with the expected printed graph.
+#include "compiler/passes/passes.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "compiler/pipeline.h"
+#include "compiler/text.h"
+#include "compiler/verify.h"
+
+namespace openneuron::compiler {
+namespace {
+
+// Parses `before`, runs `pass`, verifies, and returns the printed result.
+std::string after(const std::function<void(Graph&)>& pass, const std::string& before) {
+  Graph g = parse_graph(before);
+  verify(g);
+  pass(g);
+  verify(g, "the pass under test");
+  return print_graph(g);
+}
+
+TEST(DeadCode, RemovesUnreadNodesButKeepsImpureOnes) {
+  EXPECT_EQ(after(eliminate_dead_code, R"(graph(%0: f32[4]) {
+  %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = pointwise[compute="f32", fn="Neg"](%1)
+  %3: f32[4] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %4: f32[4] = pointwise[compute="f32", fn="Sin"](%0)
+  return (%4)
+}
+)"),
+            R"(graph(%0: f32[4]) {
+  %1: f32[4] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %2: f32[4] = pointwise[compute="f32", fn="Sin"](%0)
+  return (%2)
+}
+)");
+}
+
+TEST(CommonSubexpressions, MergesEqualPureNodesOnly) {
+  EXPECT_EQ(after(eliminate_common_subexpressions, R"(graph(%0: f32[4]) {
+  %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %3: bf16[4] = cast(%0)
+  %4: f16[4] = cast(%0)
+  %5: f32[4] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %6: f32[4] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %7: f32[4] = pointwise[compute="f32", fn="AddAlpha", p0=1](%1, %2)
+  return (%7, %3, %4, %5, %6)
+}
+)"),
+            R"(graph(%0: f32[4]) {
+  %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: bf16[4] = cast(%0)
+  %3: f16[4] = cast(%0)
+  %4: f32[4] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %5: f32[4] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %6: f32[4] = pointwise[compute="f32", fn="AddAlpha", p0=1](%1, %1)
+  return (%6, %2, %3, %4, %5)
+}
+)");
+}
+
+TEST(FoldConstants, EvaluatesSizeArithmeticAndScalarOps) {
+  EXPECT_EQ(after(fold_constants, R"(graph(%0: f32[4], %1: int) {
+  %2: int = sym[fn="const", value=6]()
+  %3: int = sym[fn="const", value=-4]()
+  %4: int = sym[fn="floordiv"](%3, %2)
+  %5: int = sym[fn="mul"](%4, %1)
+  %6: f32[] = scalar[value=2.0]()
+  %7: f32[] = pointwise[compute="f32", fn="Exp"](%6)
+  %8: f32[4] = pointwise[compute="f32", fn="Mul"](%0, %7)
+  return (%8, %4, %5)
+}
+)"),
+            R"(graph(%0: f32[4], %1: int) {
+  %2: int = sym[fn="const", value=-1]()
+  %3: int = sym[fn="mul"](%2, %1)
+  %4: f32[] = scalar[value=7.3890562057495117]()
+  %5: f32[4] = pointwise[compute="f32", fn="Mul"](%0, %4)
+  return (%5, %2, %3)
+}
+)");
+}
+
+TEST(Views, RemovesIdentityViewsAndCancellingTransposes) {
+  EXPECT_EQ(after(eliminate_views, R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = extern[args=[%0, [4, 8]], overload="default", target="aten::view"](%0)
+  %2: f32[8, 4]{1, 0} = extern[args=[%1], overload="default", target="aten::t"](%1)
+  %3: f32[4, 8] = extern[args=[%2], overload="default", target="aten::t"](%2)
+  %4: f32[8, 4]{1, 0} = extern[args=[%3, [1, 0]], overload="default", target="aten::permute"](%3)
+  %5: f32[4, 8] = extern[args=[%4, [1, 0]], overload="default", target="aten::permute"](%4)
+  %6: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%5)
+  %7: f32[4, 8] = extern[args=[%6, [4, 8]], overload="default", target="aten::view"](%6)
+  return (%7)
+}
+)"),
+            R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4, 8] = extern[args=[%1, [4, 8]], overload="default", target="aten::view"](%1)
+  return (%2)
+}
+)");
+}
+
+TEST(Fusion, GroupsAChainAndStopsAtAnOutsideReader) {
+  EXPECT_EQ(after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 8], %1: f32[8]) {
+  %2: f32[] = scalar[value=0.5]()
+  %3: f32[4, 8] = pointwise[compute="f32", fn="Mul"](%0, %2)
+  %4: f32[4, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%3, %1)
+  %5: bf16[4, 8] = cast(%4)
+  %6: f32[4, 8] = extern[args=[%4], overload="default", target="aten::relu"](%4)
+  %7: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%4)
+  %8: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%6)
+  %9: f32[4, 8] = pointwise[compute="f32", fn="Neg"](%8)
+  return (%5, %7, %9)
+}
+)"),
+            R"(graph(%0: f32[4, 8], %1: f32[8]) {
+  %2: f32[4, 8], %3: bf16[4, 8] = fused(%0, %1) {
+    graph(%0: f32[4, 8], %1: f32[8]) {
+      %2: f32[] = scalar[value=0.5]()
+      %3: f32[4, 8] = pointwise[compute="f32", fn="Mul"](%0, %2)
+      %4: f32[4, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%3, %1)
+      %5: bf16[4, 8] = cast(%4)
+      return (%4, %5)
+    }
+  }
+  %4: f32[4, 8] = extern[args=[%2], overload="default", target="aten::relu"](%2)
+  %5: f32[4, 8] = fused(%2) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+      return (%1)
+    }
+  }
+  %6: f32[4, 8] = fused(%4) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+      %2: f32[4, 8] = pointwise[compute="f32", fn="Neg"](%1)
+      return (%2)
+    }
+  }
+  return (%3, %5, %6)
+}
+)");
+}
+
+TEST(Fusion, OffMakesOneKernelPerOp) {
+  const std::string out = after([](Graph& g) { fuse_elementwise(g, /*join=*/false); },
+                                R"(graph(%0: f32[4]) {
+  %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = pointwise[compute="f32", fn="Neg"](%1)
+  return (%2)
+}
+)");
+  EXPECT_EQ(out, R"(graph(%0: f32[4]) {
+  %1: f32[4] = fused(%0) {
+    graph(%0: f32[4]) {
+      %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+      return (%1)
+    }
+  }
+  %2: f32[4] = fused(%1) {
+    graph(%0: f32[4]) {
+      %1: f32[4] = pointwise[compute="f32", fn="Neg"](%0)
+      return (%1)
+    }
+  }
+  return (%2)
+}
+)");
+}
+
+TEST(Fusion, NeverJoinsDifferentShapes) {
+  const std::string out =
+      after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 1], %1: f32[4, 8]) {
+  %2: f32[4, 1] = pointwise[compute="f32", fn="Exp"](%0)
+  %3: f32[4, 8] = pointwise[compute="f32", fn="Mul"](%2, %1)
+  return (%3)
+}
+)");
+  EXPECT_EQ(out.find("fused(%0)"), out.find("fused("));  // the exp fused alone, first
+  EXPECT_NE(out.find("fused(%2, %1)"), std::string::npos) << out;
+}
+
+TEST(MemoryPlan, FreesAtLastUseAndReusesDyingInputs) {
+  EXPECT_EQ(after(plan_memory, R"(graph(%0: f32[4]) {
+  %1: f32[4] = extern[args=[%0], overload="default", target="aten::relu"](%0)
+  %2: f32[4] = fused(%1) {
+    graph(%0: f32[4]) {
+      %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+      return (%1)
+    }
+  }
+  %3: f32[4], %4: f32[4] = extern[args=[%2], overload="default", target="aten::two"](%2)
+  return (%3)
+}
+)"),
+            R"(graph(%0: f32[4]) {
+  %1: f32[4] = extern[args=[%0], free=[%0], overload="default", target="aten::relu"](%0)
+  %2: f32[4] = fused[free=[%1], reuse=[0, 0]](%1) {
+    graph(%0: f32[4]) {
+      %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+      return (%1)
+    }
+  }
+  %3: f32[4], %4: f32[4] = extern[args=[%2], free=[%2, %4], overload="default", target="aten::two"](%2)
+  return (%3)
+}
+)");
+}
+
+TEST(MemoryPlan, NoReuseWhenTheInputIsReadAfterTheOutputIsWritten) {
+  const std::string out = after(plan_memory, R"(graph(%0: f32[4]) {
+  %1: f32[4] = extern[args=[%0], overload="default", target="aten::relu"](%0)
+  %2: f32[4], %3: f32[4] = fused(%1) {
+    graph(%0: f32[4]) {
+      %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+      %2: f32[4] = pointwise[compute="f32", fn="AddAlpha", p0=1](%1, %0)
+      return (%1, %2)
+    }
+  }
+  return (%2, %3)
+}
+)");
+  EXPECT_NE(out.find("reuse=[1, 0]"), std::string::npos) << out;  // output 1, not output 0
+}
+
+TEST(Verifier, NamesTheBrokenRule) {
+  auto message = [](const std::string& text) {
+    try {
+      verify(parse_graph(text));
+    } catch (const VerifyError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("graph(%0: f32[4]) {\n  %1: f32[4] = pointwise[compute=\"f32\", "
+                    "fn=\"Bogus\"](%0)\n  return (%1)\n}\n")
+                .find("known fn"),
+            std::string::npos);
+  EXPECT_NE(message("graph(%0: f32[4]) {\n  %1: f32[4] = pointwise[compute=\"f32\", "
+                    "fn=\"Mul\"](%0)\n  return (%1)\n}\n")
+                .find("takes 2 inputs"),
+            std::string::npos);
+  EXPECT_NE(message("graph(%0: f32[4]) {\n  %1: f32[4] = fused(%0) {\n    graph(%0: f32[4]) {\n"
+                    "      %1: f32[4] = extern[target=\"aten::relu\"](%0)\n      return (%1)\n"
+                    "    }\n  }\n  return (%1)\n}\n")
+                .find("elementwise ops only"),
+            std::string::npos);
+  EXPECT_NE(message("graph(%0: f32[4], %1: int) {\n  %2: f32[4] = cast(%1)\n  return (%2)\n}\n")
+                .find("are tensors"),
+            std::string::npos);
+}
+
+TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
+  Graph g = parse_graph(R"(graph(%0: f32[4]) {
+  %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %3: f32[4] = pointwise[compute="f32", fn="Mul"](%1, %2)
+  return (%3)
+}
+)");
+  std::vector<std::string> seen;
+  run_pipeline(g, [&](const std::string& pass, const Graph&) { seen.push_back(pass); });
+  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen.front(), "input");
+  EXPECT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, "fused");
+  EXPECT_EQ(g.nodes[0].body->nodes.size(), 2u);  // CSE merged the two exps
+}
+
+}  // namespace
+}  // namespace openneuron::compiler

@@ -1,0 +1,133 @@
+// Structural checks of the graph IR.
+#include "compiler/verify.h"
+
+#include <vector>
+
+#include "compiler/names.h"
+#include "compiler/ops.h"
+
+namespace openneuron::compiler {
+
+namespace {
+
+class Verifier {
+ public:
+  Verifier(const Graph& g, std::string where) : g_(g), where_(std::move(where)) {}
+
+  void run() {
+    defined_.assign(g_.values.size(), false);
+    for (int id : g_.inputs) define(id, -1);
+    for (size_t k = 0; k < g_.nodes.size(); ++k) node(static_cast<int>(k), g_.nodes[k]);
+    for (int id : g_.outputs) {
+      if (id == -1) continue;
+      check(id >= 0 && id < static_cast<int>(g_.values.size()) && defined_[id], -1,
+            "a graph output must be a defined value (%" + std::to_string(id) + ")");
+    }
+  }
+
+ private:
+  void check(bool ok, int node_index, const std::string& rule) const {
+    if (ok) return;
+    std::string message = where_.empty() ? "IR verifier" : "IR verifier after " + where_;
+    if (node_index >= 0) {
+      message += ", node " + std::to_string(node_index) + " (" + g_.nodes[node_index].op + ")";
+    }
+    throw VerifyError(message + ": " + rule);
+  }
+
+  void define(int id, int node_index) {
+    check(id >= 0 && id < static_cast<int>(g_.values.size()), node_index,
+          "defines value %" + std::to_string(id) + ", which does not exist");
+    check(!defined_[id], node_index, "value %" + std::to_string(id) + " is defined twice");
+    defined_[id] = true;
+  }
+
+  void refs_are_inputs(const Attr& a, const Node& n, int index) const {
+    if (a.kind == Attr::Kind::Ref) {
+      bool found = false;
+      for (int input : n.inputs) found |= input == a.i;
+      for (int output : n.outputs) found |= output == a.i;
+      check(found, index,
+            "reference attribute %" + std::to_string(a.i) + " is neither input nor output");
+    }
+    for (const Attr& item : a.list) refs_are_inputs(item, n, index);
+  }
+
+  void node(int index, const Node& n) {
+    for (int input : n.inputs) {
+      check(input >= 0 && input < static_cast<int>(g_.values.size()) && defined_[input], index,
+            "reads value %" + std::to_string(input) + " before it is defined");
+    }
+    for (const auto& entry : n.attrs) refs_are_inputs(entry.second, n, index);
+    if (n.op == ops::kPointwise) {
+      PointwiseOp op;
+      check(parse_pointwise_op(n.string_attr("fn"), &op), index,
+            "pointwise needs a known fn (got '" + n.string_attr("fn") + "')");
+      DType compute;
+      check(parse_dtype(n.string_attr("compute"), &compute), index,
+            "pointwise needs a compute dtype");
+      check(static_cast<int>(n.inputs.size()) == kernels::pointwise_arity(op), index,
+            "pointwise " + n.string_attr("fn") + " takes " +
+                std::to_string(kernels::pointwise_arity(op)) + " inputs");
+      check(n.outputs.size() == 1, index, "pointwise defines one value");
+      tensors(n, index);
+    } else if (n.op == ops::kCast) {
+      check(n.inputs.size() == 1 && n.outputs.size() == 1, index, "cast maps one value to one");
+      tensors(n, index);
+    } else if (n.op == ops::kScalar) {
+      check(n.inputs.empty() && n.outputs.size() == 1 && n.attr("value"), index,
+            "scalar takes no inputs and has a value");
+    } else if (n.op == ops::kFused) {
+      fused(index, n);
+    } else if (n.op == ops::kExtern) {
+      check(!n.string_attr("target").empty(), index, "extern needs a target");
+    } else if (n.op == ops::kSym) {
+      check(n.outputs.size() == 1 && g_.values[n.outputs[0]].kind == ValueKind::Int, index,
+            "sym defines one int");
+    } else {
+      check(false, index, "unknown op");
+    }
+    for (int output : n.outputs) define(output, index);
+  }
+
+  void tensors(const Node& n, int index) const {
+    for (int id : n.inputs) {
+      check(g_.values[id].kind == ValueKind::Tensor, index,
+            "elementwise inputs are tensors (%" + std::to_string(id) + " is not)");
+    }
+    check(g_.values[n.outputs[0]].kind == ValueKind::Tensor, index,
+          "elementwise results are tensors");
+  }
+
+  void fused(int index, const Node& n) const {
+    check(n.body != nullptr, index, "fused needs a body");
+    const Graph& body = *n.body;
+    check(body.inputs.size() == n.inputs.size(), index, "fused body binds one input per input");
+    check(body.outputs.size() == n.outputs.size() && !n.outputs.empty(), index,
+          "fused body defines the node's outputs");
+    for (const Node& inner : body.nodes) {
+      check(ops::is_elementwise(inner.op), index,
+            "fused body holds elementwise ops only, not " + inner.op);
+    }
+    for (size_t k = 0; k < body.outputs.size(); ++k) {
+      check(body.outputs[k] >= 0, index, "fused outputs are values");
+      const Value& inner = body.values[body.outputs[k]];
+      const Value& outer = g_.values[n.outputs[k]];
+      check(inner.dtype == outer.dtype && inner.shape == outer.shape, index,
+            "fused body output " + std::to_string(k) + " differs in dtype or shape");
+      check(inner.shape == body.values[body.outputs[0]].shape, index,
+            "fused outputs have one shape");
+    }
+    verify(body, where_.empty() ? "fused body" : where_ + " (fused body)");
+  }
+
+  const Graph& g_;
+  const std::string where_;
+  std::vector<bool> defined_;
+};
+
+}  // namespace
+
+void verify(const Graph& graph, const std::string& where) { Verifier(graph, where).run(); }
+
+}  // namespace openneuron::compiler

@@ -1,0 +1,165 @@
+"""The ``neuron`` backend of ``torch.compile``.
+
+Dynamo captures a graph; AOTAutograd functionalizes it and splits forward from backward; each
+ATen graph is lowered to IR (``lower.py``), optimised and turned into a program by the C++
+compiler (``csrc/compiler``) and run by the bridge: fused elementwise kernels and ATen calls
+queued on the current stream. No source code is generated or built.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import time
+import warnings
+from pathlib import Path
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from openneuron import _C
+from openneuron.compile import cache, metrics
+from openneuron.compile.lower import LoweringError, lower_graph
+
+# Options of torch.compile(..., options={...}) the backend honours.
+KNOWN_OPTIONS = {
+    "fuse": "bool, default True: fuse elementwise ops (False keeps one kernel per op)",
+    "cache": "bool, default True: use the on-disk cache of compiled graphs",
+}
+_graph_counter = itertools.count()
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _debug_dir() -> Path | None:
+    configured = os.environ.get("OPENNEURON_DEBUG_DIR")
+    return Path(configured) if configured else None
+
+
+def _dump(graph_dir: Path, gm: torch.fx.GraphModule, compiled) -> None:
+    graph_dir.mkdir(parents=True, exist_ok=True)
+    (graph_dir / "fx_graph.txt").write_text(gm.print_readable(print_output=False))
+    for index, (name, text) in enumerate(compiled.dumps):
+        (graph_dir / f"ir_{index:02d}_{name}.txt").write_text(text)
+    (graph_dir / "kernels.txt").write_text(compiled.kernel_listing)
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, options: dict):
+    """Compiles one ATen graph from AOTAutograd into a boxed callable."""
+    number = next(_graph_counter)
+    start = time.perf_counter()
+    try:
+        ir_text, counts, constants = lower_graph(gm)
+    except LoweringError as error:
+        # Counted and reported: the graph still runs, op by op through the eager kernels.
+        metrics.record_lowering_fallback(str(error))
+        _warn_once(str(error), f"openneuron compile: graph {number} runs uncompiled: {error}")
+        return make_boxed_func(gm.forward)
+    debug = _debug_dir()
+    key = cache.signature(ir_text + repr(sorted(options.items())))
+    compiled = cache.memory_get(key)
+    if compiled is not None:
+        metrics.record(cache_hits_memory=1)
+    else:
+        optimised, problem = cache.disk_get(key) if options.get("cache", True) else (None, None)
+        if problem:
+            cache.report_bad_entry(key, problem)
+            metrics.record(cache_errors=1)
+        if optimised is not None:
+            try:
+                compiled = _C._compiler_compile(optimised, keep_dumps=False, run_passes=False)
+                metrics.record(cache_hits_disk=1)
+            except RuntimeError as error:  # parses or verifies badly: treat as corrupted
+                cache.report_bad_entry(key, f"unusable ({error})")
+                metrics.record(cache_errors=1)
+                compiled = None
+        if compiled is None:
+            compiled = _C._compiler_compile(
+                ir_text,
+                keep_dumps=debug is not None,
+                run_passes=True,
+                fuse=options.get("fuse", True),
+            )
+            if options.get("cache", True):
+                cache.disk_put(key, compiled.ir)
+        cache.memory_put(key, compiled)
+    if debug is not None:
+        if not compiled.dumps:  # a cache hit: show at least the lowered and final IR
+            compiled = _C._compiler_compile(
+                ir_text, keep_dumps=True, run_passes=True, fuse=options.get("fuse", True)
+            )
+        _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
+    stats = compiled.stats
+    metrics.record(graphs=1, **stats)
+    metrics.record_compile_ms((time.perf_counter() - start) * 1e3)
+    metrics.record(lowered_pointwise=counts["pointwise"], lowered_extern=counts["extern"])
+
+    run = compiled.run
+
+    def compiled_fn(args):
+        inputs = list(args)
+        args.clear()  # boxed convention: the program owns the inputs and may free them early
+        inputs.extend(constants)
+        try:
+            return run(inputs)
+        except Exception as error:
+            if compiled.last_failure and compiled.last_failure not in str(error):
+                error.add_note(f"openneuron compiled graph {number}: in {compiled.last_failure}")
+            raise
+
+    compiled_fn._boxed_call = True
+    compiled_fn.compiled_graph = compiled
+    return compiled_fn
+
+
+def _check_options(mode, options) -> dict:
+    if mode not in (
+        None,
+        "default",
+        "reduce-overhead",
+        "max-autotune",
+        "max-autotune-no-cudagraphs",
+    ):
+        raise RuntimeError(f"torch.compile(backend='neuron'): unknown mode {mode!r}")
+    options = dict(options or {})
+    for name in list(options):
+        if name not in KNOWN_OPTIONS:
+            _warn_once(
+                f"option:{name}",
+                f"torch.compile(backend='neuron') ignores the unknown option {name!r}; "
+                f"known: {', '.join(sorted(KNOWN_OPTIONS))}",
+            )
+            options.pop(name)
+    return options
+
+
+def neuron_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=None):
+    """The Dynamo backend: AOTAutograd with our compiler for forward, backward and inference.
+
+    Every ``mode`` compiles the same way (there is no autotuning or graph capture to choose);
+    ``options`` keys are listed in ``KNOWN_OPTIONS``, others are warned about once and ignored.
+    """
+    options = _check_options(mode, options)
+    compile_id = torch._guards.CompileContext.current_compile_id()
+    if compile_id is not None and getattr(compile_id, "frame_compile_id", 0):
+        metrics.record(recompiles=1)
+    forward = functools.partial(_compile_graph, kind="forward", options=options)
+    backward = functools.partial(_compile_graph, kind="backward", options=options)
+    inference = functools.partial(_compile_graph, kind="inference", options=options)
+    return aot_autograd(
+        fw_compiler=forward,
+        bw_compiler=backward,
+        inference_compiler=inference,
+        keep_inference_input_mutations=True,
+    )(gm, example_inputs)
+
+
+def has_neuron_inputs(example_inputs) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.device.type == "neuron" for t in example_inputs)
