@@ -317,7 +317,7 @@ void run_forward(const ForwardPlan& plan, const TensorView& out, const TensorVie
 // Views are fp32 or bf16 alike, with positive strides.
 bool forward_native(const TensorView& out, const TensorView& input, const TensorView& weight,
                     const TensorView* bias, const Conv2dParams& params) {
-  use_one_openmp_thread();
+  const OneOpenMPThread one_openmp_thread;
   const Pieces pieces = split_batch(input, weight, out);
   std::vector<std::shared_ptr<const ForwardPlan>> plans;
   for (int64_t piece = 0; piece < pieces.count; ++piece) {
@@ -336,7 +336,7 @@ bool forward_native(const TensorView& out, const TensorView& input, const Tensor
   const BiasFloats bias_floats(bias);
   std::atomic<bool> failed{false};
   parallel_for(0, pieces.count, 1, [&](int64_t first, int64_t last) {
-    use_one_openmp_thread();
+    const OneOpenMPThread one_openmp_thread;
     for (int64_t piece = first; piece < last; ++piece) {
       try {
         run_forward(*plans[piece], batch_slice(out, pieces.begin(piece), pieces.length(piece)),
@@ -487,7 +487,7 @@ BackwardViews piece_views(const BackwardViews& v, const Pieces& pieces, int64_t 
 // Views are fp32 or bf16 alike, with positive strides; at least one gradient is wanted.
 bool backward_native(const BackwardViews& v, const TensorView* grad_bias,
                      const Conv2dParams& params) {
-  use_one_openmp_thread();
+  const OneOpenMPThread one_openmp_thread;
   const Pieces pieces = split_batch(v.input, v.weight, v.grad_out);
   std::vector<std::shared_ptr<const BackwardPlan>> plans;
   for (int64_t piece = 0; piece < pieces.count; ++piece) {
@@ -511,7 +511,7 @@ bool backward_native(const BackwardViews& v, const TensorView* grad_bias,
   float* partial = partials.acquire(piece_floats * static_cast<size_t>(pieces.count), false);
   std::atomic<bool> failed{false};
   parallel_for(0, pieces.count, 1, [&](int64_t begin, int64_t end) {
-    use_one_openmp_thread();
+    const OneOpenMPThread one_openmp_thread;
     for (int64_t piece = begin; piece < end; ++piece) {
       TensorView grad_input_part;
       float* own = partial + piece_floats * static_cast<size_t>(piece);

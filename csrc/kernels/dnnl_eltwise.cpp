@@ -60,7 +60,7 @@ bool for_each_piece(DType dtype, bool tanh_approximation, int64_t count,
                     const RunPiece& run_piece) {
   if (dtype != DType::Float32 && dtype != DType::BFloat16) return false;
   if (count <= 0) return true;
-  use_one_openmp_thread();
+  const OneOpenMPThread one_openmp_thread;
   // One piece per kernel thread: every execution costs microseconds of setup.
   const int64_t pieces =
       std::max<int64_t>(1, std::min<int64_t>(kernel_thread_count(), count / kMinPiece));
@@ -71,7 +71,7 @@ bool for_each_piece(DType dtype, bool tanh_approximation, int64_t count,
     return false;
   }
   parallel_for(0, pieces, 1, [&](int64_t first, int64_t last) {
-    use_one_openmp_thread();
+    const OneOpenMPThread one_openmp_thread;
     for (int64_t piece = first; piece < last; ++piece) {
       const int64_t offset = piece * piece_length;
       const int64_t length = std::min(piece_length, count - offset);

@@ -161,7 +161,7 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
     if (out.sizes[d] == 0 || a_in.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0)
       return false;
   }
-  use_one_openmp_thread();
+  const OneOpenMPThread one_openmp_thread;
   // oneDNN's brgemm kernels want a row-major left operand; with a transposed one (a weight
   // gradient's grad_output^T) it picks gemm-based kernels that are slower or fail in-process.
   // Copying it costs M*K moves against M*N*K multiply-adds.
@@ -191,7 +191,7 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
 
   std::atomic<bool> failed{false};
   parallel_for(0, static_cast<int64_t>(primitives.size()), 1, [&](int64_t first, int64_t last) {
-    use_one_openmp_thread();
+    const OneOpenMPThread one_openmp_thread;
     dnnl::engine& engine = dnnl_engine();
     dnnl::stream& stream = dnnl_thread_stream();
     for (int64_t index = first; index < last; ++index) {

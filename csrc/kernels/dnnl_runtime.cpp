@@ -36,12 +36,12 @@ void* dnnl_thread_buffer(DnnlBuffer role, size_t bytes) {
   return buffer.data.get();
 }
 
-void use_one_openmp_thread() {
-  thread_local bool done = false;
-  if (!done) {
-    omp_set_num_threads(1);
-    done = true;
-  }
+OneOpenMPThread::OneOpenMPThread() : saved_(omp_get_max_threads()) {
+  if (saved_ != 1) omp_set_num_threads(1);
+}
+
+OneOpenMPThread::~OneOpenMPThread() {
+  if (saved_ != 1) omp_set_num_threads(saved_);
 }
 
 }  // namespace openneuron::kernels

@@ -31,9 +31,19 @@ enum class DnnlBuffer {
 // until the thread next asks for the same role.
 void* dnnl_thread_buffer(DnnlBuffer role, size_t bytes);
 
-// Limits the calling thread's OpenMP team to one thread. oneDNN's idle OpenMP threads spin and
-// starve the stream worker threads on a small host, so parallel_for (which sleeps when idle)
-// provides the parallelism instead. Call before any oneDNN work on a thread.
-void use_one_openmp_thread();
+// Limits the calling thread's OpenMP team to one thread while it lives, then restores it.
+// oneDNN's idle OpenMP threads spin and starve the stream worker threads on a small host, so
+// parallel_for (which sleeps when idle) provides the parallelism instead. Restoring matters when
+// a kernel runs inline on the user's thread: torch's CPU ops there keep their thread count.
+class OneOpenMPThread {
+ public:
+  OneOpenMPThread();
+  ~OneOpenMPThread();
+  OneOpenMPThread(const OneOpenMPThread&) = delete;
+  OneOpenMPThread& operator=(const OneOpenMPThread&) = delete;
+
+ private:
+  int saved_;
+};
 
 }  // namespace openneuron::kernels

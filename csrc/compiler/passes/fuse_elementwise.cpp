@@ -110,6 +110,8 @@ class Fuser {
     };
     for (size_t k : group.members) {
       Node copy = g_.nodes[k];
+      const Attr* source = copy.attr("src");  // errors name the user's line of the first op
+      if (source && !fused.attr("src")) fused.attrs["src"] = *source;
       for (int& input : copy.inputs) input = bind(input);
       const int outer = copy.outputs[0];
       const int id = body->add_value(g_.values[outer]);

@@ -53,7 +53,9 @@ def memory_put(key: str, value) -> None:
 
 
 def clear_memory() -> None:
+    """Forgets the compiled graphs held in memory, and which bad entries were reported."""
     _memory.clear()
+    _warned.clear()
 
 
 def _header() -> str:
@@ -88,7 +90,7 @@ def disk_get(key: str) -> tuple[str | None, str | None]:
 
 
 def report_bad_entry(key: str, reason: str) -> None:
-    _warn_once(f"bad:{key}", f"openneuron compile cache: entry {key[:16]} is {reason}; recompiling")
+    _warn_once(f"bad:{key}:{reason}", f"openneuron compile cache: entry {key[:16]} is {reason}; recompiling")
 
 
 def disk_put(key: str, optimised_ir: str) -> None:

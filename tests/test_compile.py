@@ -1,0 +1,328 @@
+"""torch.compile on neuron: the backend against eager, its caches, options, errors and metrics.
+
+Compiled programs run every pointwise op with the kernel library's own loop (fused, tile by
+tile) and every other op through the same ATen kernels as eager, so compiled results must equal
+eager results bit for bit; each comparison below is exact.
+"""
+
+import os
+import sys
+import warnings
+
+import pytest
+import torch
+
+import openneuron
+from openneuron.compile import cache
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bench.workloads import WORKLOADS  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    cache.clear_memory()
+    openneuron.reset_compile_metrics()
+    yield
+    torch._dynamo.reset()
+
+
+class Block(torch.nn.Module):
+    def __init__(self, width=32):
+        super().__init__()
+        self.linear = torch.nn.Linear(width, width)
+        self.norm = torch.nn.LayerNorm(width)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.linear(x)) * 0.5 + x
+        return torch.tanh(self.norm(h)).sigmoid() - 0.25
+
+
+def block_and_input(batch=6, dtype=torch.float32):
+    torch.manual_seed(0)
+    model = Block().to("neuron", dtype)
+    x = torch.randn(batch, 7, 32, device="neuron", dtype=dtype, requires_grad=True)
+    return model, x
+
+
+def forward_and_grads(fn, model, x):
+    for p in model.parameters():
+        p.grad = None
+    x.grad = None
+    y = fn(x)
+    (y * y).sum().backward()
+    return [y.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in model.parameters()]
+
+
+def assert_bitwise(a, b):
+    assert len(a) == len(b)
+    for u, v in zip(a, b):
+        assert u.dtype == v.dtype and u.shape == v.shape
+        assert torch.equal(u, v), (u - v).abs().max()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_forward_and_backward_equal_eager_bitwise(dtype):
+    model, x = block_and_input(dtype=dtype)
+    eager = forward_and_grads(model, model, x)
+    compiled = forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    assert_bitwise(eager, compiled)
+    metrics = openneuron.compile_metrics()
+    assert metrics["graphs"] == 2  # forward and backward
+    assert metrics["fused_kernels"] > 0 and metrics["fused_ops"] > metrics["fused_kernels"]
+    assert metrics["lowering_fallbacks"] == {}
+
+
+def test_a_wrong_eager_kernel_is_caught():
+    """The comparison has teeth: a wrong `tanh` registered for neuron makes eager differ from
+    the compiled program, whose fused kernel computes tanh itself."""
+    model, x = block_and_input()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="neuron")(x).cpu()
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("tanh", lambda t: torch.ops.aten.tanh.default(t.cpu()).mul(1.01).to(t.device),
+                 "PrivateUse1")
+    try:
+        with torch.no_grad():
+            wrong = model(x).cpu()
+    finally:
+        del library
+    assert not torch.equal(wrong, compiled)
+
+
+def test_inference_modes():
+    model, x = block_and_input()
+    with torch.no_grad():
+        expected = model(x).cpu()
+        assert torch.equal(torch.compile(model, backend="neuron")(x).cpu(), expected)
+    torch._dynamo.reset()
+    with torch.inference_mode():
+        assert torch.equal(torch.compile(model, backend="neuron")(x).cpu(), expected)
+
+
+def test_default_backend_routes_neuron_graphs_to_ours():
+    model, x = block_and_input()
+    with torch.no_grad():
+        out = torch.compile(model)(x)
+    assert out.device.type == "neuron"
+    assert openneuron.compile_metrics()["graphs"] == 1
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt2", "llama", "bert-bf16"])
+def test_workloads_compiled_equal_eager(name):
+    """Ten training steps (forward passes for BERT) compiled give eager's losses, bit for bit."""
+    steps = 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager = WORKLOADS[name].build("neuron")
+        expected = [eager.step(i).float().cpu() for i in range(steps)]
+        compiled = WORKLOADS[name].build("neuron")
+        compiled.compile(backend="neuron")
+        got = [compiled.step(i).float().cpu() for i in range(steps)]
+    assert_bitwise(expected, got)
+    for p, q in zip(eager.model.parameters(), compiled.model.parameters()):
+        assert torch.equal(p.detach().cpu(), q.detach().cpu())
+    metrics = openneuron.compile_metrics()
+    assert metrics["graphs"] >= 1 and metrics["fused_kernels"] > 0
+    assert metrics["lowering_fallbacks"] == {}
+
+
+def test_dynamic_shapes_compile_each_graph_once():
+    model, _ = block_and_input()
+    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    for n in (3, 5, 8, 13, 21):
+        x = torch.randn(n, 7, 32, device="neuron", requires_grad=True)
+        assert_bitwise(forward_and_grads(model, model, x), forward_and_grads(compiled, model, x))
+    metrics = openneuron.compile_metrics()
+    assert metrics["recompiles"] == 0
+    assert metrics["graphs"] == 2
+
+
+def test_mark_dynamic_and_automatic_dynamic():
+    model, _ = block_and_input()
+    compiled = torch.compile(model, backend="neuron")
+    with torch.no_grad():
+        for n in (4, 6, 9, 11):  # the second size makes Dynamo's automatic dynamic kick in
+            x = torch.randn(n, 7, 32, device="neuron")
+            assert torch.equal(compiled(x).cpu(), model(x).cpu())
+        assert openneuron.compile_metrics()["graphs"] == 2
+        torch._dynamo.reset()
+        x = torch.randn(5, 7, 32, device="neuron")
+        torch._dynamo.mark_dynamic(x, 0)
+        compiled = torch.compile(model, backend="neuron")
+        compiled(x)
+        compiled(torch.randn(12, 7, 32, device="neuron"))
+    assert openneuron.compile_metrics()["graphs"] == 3
+
+
+def test_eager_kernels_leave_torch_thread_count_alone():
+    """An inline oneDNN kernel on the caller's thread once left OpenMP at one thread, which
+    changed torch.get_num_threads() and made Dynamo recompile every graph."""
+    before = torch.get_num_threads()
+    a = torch.randn(64, 64, device="neuron")
+    torch.nn.functional.gelu(a @ a).cpu()
+    assert torch.get_num_threads() == before
+
+
+def test_graph_breaks_compile_subgraphs_and_fullgraph_raises():
+    def fn(x):
+        y = torch.sin(x) * 2
+        print("graph break")  # noqa: T201 - a deliberate break
+        return torch.cos(y) + 1
+
+    x = torch.randn(16, device="neuron")
+    expected = fn(x).cpu()
+    assert torch.equal(torch.compile(fn, backend="neuron")(x).cpu(), expected)
+    metrics = openneuron.compile_metrics()
+    assert metrics["graphs"] == 2
+    assert sum(metrics["graph_breaks"].values()) >= 1
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(fn, backend="neuron", fullgraph=True)(x)
+
+
+def test_autocast_and_mixed_mode():
+    model, x = block_and_input()
+
+    def step(fn):
+        with torch.autocast("neuron", dtype=torch.bfloat16):
+            h = fn(x)
+        return (h.float() * 3).sum()  # eager code after the compiled region
+
+    expected = step(model).cpu()
+    assert torch.equal(step(torch.compile(model, backend="neuron")).cpu(), expected)
+
+
+def test_in_memory_and_disk_caches(tmp_path):
+    model, x = block_and_input()
+    with torch.no_grad():
+        first = torch.compile(model, backend="neuron")(x).cpu()
+        torch._dynamo.reset()
+        torch.compile(model, backend="neuron")(x)
+        assert openneuron.compile_metrics()["cache_hits_memory"] == 1
+        entries = list((tmp_path / "cache").glob("*.ir"))
+        assert len(entries) == 1
+        torch._dynamo.reset()
+        cache.clear_memory()
+        again = torch.compile(model, backend="neuron")(x).cpu()
+    assert openneuron.compile_metrics()["cache_hits_disk"] == 1
+    assert torch.equal(first, again)
+    text = entries[0].read_text()
+    assert text.startswith(cache.FORMAT) and "graph(" in text  # data, not code
+
+
+def corrupt_and_recompile(tmp_path, damage):
+    model, x = block_and_input()
+    with torch.no_grad():
+        expected = torch.compile(model, backend="neuron")(x).cpu()
+        (entry,) = (tmp_path / "cache").glob("*.ir")
+        damage(entry)
+        torch._dynamo.reset()
+        cache.clear_memory()
+        openneuron.reset_compile_metrics()
+        with pytest.warns(RuntimeWarning, match="compile cache"):
+            got = torch.compile(model, backend="neuron")(x).cpu()
+    assert torch.equal(got, expected)
+    assert openneuron.compile_metrics()["cache_errors"] == 1
+    assert openneuron.compile_metrics()["cache_hits_disk"] == 0
+    return entry
+
+
+def test_truncated_cache_entry_is_reported_and_recompiled(tmp_path):
+    corrupt_and_recompile(tmp_path, lambda p: p.write_text(p.read_text()[: len(p.read_text()) // 2]))
+
+
+def test_corrupted_cache_entry_is_reported_and_recompiled(tmp_path):
+    def flip(p):
+        text = p.read_text()
+        p.write_text(text.replace("pointwise", "pointwize", 1))
+
+    corrupt_and_recompile(tmp_path, flip)
+
+
+def test_stale_cache_entry_is_reported_and_recompiled(tmp_path):
+    corrupt_and_recompile(tmp_path, lambda p: p.write_text(p.read_text().replace("torch ", "torch 0.0-", 1)))
+
+
+def test_garbage_cache_entry_is_reported_and_recompiled(tmp_path):
+    corrupt_and_recompile(tmp_path, lambda p: p.write_bytes(b"\x00\xff" * 100))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_cache_directory_degrades_to_memory(tmp_path):
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    directory.chmod(0o500)
+    model, x = block_and_input()
+    with torch.no_grad(), pytest.warns(RuntimeWarning, match="memory only"):
+        out = torch.compile(model, backend="neuron")(x)
+    assert out.device.type == "neuron"
+
+
+def test_unwritable_cache_path_degrades_to_memory(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(blocker / "cache"))
+    model, x = block_and_input()
+    with torch.no_grad(), pytest.warns(RuntimeWarning, match="memory only"):
+        out = torch.compile(model, backend="neuron")(x).cpu()
+    with torch.no_grad():
+        assert torch.equal(out, model(x).cpu())
+
+
+def test_options_and_modes():
+    model, x = block_and_input()
+    with torch.no_grad():
+        expected = model(x).cpu()
+        with pytest.warns(RuntimeWarning, match="unknown option 'triton.cudagraphs'"):
+            out = torch.compile(model, backend="neuron", options={"triton.cudagraphs": True})(x)
+        assert torch.equal(out.cpu(), expected)
+        torch._dynamo.reset()
+        openneuron.reset_compile_metrics()
+        unfused = torch.compile(model, backend="neuron", options={"fuse": False})(x).cpu()
+        metrics = openneuron.compile_metrics()
+        assert metrics["fused_kernels"] == metrics["fused_ops"]  # one op per kernel
+        assert torch.equal(unfused, expected)
+        torch._dynamo.reset()
+        out = torch.compile(model, backend="neuron", mode="max-autotune")(x)
+        assert torch.equal(out.cpu(), expected)
+
+
+def test_debug_dir_dumps_each_stage(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENNEURON_DEBUG_DIR", str(tmp_path / "debug"))
+    model, x = block_and_input()
+    forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    graphs = sorted((tmp_path / "debug").iterdir())
+    assert [g.name.split("_")[-1] for g in graphs] == ["forward", "backward"]
+    names = sorted(p.name for p in graphs[0].iterdir())
+    assert "fx_graph.txt" in names and "kernels.txt" in names
+    assert "ir_00_input.txt" in names and "ir_05_fuse_elementwise.txt" in names
+    assert "= fused" in (graphs[0] / "ir_06_plan_memory.txt").read_text()
+    assert "Gelu" in (graphs[0] / "kernels.txt").read_text()
+
+
+def test_errors_name_the_graph_node_and_source_line():
+    def fn(x):
+        return x.expand(2**16, 2**17) * 2  # a 32 GiB result: more than the device holds
+
+    x = torch.randn(1, 2**17, device="neuron")
+    with pytest.raises(torch.OutOfMemoryError) as info:
+        torch.compile(fn, backend="neuron")(x)
+    text = str(info.value) + "".join(getattr(info.value, "__notes__", []))
+    assert "graph node" in text and "fused" in text and "test_compile.py" in text
+    assert torch.ones(2, device="neuron").sum().item() == 2  # the process stays usable
+
+
+def test_an_op_without_a_native_kernel_runs_counted_inside_the_program():
+    def fn(x):
+        return torch.special.i0(x) * 2  # i0 has no native kernel: the host fallback runs it
+
+    x = torch.rand(32, device="neuron")
+    openneuron.clear_op_tracking()
+    out = torch.compile(fn, backend="neuron")(x)
+    assert torch.equal(out.cpu(), fn(x).cpu())
+    assert any("i0" in name for name in openneuron.get_fallback_ops())
