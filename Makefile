@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test bench build system venv test-cpp test-python format lint clean
+.PHONY: demo test bench bench-compile fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -16,6 +16,14 @@ test: build
 # Not a test: neuron eager against PyTorch CPU eager, side by side; prints tables, writes JSON.
 bench: build
 	$(PYTHON) bench/run.py --markdown docs/performance.md
+
+# Not a test: torch.compile on neuron against eager, Inductor on CPU and CPU eager; cold compiles.
+bench-compile: build
+	$(PYTHON) bench/compile_bench.py
+
+# The compile fuzzer's soak run (make test runs a fixed slice of it).
+fuzz-compile: build
+	$(PYTHON) -m tests.compile_fuzz --graphs 10000
 
 system:
 	bash scripts/install_system_packages.sh

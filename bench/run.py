@@ -194,7 +194,13 @@ def main() -> None:
     args.json.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {args.json}")
     if args.markdown:
-        args.markdown.write_text(markdown_report(results, " ".join(sys.argv[1:])))
+        page = markdown_report(results, " ".join(sys.argv[1:]))
+        # The torch.compile section (bench/compile_bench.py) is kept as it was.
+        old = args.markdown.read_text() if args.markdown.exists() else ""
+        begin, end = "<!-- torch.compile section", "<!-- end of torch.compile section -->"
+        if begin in old and end in old:
+            page += "\n" + old[old.index(begin) : old.index(end) + len(end)] + "\n"
+        args.markdown.write_text(page)
         print(f"wrote {args.markdown}")
 
 

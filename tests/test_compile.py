@@ -19,6 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.workloads import WORKLOADS  # noqa: E402
+from tests.compile_fuzz import fuzz  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +85,9 @@ def test_a_wrong_eager_kernel_is_caught():
     with torch.no_grad():
         compiled = torch.compile(model, backend="neuron")(x).cpu()
     library = torch.library.Library("aten", "IMPL")
-    library.impl("tanh", lambda t: torch.ops.aten.tanh.default(t.cpu()).mul(1.01).to(t.device),
-                 "PrivateUse1")
+    library.impl(
+        "tanh", lambda t: torch.ops.aten.tanh.default(t.cpu()).mul(1.01).to(t.device), "PrivateUse1"
+    )
     try:
         with torch.no_grad():
             wrong = model(x).cpu()
@@ -233,7 +235,9 @@ def corrupt_and_recompile(tmp_path, damage):
 
 
 def test_truncated_cache_entry_is_reported_and_recompiled(tmp_path):
-    corrupt_and_recompile(tmp_path, lambda p: p.write_text(p.read_text()[: len(p.read_text()) // 2]))
+    corrupt_and_recompile(
+        tmp_path, lambda p: p.write_text(p.read_text()[: len(p.read_text()) // 2])
+    )
 
 
 def test_corrupted_cache_entry_is_reported_and_recompiled(tmp_path):
@@ -245,7 +249,9 @@ def test_corrupted_cache_entry_is_reported_and_recompiled(tmp_path):
 
 
 def test_stale_cache_entry_is_reported_and_recompiled(tmp_path):
-    corrupt_and_recompile(tmp_path, lambda p: p.write_text(p.read_text().replace("torch ", "torch 0.0-", 1)))
+    corrupt_and_recompile(
+        tmp_path, lambda p: p.write_text(p.read_text().replace("torch ", "torch 0.0-", 1))
+    )
 
 
 def test_garbage_cache_entry_is_reported_and_recompiled(tmp_path):
@@ -326,3 +332,10 @@ def test_an_op_without_a_native_kernel_runs_counted_inside_the_program():
     out = torch.compile(fn, backend="neuron")(x)
     assert torch.equal(out.cpu(), fn(x).cpu())
     assert any("i0" in name for name in openneuron.get_fallback_ops())
+
+
+def test_random_programs_fixed_seed():
+    """A fixed slice of the differential fuzzer (the soak: python -m tests.compile_fuzz)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert fuzz(graphs=40, seed=20261201) == []

@@ -313,9 +313,8 @@ std::unique_ptr<ProgramStep> extern_step(const Graph& graph, const Node& node) {
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     const compiler::Value& v = graph.values[node.outputs[k]];
     const bool is_view = k < schema.returns().size() && schema.returns()[k].alias_info();
-    bool known = v.kind == compiler::ValueKind::Tensor;
-    for (const compiler::Dim& d : v.shape) known &= !d.is_symbolic();
-    step->layouts.push_back(known && !is_view ? v.dim_order : std::vector<int>{});
+    const bool tensor = v.kind == compiler::ValueKind::Tensor;
+    step->layouts.push_back(tensor && !is_view ? v.dim_order : std::vector<int>{});
   }
   step->returns_list =
       schema.returns().size() == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::ListType;

@@ -54,11 +54,14 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
                          const std::optional<at::Tensor>& attn_mask, double dropout_p,
                          bool is_causal, std::optional<double> scale, bool enable_gqa) {
   const at::Tensor* mask = nn::opt(attn_mask);
+  // Symbolic sizes: comparing them guards on a relation, where size() would fix every size
+  // (a graph traced with dynamic shapes would then be recompiled for each sequence length).
+  auto size = [](const at::Tensor& t, int64_t d) { return t.sym_size(d); };
   const bool shapes_ok =
-      query.dim() == 4 && key.dim() == 4 && value.dim() == 4 && key.size(0) == query.size(0) &&
-      value.size(0) == query.size(0) && key.size(1) == value.size(1) &&
-      key.size(2) == value.size(2) && key.size(3) == query.size(3) && key.size(1) > 0 &&
-      (key.size(1) == query.size(1) || (enable_gqa && query.size(1) % key.size(1) == 0));
+      query.dim() == 4 && key.dim() == 4 && value.dim() == 4 && size(key, 0) == size(query, 0) &&
+      size(value, 0) == size(query, 0) && size(key, 1) == size(value, 1) &&
+      size(key, 2) == size(value, 2) && size(key, 3) == size(query, 3) && size(key, 1) > 0 &&
+      (size(key, 1) == size(query, 1) || (enable_gqa && size(query, 1) % size(key, 1) == 0));
   const bool dtypes_ok = nn::is_nn_dtype(query.scalar_type()) &&
                          key.scalar_type() == query.scalar_type() &&
                          value.scalar_type() == query.scalar_type() &&

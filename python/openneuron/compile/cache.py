@@ -90,7 +90,10 @@ def disk_get(key: str) -> tuple[str | None, str | None]:
 
 
 def report_bad_entry(key: str, reason: str) -> None:
-    _warn_once(f"bad:{key}:{reason}", f"openneuron compile cache: entry {key[:16]} is {reason}; recompiling")
+    _warn_once(
+        f"bad:{key}:{reason}",
+        f"openneuron compile cache: entry {key[:16]} is {reason}; recompiling",
+    )
 
 
 def disk_put(key: str, optimised_ir: str) -> None:

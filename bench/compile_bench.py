@@ -1,0 +1,176 @@
+"""Side-by-side benchmark of torch.compile: neuron compiled against neuron eager, Inductor on CPU
+and CPU eager, with cold compile times, in one process.
+
+    make bench-compile    # or: .venv/bin/python bench/compile_bench.py [--quick] [--workloads a,b]
+
+Step times are medians of repeated training steps (forward passes for BERT). Cold compile time
+is the first step's time less a steady step's, with empty caches (our disk cache and Inductor's
+in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both. Our backend's own
+share (lowering, passes, program building) is shown apart. Writes bench/results/compile.json and
+replaces the torch.compile section of docs/performance.md. Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench.run import format_value, machine, print_table, sync  # noqa: E402
+
+BEGIN = "<!-- torch.compile section: written by bench/compile_bench.py -->"
+END = "<!-- end of torch.compile section -->"
+
+
+def timed_steps(built, device: str, repeats: int) -> tuple[float, float]:
+    """(first step seconds, median steady step seconds)."""
+    counter = iter(range(1_000_000))
+    start = time.perf_counter()
+    built.step(next(counter))
+    sync(device)
+    first = time.perf_counter() - start
+    for _ in range(2):
+        built.step(next(counter))
+    sync(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        built.step(next(counter))
+        sync(device)
+        samples.append(time.perf_counter() - start)
+    return first, statistics.median(samples)
+
+
+def measure(workload, size: str, repeats: int) -> dict:
+    import openneuron
+
+    row = {"case": workload.name}
+    with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as inductor:
+        os.environ["OPENNEURON_CACHE_DIR"] = ours
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor
+        for label, device, compiled in (
+            ("neuron_eager", "neuron", None),
+            ("neuron_compiled", "neuron", "neuron"),
+            ("cpu_eager", "cpu", None),
+            ("cpu_inductor", "cpu", "inductor"),
+        ):
+            torch._dynamo.reset()
+            openneuron.reset_compile_metrics()
+            built = workload.build(device, size=size)
+            if compiled:
+                built.compile(backend=compiled)
+            first, steady = timed_steps(built, device, repeats)
+            row[f"{label}_ms"] = steady * 1e3
+            if compiled == "neuron":
+                row["neuron_cold_compile_s"] = first - steady
+                row["neuron_backend_ms"] = openneuron.compile_metrics()["compile_ms"]
+                row["graphs"] = openneuron.compile_metrics()["graphs"]
+            elif compiled == "inductor":
+                row["inductor_cold_compile_s"] = first - steady
+            del built
+    row["compiled_vs_eager"] = row["neuron_eager_ms"] / row["neuron_compiled_ms"]
+    row["compiled_vs_inductor"] = row["cpu_inductor_ms"] / row["neuron_compiled_ms"]
+    row["cold_compile_ratio"] = row["neuron_cold_compile_s"] / row["inductor_cold_compile_s"]
+    return row
+
+
+def dynamic_lengths(size: str) -> dict:
+    """GPT-2 trained at 5 sequence lengths under dynamic=True: graphs compiled."""
+    import openneuron
+    from bench.workloads import WORKLOADS
+
+    torch._dynamo.reset()
+    openneuron.reset_compile_metrics()
+    built = WORKLOADS["gpt2"].build("neuron", size=size)
+    compiled = torch.compile(built.model, backend="neuron", dynamic=True)
+    for seq in (32, 48, 64, 96, 128):
+        tokens = torch.randint(0, 1000, (2, seq), device="neuron")
+        compiled(input_ids=tokens, labels=tokens).loss.backward()
+    metrics = openneuron.compile_metrics()
+    return {
+        "case": "gpt2, dynamic=True, seq 32..128 (5 lengths)",
+        "graphs": metrics["graphs"],
+        "recompiles": metrics["recompiles"],
+        "target": "each graph compiled once",
+    }
+
+
+def markdown(results: dict, arguments: str) -> str:
+    lines = [
+        BEGIN,
+        "",
+        "## torch.compile",
+        "",
+        f"Measured {results['date']} with `.venv/bin/python bench/compile_bench.py "
+        f"{arguments}` (`make bench-compile`). Step times in ms (medians); cold compile in s "
+        "(first step less a steady one, empty caches, Dynamo and AOTAutograd included); "
+        "`neuron_backend_ms` is our compiler's own share.",
+        "",
+    ]
+    rows = results["workloads"]
+    keys = list(rows[0])
+    lines += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(format_value(r.get(k)) for k in keys) + " |" for r in rows]
+    lines += [
+        "",
+        "Geomeans: " + ", ".join(f"{k} {v:.3f}" for k, v in results["geomeans"].items()),
+        "",
+        f"Dynamic shapes: {results['dynamic']}",
+        "",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--workloads", default="")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "compile.json")
+    parser.add_argument("--markdown", type=Path, default=ROOT / "docs" / "performance.md")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    import openneuron  # noqa: F401
+    from bench.workloads import WORKLOADS
+
+    names = args.workloads.split(",") if args.workloads else list(WORKLOADS)
+    size = "small" if args.quick else "benchmark"
+    results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "workloads": []}
+    print(f"machine: {results['machine']}")
+    for name in names:
+        results["workloads"].append(measure(WORKLOADS[name], size, 3 if args.quick else 7))
+        print_table("torch.compile", results["workloads"][-1:])
+    results["dynamic"] = dynamic_lengths("small")
+    rows = results["workloads"]
+    results["geomeans"] = {
+        key: statistics.geometric_mean(r[key] for r in rows)
+        for key in ("compiled_vs_eager", "compiled_vs_inductor", "cold_compile_ratio")
+    }
+    print_table("torch.compile", rows)
+    print(f"\ngeomeans: {results['geomeans']}\ndynamic: {results['dynamic']}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2))
+    page = args.markdown.read_text() if args.markdown.exists() else ""
+    section = markdown(results, " ".join(sys.argv[1:]))
+    if BEGIN in page and END in page:
+        page = page[: page.index(BEGIN)] + section + page[page.index(END) + len(END) + 1 :]
+    else:
+        page = page.rstrip("\n") + "\n\n" + section
+    args.markdown.write_text(page)
+    print(f"wrote {args.json} and {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()
