@@ -6,12 +6,14 @@ from typing import Any
 import torch
 
 from openneuron import _C
+from openneuron import memory  # noqa: F401  (torch.neuron.memory)
 from openneuron.memory import (
     empty_cache,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
     memory_allocated,
+    memory_summary,
     memory_reserved,
     memory_stats,
     reset_accumulated_memory_stats,
@@ -66,6 +68,7 @@ __all__ = [
     "max_memory_reserved",
     "mem_get_info",
     "memory_allocated",
+    "memory_summary",
     "memory_reserved",
     "memory_stats",
     "reset_accumulated_memory_stats",
