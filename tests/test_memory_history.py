@@ -51,10 +51,15 @@ def test_memory_viz_renders_the_snapshot(history, tmp_path):
     kept = [allocate_here() for _ in range(3)]
     del kept[1]
     snapshot = torch.neuron.memory._snapshot()
-    assert "allocate_here" in _memory_viz.segments(snapshot)
-    assert "allocate_here" in _memory_viz.memory(snapshot)
-    html = _memory_viz.trace_plot(snapshot)
-    assert "<html" in html.lower()
+    def lines(flamegraph_lines):  # the flame graph's input, without fetching flamegraph.pl
+        return flamegraph_lines
+
+    assert "allocate_here" in _memory_viz.segments(snapshot, format_flamegraph=lines)
+    assert "allocate_here" in _memory_viz.memory(snapshot, format_flamegraph=lines)
+    assert "free completed" in _memory_viz.trace(snapshot)
+    assert "segment" in _memory_viz.segsum(snapshot)
+    for html in (_memory_viz.trace_plot(snapshot), _memory_viz.segment_plot(snapshot)):
+        assert "<html" in html.lower()
     path = tmp_path / "snapshot.pickle"
     torch.neuron.memory._dump_snapshot(str(path))
     with open(path, "rb") as f:

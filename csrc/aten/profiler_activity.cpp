@@ -12,7 +12,10 @@
 #include <IActivityProfiler.h>
 #include <libkineto.h>
 
+#include <torch/csrc/utils/pybind.h>
+
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +30,25 @@ namespace {
 using libkineto::ActivityType;
 using runtime::Activity;
 using runtime::ActivityKind;
+
+// The last finished session's activities, for Python (torch keeps Kineto metadata such as a
+// copy's bytes only in the exported trace).
+std::mutex g_last_mutex;
+std::vector<Activity> g_last_activities;
+
+const char* kind_name(ActivityKind kind) {
+  switch (kind) {
+    case ActivityKind::kCopyHostToDevice:
+      return "HtoD";
+    case ActivityKind::kCopyDeviceToHost:
+      return "DtoH";
+    case ActivityKind::kCopyDeviceToDevice:
+      return "DtoD";
+    case ActivityKind::kKernel:
+      break;
+  }
+  return "kernel";
+}
 
 // Host ops nest (aten::linear around aten::addmm): the innermost open op owns the queued work.
 thread_local std::vector<uint64_t> t_open_ops;
@@ -64,6 +86,10 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
       for (int d = 0; d < rt.device_count(); ++d) rt.device(d).wait_idle();
     }
     activities_ = runtime::tracer::stop();
+    {
+      std::lock_guard<std::mutex> lock(g_last_mutex);
+      g_last_activities = activities_;
+    }
     t_open_ops.clear();
     runtime::tracer::set_correlation(0);
     status_ = libkineto::TraceStatus::PROCESSING;
@@ -175,5 +201,29 @@ class NeuronActivityProfiler final : public libkineto::IActivityProfiler {
 REGISTER_PRIVATEUSE1_PROFILER(NeuronActivityProfiler);
 
 }  // namespace
+
+void register_profiler_bindings(pybind11::module& module) {
+  module.def("_last_device_activities", [] {
+    std::vector<Activity> activities;
+    {
+      std::lock_guard<std::mutex> lock(g_last_mutex);
+      activities = g_last_activities;
+    }
+    pybind11::list result;
+    for (const Activity& a : activities) {
+      pybind11::dict entry;
+      entry["name"] = a.kind == ActivityKind::kKernel ? a.name : copy_name(a.kind);
+      entry["kind"] = kind_name(a.kind);
+      entry["device"] = a.device;
+      entry["stream"] = a.stream;
+      entry["correlation"] = a.correlation;
+      entry["start_ns"] = a.start_ns;
+      entry["end_ns"] = a.end_ns;
+      entry["bytes"] = a.bytes;
+      result.append(entry);
+    }
+    return result;
+  });
+}
 
 }  // namespace openneuron::bridge

@@ -13,6 +13,9 @@
 
 namespace openneuron::bridge {
 
+// Defined in profiler_activity.cpp: what the last profiling session recorded.
+void register_profiler_bindings(pybind11::module& module);
+
 namespace {
 
 namespace py = pybind11;
@@ -109,6 +112,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_memory_stats", &memory_stats);
   register_memory_history(m);
+  register_profiler_bindings(m);
   m.def("_reset_peak_memory_stats",
         [](int device) { Runtime::get().device(device).allocator().reset_peak_stats(); });
   m.def("_reset_accumulated_memory_stats",

@@ -28,12 +28,15 @@ def _copy_kind(name: str) -> str:
     return ""
 
 
-def _metadata(event: Any) -> dict[str, Any]:
-    text = getattr(event, "_metadata_json", "") or ""
-    try:
-        return json.loads("{" + text + "}") if text else {}
-    except ValueError:
-        return {}
+def _recorded_activities() -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """The bridge's record of the last profiling session (stream, bytes), by (name,
+    correlation) in start order: torch keeps Kineto's per-event metadata only in the trace."""
+    from openneuron import _C
+
+    by_key: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for activity in sorted(_C._last_device_activities(), key=lambda a: a["start_ns"]):
+        by_key[(activity["name"], activity["correlation"])].append(activity)
+    return by_key
 
 
 def device_ops(prof: Any) -> list[dict[str, Any]]:
@@ -42,11 +45,13 @@ def device_ops(prof: Any) -> list[dict[str, Any]]:
     (copies), and the projected trn2/trn3 time with its bound ("compute", "memory", "launch")."""
     events = prof.events()
     host_ops = {e.id: e for e in events if e.device_type == DeviceType.CPU}
+    recorded = _recorded_activities()
     result = []
-    for event in events:
+    for event in sorted(events, key=lambda e: e.time_range.start):
         if event.device_type != DeviceType.PrivateUse1:
             continue
-        meta = _metadata(event)
+        queue = recorded.get((event.name, event.linked_correlation_id))
+        meta = queue.pop(0) if queue else {}
         launcher = host_ops.get(event.linked_correlation_id)
         kind = _copy_kind(event.name)
         if kind:
