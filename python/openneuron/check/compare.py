@@ -37,12 +37,15 @@ def compare_runs(cpu: dict[str, Any], neuron: dict[str, Any],
         grad_ref = cpu.get("grads", {}).get(record["name"])
         grad_error = relative_error(grad, grad_ref) if grad is not None and grad_ref is not None \
             else None
+        # Gradients compound error from every later layer, hence the wider margin.
         entry = {"module": record["key"], "type": record.get("type", ""), "output_error": error,
-                 "grad_error": grad_error, "tolerance": limit,
-                 "divergent": error > limit or (grad_error is not None and grad_error > 10 * limit)}
+                 "grad_error": grad_error, "tolerance": limit, "divergent": error > limit,
+                 "grad_divergent": grad_error is not None and grad_error > 10 * limit}
         modules.append(entry)
         if entry["divergent"] and first is None:
             first = entry
+    if first is None:  # outputs agree: the culprit is where backward (last module first) diverges
+        first = next((m for m in reversed(modules) if m["grad_divergent"]), None)
     cpu_losses, neuron_losses = cpu.get("losses", []), neuron.get("losses", [])
     steps = min(len(cpu_losses), len(neuron_losses))
     loss_errors = [abs(neuron_losses[i] - cpu_losses[i]) / max(abs(cpu_losses[i]), 1e-12)

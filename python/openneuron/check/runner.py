@@ -85,14 +85,17 @@ def run_model(device: str, model: torch.nn.Module, example_inputs: tuple,
         torch.manual_seed(0)
         replica = copy.deepcopy(model).to(device)
         inputs = _to_device(tuple(example_inputs), device)
-        optimizer = torch.optim.SGD(replica.parameters(), lr=lr)
+        parameters = list(replica.parameters())
+        optimizer = torch.optim.SGD(parameters, lr=lr) if parameters else None
         with recorder:
             for _ in range(steps):
                 output = replica(*inputs)
                 loss = loss_fn(output, *inputs) if loss_fn else _first_tensor(output).float().mean()
-                optimizer.zero_grad()
+                if optimizer is not None:
+                    optimizer.zero_grad()
                 loss.backward()
-                optimizer.step()
+                if optimizer is not None:
+                    optimizer.step()
             if device != "cpu":
                 torch.neuron.synchronize()
     except Exception as failure:

@@ -63,7 +63,7 @@ def bar_chart(bars: Sequence[tuple[str, float]], title: str, log_scale: bool = F
     for i, (label, value) in enumerate(bars):
         y = top + i * bar_height
         over = threshold and value > threshold
-        parts.append(f'<text x="4" y="{y + bar_height - 4}" font-size="10">{escape(label[:36])}</text>')
+        parts.append(f'<text x="4" y="{y + bar_height - 4}" font-size="10">{escape(label[-36:])}</text>')
         parts.append(f'<rect class="bar" x="{label_w}" y="{y + 2}" width="{scale(value):.1f}" '
                      f'height="{bar_height - 4}" fill="{"#d62728" if over else "#1f77b4"}"/>')
         parts.append(f'<text x="{label_w + scale(value) + 4:.1f}" y="{y + bar_height - 4}" '
