@@ -20,8 +20,9 @@ def main() -> None:
     parser.add_argument("name", choices=sorted(WORKLOADS))
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--size", default="small")
+    parser.add_argument("--device", default="", help="default: the current accelerator")
     options = parser.parse_args()
-    device = torch.accelerator.current_accelerator()
+    device = options.device or torch.accelerator.current_accelerator()
     built = get_workload(options.name).build(device, options.size)
     for i in range(options.steps):
         result = built.step(i)

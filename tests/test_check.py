@@ -20,8 +20,12 @@ TOOL = os.path.join(os.path.dirname(sys.executable), "openneuron")
 
 def run_check(tmp_path, script, *options):
     out = tmp_path / "report"
-    completed = subprocess.run([TOOL, "check", script, "--out", str(out), *options],
-                               capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        [TOOL, "check", script, "--out", str(out), *options],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "Traceback" not in completed.stderr, completed.stderr  # never the tool's own
     with open(out / "report.json") as f:
         report = json.load(f)
@@ -31,8 +35,12 @@ def run_check(tmp_path, script, *options):
 
 @pytest.fixture(scope="module")
 def known_problems(tmp_path_factory):
-    return run_check(tmp_path_factory.mktemp("known"), os.path.join(SCRIPTS, "known_problems.py"),
-                     "--fail-on", "numerics")
+    return run_check(
+        tmp_path_factory.mktemp("known"),
+        os.path.join(SCRIPTS, "known_problems.py"),
+        "--fail-on",
+        "numerics",
+    )
 
 
 def test_reports_host_fallback_ops_with_the_users_source_line(known_problems):
@@ -58,8 +66,12 @@ def test_finds_the_deliberately_wrong_layer(known_problems):
 def test_lints_cuda_float64_and_custom_function(known_problems):
     _, report, _ = known_problems
     found = {(f["rule"], f["line"]) for f in report["lint"]}
-    assert {("hard-coded-cuda", 9), ("torch-cuda-call", 9), ("custom-autograd-function", 12),
-            ("float64", 56)} <= found
+    assert {
+        ("hard-coded-cuda", 9),
+        ("torch-cuda-call", 9),
+        ("custom-autograd-function", 12),
+        ("float64", 56),
+    } <= found
     assert ("float64", "known_problems.py:56") in found  # also seen at run time
 
 
@@ -76,8 +88,9 @@ def test_reports_performance_and_projection(known_problems):
 
 
 def test_script_that_raises_halfway(tmp_path):
-    completed, report, _ = run_check(tmp_path, os.path.join(SCRIPTS, "raises_halfway.py"),
-                                     "--fail-on", "crash")
+    completed, report, _ = run_check(
+        tmp_path, os.path.join(SCRIPTS, "raises_halfway.py"), "--fail-on", "crash"
+    )
     for run in report["runs"].values():
         assert run["status"] == "failed" and run["steps"] == 3
         assert run["error"]["message"] == "data loader ran dry at step 3"
@@ -98,8 +111,9 @@ def test_graph_break_script_reports_compile(tmp_path):
 
 
 def test_timeout_and_broken_script_are_reported(tmp_path):
-    completed, report, _ = run_check(tmp_path, os.path.join(SCRIPTS, "sleeps.py"),
-                                     "--timeout", "3", "--fail-on", "timeout")
+    completed, report, _ = run_check(
+        tmp_path, os.path.join(SCRIPTS, "sleeps.py"), "--timeout", "3", "--fail-on", "timeout"
+    )
     assert {run["status"] for run in report["runs"].values()} == {"timeout"}
     assert completed.returncode == 1
     broken = tmp_path / "broken.py"
@@ -110,8 +124,9 @@ def test_timeout_and_broken_script_are_reported(tmp_path):
 
 
 def test_unknown_fail_on_category_is_a_usage_error(tmp_path):
-    completed = subprocess.run([TOOL, "check", "x.py", "--fail-on", "typo"], capture_output=True,
-                               text=True, timeout=60)
+    completed = subprocess.run(
+        [TOOL, "check", "x.py", "--fail-on", "typo"], capture_output=True, text=True, timeout=60
+    )
     assert completed.returncode == 2 and "typo" in completed.stderr
 
 
@@ -124,7 +139,9 @@ class WrongOnDevice(nn.Module):
 
 def small_model(wrong=False):
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(8, 16), WrongOnDevice() if wrong else nn.ReLU(), nn.Linear(16, 2))
+    return nn.Sequential(
+        nn.Linear(8, 16), WrongOnDevice() if wrong else nn.ReLU(), nn.Linear(16, 2)
+    )
 
 
 def test_python_api_on_a_clean_model():
@@ -138,8 +155,13 @@ def test_python_api_on_a_clean_model():
 
 def test_python_api_finds_a_wrong_layer_and_writes_reports(tmp_path):
     loss_fn = lambda out, x: out.pow(2).mean()  # noqa: E731
-    report = openneuron.check(small_model(wrong=True), (torch.randn(4, 8),), loss_fn=loss_fn,
-                              steps=2, out_dir=str(tmp_path))
+    report = openneuron.check(
+        small_model(wrong=True),
+        (torch.randn(4, 8),),
+        loss_fn=loss_fn,
+        steps=2,
+        out_dir=str(tmp_path),
+    )
     assert report["numerics"]["first_divergent"]["module"] == "Sequential.1#0"
     assert "numerics" in triggered(report)
     assert "<svg" in (tmp_path / "report.html").read_text()

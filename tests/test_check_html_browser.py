@@ -15,7 +15,8 @@ import openneuron
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
-    reason="no Chromium: about 300 MB, so not installed by make; scripts/install_browser.sh adds it",
+    reason="no Chromium: about 300 MB, so make does not install it; "
+    "scripts/install_browser.sh adds it",
 )
 
 
@@ -26,8 +27,8 @@ def read_png(path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, chunks, header = 8, [], None
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", body)
         elif kind == b"IDAT":
@@ -41,7 +42,7 @@ def read_png(path):
     rows, previous = [], bytearray(stride)
     for y in range(height):
         kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             left = line[i - channels] if i >= channels else 0
             up = previous[i]
@@ -57,7 +58,7 @@ def read_png(path):
                 pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
                 pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
                 line[i] = (line[i] + pred) & 0xFF
-        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, channels)])
+        rows.append([tuple(line[x : x + 3]) for x in range(0, stride, channels)])
         previous = line
     return width, height, rows
 
@@ -69,9 +70,21 @@ def test_report_plots_render_in_headless_chromium(tmp_path):
     html = tmp_path / "report.html"
     assert "http" not in html.read_text().replace("http://www.w3.org/2000/svg", "")  # no network
     shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=900,1400", f"--screenshot={shot}", html.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=900,1400",
+            f"--screenshot={shot}",
+            html.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     width, height, rows = read_png(shot)
     assert (width, height) == (900, 1400)
     pixels = [p for row in rows[::2] for p in row[::2]]

@@ -31,7 +31,11 @@ def test_float64_forms():
         b = a.double()
         c = torch.ones(2, dtype=torch.double)
     """)
-    assert [r for r in found if r[0] == "float64"] == [("float64", 3), ("float64", 4), ("float64", 5)]
+    assert [r for r in found if r[0] == "float64"] == [
+        ("float64", 3),
+        ("float64", 4),
+        ("float64", 5),
+    ]
 
 
 def test_custom_extensions_and_autograd_functions():
@@ -63,12 +67,15 @@ def test_non_deterministic_and_data_dependent_ops():
 
 
 def test_clean_code_has_no_findings():
-    assert rules("""
+    assert (
+        rules("""
         import torch
         device = torch.accelerator.current_accelerator()
         x = torch.ones(2, device=device, dtype=torch.float32)
         y = torch.ops.aten.add(x, x)
-    """) == []
+    """)
+        == []
+    )
 
 
 def test_syntax_error_gives_no_findings():

@@ -18,9 +18,24 @@ TOOL = os.path.join(os.path.dirname(sys.executable), "openneuron")
 def test_check_workload(tmp_path, name):
     script = os.path.join(ROOT, "bench", "check_workload.py")
     completed = subprocess.run(
-        [TOOL, "check", script, name, "--steps", "2", "--out", str(tmp_path),
-         "--fail-on", "fallback,unsupported,numerics,crash,timeout", "--timeout", "300"],
-        capture_output=True, text=True, timeout=700)
+        [
+            TOOL,
+            "check",
+            script,
+            name,
+            "--steps",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--fail-on",
+            "fallback,unsupported,numerics,crash,timeout",
+            "--timeout",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=700,
+    )
     with open(tmp_path / "report.json") as f:
         report = json.load(f)
     assert {run["status"] for run in report["runs"].values()} == {"ok"}, report["runs"]

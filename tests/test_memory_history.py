@@ -36,21 +36,26 @@ def test_snapshot_has_blocks_and_traces_with_stacks(history):
     blocks = [b for s in snapshot["segments"] for b in s["blocks"] if b["address"] == address]
     assert len(blocks) == 1 and blocks[0]["state"] == "active_allocated"
     assert blocks[0]["requested_size"] == x.numel() * 4
-    assert any(f["name"] == "allocate_here" and f["filename"].endswith("test_memory_history.py")
-               for f in blocks[0]["frames"])
+    assert any(
+        f["name"] == "allocate_here" and f["filename"].endswith("test_memory_history.py")
+        for f in blocks[0]["frames"]
+    )
     trace = snapshot["device_traces"][x.device.index]
     allocs = [e for e in trace if e["action"] == "alloc" and e["addr"] == address]
     assert allocs and allocs[-1]["size"] == x.numel() * 4
     del x
     trace = torch.neuron.memory._snapshot()["device_traces"][0]
     assert [e["action"] for e in trace if e["addr"] == address][-2:] == [
-        "free_requested", "free_completed"]
+        "free_requested",
+        "free_completed",
+    ]
 
 
 def test_memory_viz_renders_the_snapshot(history, tmp_path):
     kept = [allocate_here() for _ in range(3)]
     del kept[1]
     snapshot = torch.neuron.memory._snapshot()
+
     def lines(flamegraph_lines):  # the flame graph's input, without fetching flamegraph.pl
         return flamegraph_lines
 
@@ -78,7 +83,13 @@ def test_history_off_records_nothing():
 
 
 def test_memory_stats_keys_match_cuda():
-    expected = {"allocated_bytes.all.current", "reserved_bytes.large_pool.peak",
-                "active.small_pool.allocated", "requested_bytes.all.freed", "num_ooms",
-                "num_alloc_retries", "inactive_split_bytes.all.current"}
+    expected = {
+        "allocated_bytes.all.current",
+        "reserved_bytes.large_pool.peak",
+        "active.small_pool.allocated",
+        "requested_bytes.all.freed",
+        "num_ooms",
+        "num_alloc_retries",
+        "inactive_split_bytes.all.current",
+    }
     assert expected <= set(torch.neuron.memory_stats())

@@ -44,8 +44,10 @@ def test_device_ops_are_linked_to_the_host_op_that_launched_them():
     # key_averages attributes device time to the launching op.
     averages = {a.key: a for a in prof.key_averages()}
     assert averages["aten::mm"].device_time_total > 0
-    assert "neuron" in prof.key_averages().table(sort_by="device_time_total", row_limit=5).lower() \
+    assert (
+        "neuron" in prof.key_averages().table(sort_by="device_time_total", row_limit=5).lower()
         or "privateuse1" in prof.key_averages().table(row_limit=5).lower()
+    )
     del d
 
 
@@ -87,8 +89,9 @@ def test_memory_events_with_profile_memory():
     # PyTorch's memory visualizer turns a profile's memory events into a timeline.
     from torch.cuda import _memory_viz
 
-    with profile(activities=ACTIVITIES, profile_memory=True, record_shapes=True,
-                 with_stack=True) as prof:
+    with profile(
+        activities=ACTIVITIES, profile_memory=True, record_shapes=True, with_stack=True
+    ) as prof:
         x = torch.empty(1 << 20, device="neuron")
         del x
     assert "<html" in _memory_viz.profile_plot(prof).lower()
@@ -171,3 +174,17 @@ def test_projection_table_lists_top_ops():
     assert table.splitlines()[2].split()[0] == "aten::mm"  # the matmuls dominate
     rows = neuron_profiler.projection_summary(neuron_profiler.device_ops(prof))
     assert rows[0]["count"] == 3 and rows[0]["bound"] == "compute"
+
+
+def test_backward_ops_and_nested_ops_are_linked():
+    w = torch.randn(64, 64, device="neuron", requires_grad=True)
+    x = torch.randn(32, 64, device="neuron")
+    with profile(activities=ACTIVITIES, record_shapes=True) as prof:
+        (x @ w).tanh().sum().backward()  # backward runs on the autograd engine's thread
+        torch.neuron.synchronize()
+    ops = neuron_profiler.device_ops(prof)
+    assert [op["name"] for op in ops].count("aten::mm") == 2  # forward, and grad of w
+    for op in ops:
+        assert op["launched_by"] == op["name"], op  # aten::sum's kernel comes from a nested sum
+    matmuls = [op for op in ops if op["name"] == "aten::mm"]
+    assert all(op["flops"] == 2 * 32 * 64 * 64 for op in matmuls)

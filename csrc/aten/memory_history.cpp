@@ -123,8 +123,8 @@ py::dict snapshot() {
   for (size_t d = 0; d < blocks.size(); ++d) {
     for (const auto& block : blocks[d]) {
       auto found = live.find(block.address);
-      py::list frames = block.allocated && found != live.end() ? table.frames_of(found->second)
-                                                               : py::list();
+      py::list frames =
+          block.allocated && found != live.end() ? table.frames_of(found->second) : py::list();
       py::dict b;
       b["address"] = block.address;
       b["size"] = block.size;

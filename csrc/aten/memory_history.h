@@ -3,11 +3,11 @@
 // PyTorch's memory visualizer (torch.cuda._memory_viz) reads.
 #pragma once
 
+#include <torch/csrc/utils/pybind.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-
-#include <torch/csrc/utils/pybind.h>
 
 namespace openneuron::bridge {
 

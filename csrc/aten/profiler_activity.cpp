@@ -6,12 +6,10 @@
 // Kineto's activity metadata formats with fmt, whose compiled part libtorch does not export.
 #define FMT_HEADER_ONLY 1
 
-#include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
-
 #include <GenericTraceActivity.h>
 #include <IActivityProfiler.h>
 #include <libkineto.h>
-
+#include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <memory>
@@ -98,8 +96,7 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
   std::vector<std::string> errors() override { return errors_; }
 
   void processTrace(libkineto::ActivityLogger& logger) override {
-    processTrace(logger, [](int32_t) -> const libkineto::ITraceActivity* { return nullptr; }, 0,
-                 0);
+    processTrace(logger, [](int32_t) -> const libkineto::ITraceActivity* { return nullptr; }, 0, 0);
   }
 
   void processTrace(libkineto::ActivityLogger& logger,

@@ -62,8 +62,8 @@ void Stream::enqueue(const char* op_name, std::function<void()> work, TraceInfo 
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
-    queue_.push_back(Task{op_name, std::move(work), trace,
-                          traced ? tracer::current_correlation() : 0, traced});
+    queue_.push_back(
+        Task{op_name, std::move(work), trace, traced ? tracer::current_correlation() : 0, traced});
     queued_.store(queue_.size(), std::memory_order_release);
     wake = worker_sleeping_;
   }

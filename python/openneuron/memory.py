@@ -79,22 +79,29 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
         ("Active allocs", "active", _format_count),
         ("Device reserved segments", "segment", _format_count),
     ]
-    pools = [("all", "")] if abbreviated else [("all", ""), ("large_pool", "  from large pool"),
-                                                ("small_pool", "  from small pool")]
+    pools = (
+        [("all", "")]
+        if abbreviated
+        else [("all", ""), ("large_pool", "  from large pool"), ("small_pool", "  from small pool")]
+    )
     width = 75
     lines = ["=" * width]
     index = _index(device)
     title = f" neuron:{index} memory summary"
     lines.append(f"|{title:<{width - 2}}|")
     lines.append("|" + "-" * (width - 2) + "|")
-    header = f"{'Metric':<28}|{'Cur Usage':>11} |{'Peak Usage':>11} |{'Tot Alloc':>10} |{'Tot Freed':>9}"
+    header = (
+        f"{'Metric':<28}|{'Cur Usage':>11} |{'Peak Usage':>11} |{'Tot Alloc':>10} |{'Tot Freed':>9}"
+    )
     lines.append(f"|{header:<{width - 2}}|")
     for label, key, fmt in rows:
         lines.append("|" + "-" * (width - 2) + "|")
         for pool, suffix in pools:
             name = label if pool == "all" else suffix
-            values = [stats.get(f"{key}.{pool}.{field}", 0)
-                      for field in ("current", "peak", "allocated", "freed")]
+            values = [
+                stats.get(f"{key}.{pool}.{field}", 0)
+                for field in ("current", "peak", "allocated", "freed")
+            ]
             cells = [fmt(v) for v in values]
             row = f"{name:<28}|{cells[0]:>11} |{cells[1]:>11} |{cells[2]:>10} |{cells[3]:>9}"
             lines.append(f"|{row:<{width - 2}}|")

@@ -48,7 +48,7 @@ model = Model().to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 x = torch.randn(8, 16, device=device)
 y = torch.randn(8, 1, device=device)
-for step in range(4):
+for _ in range(4):
     loss = nn.functional.mse_loss(model(x), y)
     optimizer.zero_grad()
     loss.backward()

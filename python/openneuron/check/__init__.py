@@ -10,7 +10,8 @@ measured here and projected for trn2/trn3. ``check(model, example_inputs)`` is t
 import inspect
 import json
 import os
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from openneuron.check.compile_probe import probe_model, script_compile_info
 from openneuron.check.html import render_html
@@ -24,8 +25,10 @@ __all__ = ["FAIL_CATEGORIES", "check", "check_script", "exit_code", "triggered",
 def write_outputs(report: dict[str, Any], out_dir: str) -> dict[str, str]:
     """Writes report.json and report.html into ``out_dir``; returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
-    paths = {"json": os.path.join(out_dir, "report.json"),
-             "html": os.path.join(out_dir, "report.html")}
+    paths = {
+        "json": os.path.join(out_dir, "report.json"),
+        "html": os.path.join(out_dir, "report.html"),
+    }
     with open(paths["json"], "w") as f:
         json.dump(report, f, indent=1, default=str)
     with open(paths["html"], "w") as f:
@@ -33,15 +36,20 @@ def write_outputs(report: dict[str, Any], out_dir: str) -> dict[str, str]:
     return paths
 
 
-def _source_file(model: Any) -> Optional[str]:
+def _source_file(model: Any) -> str | None:
     try:
         return inspect.getsourcefile(type(model))
     except (TypeError, OSError):
         return None
 
 
-def check(model: Any, example_inputs: Any, loss_fn: Optional[Callable] = None, steps: int = 3,
-          out_dir: Optional[str] = None) -> dict[str, Any]:
+def check(
+    model: Any,
+    example_inputs: Any,
+    loss_fn: Callable | None = None,
+    steps: int = 3,
+    out_dir: str | None = None,
+) -> dict[str, Any]:
     """Checks ``model`` on ``example_inputs`` (a tensor or a tuple): ``steps`` training steps
     (SGD) on CPU and on neuron with ``loss_fn(output, *inputs)`` or, without it, the mean of the
     first output. Returns the report dictionary (see report.build_report); with ``out_dir``
@@ -56,8 +64,9 @@ def check(model: Any, example_inputs: Any, loss_fn: Optional[Callable] = None, s
     lint = [f.to_dict() for f in lint_file(source)] if source and source.endswith(".py") else []
     try:
         replica = __import__("copy").deepcopy(model).to("neuron")
-        compile_info = probe_model(replica, tuple(
-            t.to("neuron") if isinstance(t, torch.Tensor) else t for t in inputs))
+        compile_info = probe_model(
+            replica, tuple(t.to("neuron") if isinstance(t, torch.Tensor) else t for t in inputs)
+        )
     except Exception as error:
         compile_info = {"available": False, "summary": f"compile probe failed: {error}"}
     report = build_report(type(model).__name__, cpu, neuron, lint, compile_info)
@@ -66,9 +75,13 @@ def check(model: Any, example_inputs: Any, loss_fn: Optional[Callable] = None, s
     return report
 
 
-def check_script(script: str, args: list[str], timeout_s: float = 600.0,
-                 out_dir: Optional[str] = None, progress: Optional[Callable] = None
-                 ) -> dict[str, Any]:
+def check_script(
+    script: str,
+    args: list[str],
+    timeout_s: float = 600.0,
+    out_dir: str | None = None,
+    progress: Callable | None = None,
+) -> dict[str, Any]:
     """Checks a script: runs it once on CPU and once on neuron (each in a child process with
     ``timeout_s``), lints its source and builds the report; ``progress(stage)`` is called as
     each stage starts. A broken script, a crash or a timeout on either device is part of the
@@ -85,8 +98,7 @@ def check_script(script: str, args: list[str], timeout_s: float = 600.0,
     stage("neuron")
     neuron = run_script("neuron", script, args, timeout_s, trace_path=trace)
     stage("report")
-    report = build_report(os.path.basename(script), cpu, neuron, lint,
-                          script_compile_info(neuron))
+    report = build_report(os.path.basename(script), cpu, neuron, lint, script_compile_info(neuron))
     if trace and os.path.exists(trace):
         report["trace"] = trace
     if out_dir:

@@ -20,12 +20,19 @@ def error_record(error: BaseException, script: str) -> dict[str, Any]:
     where = None
     for frame in traceback.extract_tb(error.__traceback__):
         if os.path.abspath(frame.filename) == os.path.abspath(script):
-            where = {"file": os.path.basename(frame.filename), "line": frame.lineno,
-                     "code": (frame.line or "").strip()}
+            where = {
+                "file": os.path.basename(frame.filename),
+                "line": frame.lineno,
+                "code": (frame.line or "").strip(),
+            }
     message = str(error).strip().splitlines()
     unsupported = isinstance(error, NotImplementedError) or "not implemented for" in str(error)
-    return {"type": type(error).__name__, "message": message[0][:500] if message else "",
-            "where": where, "unsupported_op": unsupported}
+    return {
+        "type": type(error).__name__,
+        "message": message[0][:500] if message else "",
+        "where": where,
+        "unsupported_op": unsupported,
+    }
 
 
 def profile_summary(prof: Any) -> dict[str, Any]:
@@ -57,8 +64,15 @@ def run(device: str, script: str, args: list[str], trace_path: str = "") -> dict
                 torch.neuron.synchronize()
     except SystemExit as exit_:
         if exit_.code not in (None, 0):
-            status, error = "failed", {"type": "SystemExit", "message": f"exit code {exit_.code}",
-                                       "where": None, "unsupported_op": False}
+            status, error = (
+                "failed",
+                {
+                    "type": "SystemExit",
+                    "message": f"exit code {exit_.code}",
+                    "where": None,
+                    "unsupported_op": False,
+                },
+            )
     except BaseException as failure:  # the script's own error is a finding, not ours
         status, error = "failed", error_record(failure, script)
     result = recorder.result

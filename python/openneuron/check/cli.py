@@ -4,29 +4,42 @@ error. Whatever the script does, the report is written and the tool itself does 
 
 import argparse
 import sys
-from typing import Optional
 
 from openneuron.check.report import FAIL_CATEGORIES
 
 _STAGES = ("lint", "cpu", "neuron", "report")
-_STAGE_TEXT = {"lint": "linting the source", "cpu": "running on cpu",
-               "neuron": "running on neuron (profiled)", "report": "comparing and reporting"}
+_STAGE_TEXT = {
+    "lint": "linting the source",
+    "cpu": "running on cpu",
+    "neuron": "running on neuron (profiled)",
+    "report": "comparing and reporting",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openneuron check",
         description="Run a PyTorch script on CPU and on neuron and report whether it is ready "
-                    "to move: op coverage, numerics, portability, compile, performance.")
+        "to move: op coverage, numerics, portability, compile, performance.",
+    )
     parser.add_argument("script", help="the Python script to check")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
-    parser.add_argument("--out", default="openneuron-check",
-                        help="directory for report.json, report.html and trace.json")
-    parser.add_argument("--fail-on", default="",
-                        help="comma-separated categories that make the exit code 1: "
-                             + ",".join(FAIL_CATEGORIES))
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds each device's run may take (default 600)")
+    parser.add_argument(
+        "--out",
+        default="openneuron-check",
+        help="directory for report.json, report.html and trace.json",
+    )
+    parser.add_argument(
+        "--fail-on",
+        default="",
+        help="comma-separated categories that make the exit code 1: " + ",".join(FAIL_CATEGORIES),
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds each device's run may take (default 600)",
+    )
     return parser
 
 
@@ -68,11 +81,15 @@ class _Progress:
 
     def __call__(self, stage: str) -> None:
         if self._bar is not None:
-            self._bar.update(self._task, completed=_STAGES.index(stage),
-                             description=_STAGE_TEXT[stage])
+            self._bar.update(
+                self._task, completed=_STAGES.index(stage), description=_STAGE_TEXT[stage]
+            )
         else:
-            print(f"[{_STAGES.index(stage) + 1}/{len(_STAGES)}] {_STAGE_TEXT[stage]}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{_STAGES.index(stage) + 1}/{len(_STAGES)}] {_STAGE_TEXT[stage]}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self._bar is not None:
@@ -80,13 +97,16 @@ class _Progress:
             self._bar.stop()
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     options = _parser().parse_args(_split_options(list(sys.argv[1:] if argv is None else argv)))
     fail_on = [c.strip() for c in options.fail_on.split(",") if c.strip()]
     unknown = [c for c in fail_on if c not in FAIL_CATEGORIES]
     if unknown:
-        print(f"openneuron check: unknown --fail-on categories {unknown}; known: "
-              f"{', '.join(FAIL_CATEGORIES)}", file=sys.stderr)
+        print(
+            f"openneuron check: unknown --fail-on categories {unknown}; known: "
+            f"{', '.join(FAIL_CATEGORIES)}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     from openneuron.check import check_script, exit_code, write_outputs
     from openneuron.check.terminal import print_summary
@@ -94,11 +114,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     progress = _Progress()
     report = None
     try:
-        report = check_script(options.script, options.args, options.timeout, options.out,
-                              progress)
+        report = check_script(options.script, options.args, options.timeout, options.out, progress)
     except Exception as error:  # a fault of the tool: said plainly, with what was gathered
-        print(f"openneuron check: internal error: {type(error).__name__}: {error}",
-              file=sys.stderr)
+        print(f"openneuron check: internal error: {type(error).__name__}: {error}", file=sys.stderr)
     finally:
         progress.close()
     if report is None:

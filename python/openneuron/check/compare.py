@@ -1,6 +1,6 @@
 """Numerics: the neuron run's module outputs, gradients and losses against the CPU run's."""
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -20,8 +20,9 @@ def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float:
     return difference / max(scale, 1e-12)
 
 
-def compare_runs(cpu: dict[str, Any], neuron: dict[str, Any],
-                 tolerance: Optional[float] = None) -> dict[str, Any]:
+def compare_runs(
+    cpu: dict[str, Any], neuron: dict[str, Any], tolerance: float | None = None
+) -> dict[str, Any]:
     """Per-module output and gradient errors in the order the modules ran, the first module
     whose output diverges, and the losses of both runs step by step."""
     reference = {m["key"]: m for m in cpu.get("modules", [])}
@@ -37,12 +38,19 @@ def compare_runs(cpu: dict[str, Any], neuron: dict[str, Any],
         limit = tolerance if tolerance is not None else inherited
         grad = neuron.get("grads", {}).get(record["name"])
         grad_ref = cpu.get("grads", {}).get(record["name"])
-        grad_error = relative_error(grad, grad_ref) if grad is not None and grad_ref is not None \
-            else None
+        grad_error = (
+            relative_error(grad, grad_ref) if grad is not None and grad_ref is not None else None
+        )
         # Gradients compound error from every later layer, hence the wider margin.
-        entry = {"module": record["key"], "type": record.get("type", ""), "output_error": error,
-                 "grad_error": grad_error, "tolerance": limit, "divergent": error > limit,
-                 "grad_divergent": grad_error is not None and grad_error > 10 * limit}
+        entry = {
+            "module": record["key"],
+            "type": record.get("type", ""),
+            "output_error": error,
+            "grad_error": grad_error,
+            "tolerance": limit,
+            "divergent": error > limit,
+            "grad_divergent": grad_error is not None and grad_error > 10 * limit,
+        }
         modules.append(entry)
         if entry["divergent"] and first is None:
             first = entry
@@ -50,8 +58,9 @@ def compare_runs(cpu: dict[str, Any], neuron: dict[str, Any],
         first = next((m for m in reversed(modules) if m["grad_divergent"]), None)
     cpu_losses, neuron_losses = cpu.get("losses", []), neuron.get("losses", [])
     steps = min(len(cpu_losses), len(neuron_losses))
-    loss_errors = [abs(neuron_losses[i] - cpu_losses[i]) / max(abs(cpu_losses[i]), 1e-12)
-                   for i in range(steps)]
+    loss_errors = [
+        abs(neuron_losses[i] - cpu_losses[i]) / max(abs(cpu_losses[i]), 1e-12) for i in range(steps)
+    ]
     return {
         "modules": modules,
         "first_divergent": first,

@@ -1,7 +1,8 @@
 """Compile behaviour: whether torch.compile(backend="neuron") exists and, when it does, what
 it did (graphs, graph breaks, recompiles, compile time)."""
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 
 def compile_available() -> bool:
@@ -17,8 +18,11 @@ def probe_model(model: Callable, example_inputs: tuple) -> dict[str, Any]:
     """Compiles ``model`` with the neuron backend and explains it; a report that compile is
     not available when the backend is missing."""
     if not compile_available():
-        return {"available": False, "summary": "torch.compile(backend=\"neuron\") is not "
-                "available in this build: compile behaviour not checked"}
+        return {
+            "available": False,
+            "summary": 'torch.compile(backend="neuron") is not '
+            "available in this build: compile behaviour not checked",
+        }
     import time
 
     import torch._dynamo
@@ -26,8 +30,11 @@ def probe_model(model: Callable, example_inputs: tuple) -> dict[str, Any]:
     info: dict[str, Any] = {"available": True}
     try:
         explanation = torch._dynamo.explain(model)(*example_inputs)
-        info.update(graphs=explanation.graph_count, graph_breaks=explanation.graph_break_count,
-                    break_reasons=[str(r.reason) for r in explanation.break_reasons][:20])
+        info.update(
+            graphs=explanation.graph_count,
+            graph_breaks=explanation.graph_break_count,
+            break_reasons=[str(r.reason) for r in explanation.break_reasons][:20],
+        )
         torch._dynamo.reset()
         compiled = torch.compile(model, backend="neuron")
         started = time.perf_counter()
@@ -43,7 +50,7 @@ def probe_model(model: Callable, example_inputs: tuple) -> dict[str, Any]:
 def _metrics() -> dict[str, Any]:
     import openneuron
 
-    metrics: Optional[Callable] = getattr(openneuron, "compile_metrics", None)
+    metrics: Callable | None = getattr(openneuron, "compile_metrics", None)
     if metrics is None:
         return {}
     try:
@@ -57,18 +64,25 @@ def describe(info: dict[str, Any]) -> str:
     if not info.get("available"):
         return info.get("summary", "compile not available")
     if "error" in info:
-        return f"torch.compile(backend=\"neuron\") failed: {info['error']}"
-    return (f"{info.get('graphs', '?')} graph(s), {info.get('graph_breaks', '?')} graph break(s), "
-            f"first compiled call {info.get('first_call_s', 0):.2f} s")
+        return f'torch.compile(backend="neuron") failed: {info["error"]}'
+    return (
+        f"{info.get('graphs', '?')} graph(s), {info.get('graph_breaks', '?')} graph break(s), "
+        f"first compiled call {info.get('first_call_s', 0):.2f} s"
+    )
 
 
 def script_compile_info(neuron_run: dict[str, Any]) -> dict[str, Any]:
     """Compile behaviour of a script: what its own torch.compile calls did in the neuron run."""
     if not compile_available():
-        return {"available": False, "summary": "torch.compile(backend=\"neuron\") is not "
-                "available in this build: compile behaviour not checked"}
+        return {
+            "available": False,
+            "summary": 'torch.compile(backend="neuron") is not '
+            "available in this build: compile behaviour not checked",
+        }
     info = dict(neuron_run.get("compile", {}), available=True)
-    info["summary"] = (f"{info.get('graphs', 0)} graph(s), {info.get('graph_breaks', 0)} graph "
-                       f"break(s), {info.get('recompiles', 0)} recompile(s) in the script's own "
-                       "torch.compile calls")
+    info["summary"] = (
+        f"{info.get('graphs', 0)} graph(s), {info.get('graph_breaks', 0)} graph "
+        f"break(s), {info.get('recompiles', 0)} recompile(s) in the script's own "
+        "torch.compile calls"
+    )
     return info

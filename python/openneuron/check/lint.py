@@ -6,8 +6,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 _NON_DETERMINISTIC = {
-    "index_add_", "index_add", "scatter_add_", "scatter_add", "index_put_", "put_",
-    "bincount", "histc", "embedding_bag", "scatter_reduce", "scatter_reduce_",
+    "index_add_",
+    "index_add",
+    "scatter_add_",
+    "scatter_add",
+    "index_put_",
+    "put_",
+    "bincount",
+    "histc",
+    "embedding_bag",
+    "scatter_reduce",
+    "scatter_reduce_",
 }
 _DATA_DEPENDENT = {"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere"}
 _FLOAT64 = {"float64", "double", "complex128", "cdouble"}
@@ -31,10 +40,10 @@ _ADVICE = {
     "hard-coded-cuda": "use torch.accelerator.current_accelerator() or a device argument",
     "torch-cuda-call": "use torch.accelerator.* (or torch.neuron.*) instead of torch.cuda.*",
     "float64": "NeuronCores have no float64: it runs on the host fallback; use float32",
-    "custom-extension": "a custom C++/CUDA extension has no neuron kernel; it runs on the host or fails",
+    "custom-extension": "a custom C++/CUDA extension has no neuron kernel: host or failure",
     "non-deterministic": "accumulating scatter/index ops may differ run to run on accelerators",
-    "data-dependent-shape": "output shape depends on values: forces a device sync and breaks graphs",
-    "custom-autograd-function": "custom autograd.Function: its backward is checked like any other code",
+    "data-dependent-shape": "shape depends on values: forces a device sync, breaks graphs",
+    "custom-autograd-function": "custom autograd.Function: its backward is user code, compared too",
 }
 
 

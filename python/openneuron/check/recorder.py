@@ -7,7 +7,8 @@ import os
 import time
 import traceback
 import warnings
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -15,12 +16,18 @@ from torch.overrides import TorchFunctionMode
 SAMPLE_ELEMENTS = 4096  # elements of each output/gradient kept for the comparison
 _RANDOM_FACTORIES = {torch.randn, torch.rand, torch.randint, torch.randperm, torch.normal}
 _RANDOM_LIKE = {torch.randn_like, torch.rand_like, torch.randint_like}
-_DROPOUTS = {torch.nn.functional.dropout, torch.dropout, torch.nn.functional.dropout1d,
-             torch.nn.functional.dropout2d, torch.nn.functional.dropout3d,
-             torch.nn.functional.alpha_dropout, torch.nn.functional.feature_alpha_dropout}
+_DROPOUTS = {
+    torch.nn.functional.dropout,
+    torch.dropout,
+    torch.nn.functional.dropout1d,
+    torch.nn.functional.dropout2d,
+    torch.nn.functional.dropout3d,
+    torch.nn.functional.alpha_dropout,
+    torch.nn.functional.feature_alpha_dropout,
+}
 
 
-def sample_of(value: Any) -> Optional[torch.Tensor]:
+def sample_of(value: Any) -> torch.Tensor | None:
     """The first floating-point tensor in a module's output, flattened to at most
     SAMPLE_ELEMENTS float32 values on the host."""
     if isinstance(value, torch.Tensor):
@@ -50,8 +57,8 @@ def _dtype_of(value: Any) -> torch.dtype:
     return torch.float32
 
 
-def user_frame(user_files: set[str]) -> Optional[str]:
-    """"file:line" of the innermost frame of the user's own code on the current stack."""
+def user_frame(user_files: set[str]) -> str | None:
+    """ "file:line" of the innermost frame of the user's own code on the current stack."""
     for frame in reversed(traceback.extract_stack()[:-2]):
         if os.path.abspath(frame.filename) in user_files:
             return f"{os.path.basename(frame.filename)}:{frame.lineno}"
@@ -66,25 +73,32 @@ class Recorder:
     host first, so both runs draw the same numbers; dropout is off in both runs so outputs are
     comparable."""
 
-    def __init__(self, device: str, user_files: set[str], redirect: bool = False,
-                 profile: bool = True) -> None:
+    def __init__(
+        self, device: str, user_files: set[str], redirect: bool = False, profile: bool = True
+    ) -> None:
         self.device = device
         self.user_files = {os.path.abspath(f) for f in user_files}
         self.redirect = redirect
         self.profile = profile and device != "cpu"
         self.result: dict[str, Any] = {
-            "device": device, "modules": [], "grads": {}, "losses": [], "step_ends": [],
-            "fallback_lines": {}, "float64_lines": [], "notes": [],
+            "device": device,
+            "modules": [],
+            "grads": {},
+            "losses": [],
+            "step_ends": [],
+            "fallback_lines": {},
+            "float64_lines": [],
+            "notes": [],
         }
         self._names: dict[int, str] = {}
         self._modules: dict[str, torch.nn.Module] = {}
         self._calls: dict[str, int] = {}
         self._backwards = 0
         self._handles: list[Any] = []
-        self._mode: Optional[_CheckMode] = None
-        self._profiler: Optional[torch.profiler.profile] = None
-        self._warning_filter: Optional[Any] = None
-        self.kept_profile: Optional[torch.profiler.profile] = None
+        self._mode: _CheckMode | None = None
+        self._profiler: torch.profiler.profile | None = None
+        self._warning_filter: Any | None = None
+        self.kept_profile: torch.profiler.profile | None = None
 
     # -- naming and module hooks ---------------------------------------------------------
     def _pre_hook(self, module: torch.nn.Module, args: Any) -> None:
@@ -105,9 +119,15 @@ class Recorder:
         self._calls[name] = index + 1
         sample = sample_of(output)
         if sample is not None:
-            self.result["modules"].append({"key": f"{name}#{index}", "name": name,
-                                           "type": type(module).__name__, "sample": sample,
-                                           "dtype": _dtype_of(output)})
+            self.result["modules"].append(
+                {
+                    "key": f"{name}#{index}",
+                    "name": name,
+                    "type": type(module).__name__,
+                    "sample": sample,
+                    "dtype": _dtype_of(output),
+                }
+            )
 
     # -- steps ----------------------------------------------------------------------------
     def on_loss(self, loss: torch.Tensor) -> None:
@@ -118,8 +138,11 @@ class Recorder:
     def after_backward(self) -> None:
         if self._backwards == 0:
             for name, module in self._modules.items():
-                grads = [p.grad.detach().reshape(-1) for p in module.parameters(recurse=False)
-                         if p.grad is not None and p.grad.is_floating_point()]
+                grads = [
+                    p.grad.detach().reshape(-1)
+                    for p in module.parameters(recurse=False)
+                    if p.grad is not None and p.grad.is_floating_point()
+                ]
                 if grads:
                     flat = torch.cat([g[:SAMPLE_ELEMENTS] for g in grads])[:SAMPLE_ELEMENTS]
                     self.result["grads"][name] = flat.to("cpu", torch.float32)
@@ -134,8 +157,9 @@ class Recorder:
             return
         from torch.profiler import ProfilerActivity, profile
 
-        self._profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
-                                 record_shapes=True)
+        self._profiler = profile(
+            activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], record_shapes=True
+        )
         self._profiler.__enter__()
 
     def _stop_profiler(self, keep: bool) -> None:
@@ -148,11 +172,18 @@ class Recorder:
             self.kept_profile = profiler
 
     # -- fallback call sites ----------------------------------------------------------------
-    def _on_warning(self, message: Any, category: Any, filename: str, lineno: int,
-                    file: Any = None, line: Any = None) -> None:
+    def _on_warning(
+        self,
+        message: Any,
+        category: Any,
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: Any = None,
+    ) -> None:
         text = str(message)
         if text.startswith("neuron: ") and " has no native kernel" in text:
-            op = text[len("neuron: "):text.index(" has no native kernel")]
+            op = text[len("neuron: ") : text.index(" has no native kernel")]
             where = user_frame(self.user_files) or f"{os.path.basename(filename)}:{lineno}"
             self.result["fallback_lines"].setdefault(op, []).append(where)
         elif self._warning_filter is not None:
@@ -161,8 +192,10 @@ class Recorder:
     # -- install ------------------------------------------------------------------------
     def __enter__(self) -> "Recorder":
         hooks = torch.nn.modules.module
-        self._handles = [hooks.register_module_forward_pre_hook(self._pre_hook),
-                         hooks.register_module_forward_hook(self._forward_hook)]
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._pre_hook),
+            hooks.register_module_forward_hook(self._forward_hook),
+        ]
         self._mode = _CheckMode(self)
         self._mode.__enter__()
         self._warning_filter = warnings.showwarning
@@ -236,8 +269,11 @@ class _CheckMode(TorchFunctionMode):
                     if args[0].device.type == self.target.type and "device" not in kwargs:
                         return func(args[0].cpu(), *args[1:], **kwargs).to(self.target)
         result = func(*args, **kwargs)
-        if (not self.float64_seen and isinstance(result, torch.Tensor)
-                and result.dtype == torch.float64):
+        if (
+            not self.float64_seen
+            and isinstance(result, torch.Tensor)
+            and result.dtype == torch.float64
+        ):
             self.float64_seen = True
             rec.result["float64_lines"].append(user_frame(rec.user_files) or "?")
         return result

@@ -2,7 +2,7 @@
 the numerics comparison and the compile probe, plus the exit code for gating."""
 
 import statistics
-from typing import Any, Optional
+from typing import Any
 
 from openneuron.check.compare import compare_runs
 
@@ -11,10 +11,10 @@ FAIL_CATEGORIES = ("fallback", "unsupported", "numerics", "lint", "crash", "time
 
 def _step_times(run: dict[str, Any]) -> list[float]:
     ends = [run.get("start", 0.0), *run.get("step_ends", [])]
-    return [b - a for a, b in zip(ends, ends[1:])]
+    return [b - a for a, b in zip(ends, ends[1:], strict=False)]
 
 
-def _median_step(run: dict[str, Any]) -> Optional[float]:
+def _median_step(run: dict[str, Any]) -> float | None:
     steps = _step_times(run)[1:]  # the first step includes warm-up
     return statistics.median(steps) if steps else None
 
@@ -30,9 +30,14 @@ def op_coverage(neuron: dict[str, Any]) -> dict[str, Any]:
         unsupported.append({"error": error.get("message", ""), "where": error.get("where")})
     return {
         "native": {"ops": len(native), "calls": sum(native.values())},
-        "host_fallback": {"ops": len(fallback), "calls": sum(fallback.values()),
-                          "by_op": [{"op": op, "calls": n, "lines": sorted(set(lines.get(op, [])))}
-                                    for op, n in sorted(fallback.items(), key=lambda i: -i[1])]},
+        "host_fallback": {
+            "ops": len(fallback),
+            "calls": sum(fallback.values()),
+            "by_op": [
+                {"op": op, "calls": n, "lines": sorted(set(lines.get(op, [])))}
+                for op, n in sorted(fallback.items(), key=lambda i: -i[1])
+            ],
+        },
         "unsupported": unsupported,
     }
 
@@ -53,21 +58,38 @@ def performance(cpu: dict[str, Any], neuron: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_report(target: str, cpu: dict[str, Any], neuron: dict[str, Any],
-                 lint: list[dict[str, Any]], compile_info: dict[str, Any]) -> dict[str, Any]:
+def build_report(
+    target: str,
+    cpu: dict[str, Any],
+    neuron: dict[str, Any],
+    lint: list[dict[str, Any]],
+    compile_info: dict[str, Any],
+) -> dict[str, Any]:
     runs = {}
     for run in (cpu, neuron):
         runs[run.get("device", "?")] = {
-            "status": run.get("status"), "error": run.get("error"), "wall_s": run.get("wall_s"),
-            "notes": run.get("notes", []), "steps": len(run.get("losses", [])),
+            "status": run.get("status"),
+            "error": run.get("error"),
+            "wall_s": run.get("wall_s"),
+            "notes": run.get("notes", []),
+            "steps": len(run.get("losses", [])),
         }
     both_ran = cpu.get("status") in ("ok", "failed") and neuron.get("status") in ("ok", "failed")
-    numerics = compare_runs(cpu, neuron) if both_ran else {"divergent": False, "modules": [],
-                                                           "losses": {}, "first_divergent": None}
+    numerics = (
+        compare_runs(cpu, neuron)
+        if both_ran
+        else {"divergent": False, "modules": [], "losses": {}, "first_divergent": None}
+    )
     lint = list(lint)
     for where in neuron.get("float64_lines", []):
-        lint.append({"rule": "float64", "line": where, "code": "(at run time) a float64 tensor",
-                     "advice": "NeuronCores have no float64: it runs on the host fallback"})
+        lint.append(
+            {
+                "rule": "float64",
+                "line": where,
+                "code": "(at run time) a float64 tensor",
+                "advice": "NeuronCores have no float64: it runs on the host fallback",
+            }
+        )
     return {
         "target": target,
         "runs": runs,

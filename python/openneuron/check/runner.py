@@ -8,7 +8,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -17,14 +18,14 @@ from openneuron.check.recorder import Recorder
 _STDERR_TAIL = 2000
 
 
-def run_script(device: str, script: str, args: list[str], timeout_s: float,
-               trace_path: str = "") -> dict[str, Any]:
+def run_script(
+    device: str, script: str, args: list[str], timeout_s: float, trace_path: str = ""
+) -> dict[str, Any]:
     """One run of ``script`` on ``device`` in a child process. A timeout or a crash of the
     child itself (a signal, an interpreter failure) comes back as a result with that status."""
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "result.pt")
-        command = [sys.executable, "-m", "openneuron.check.child", "--device", device,
-                   "--out", out]
+        command = [sys.executable, "-m", "openneuron.check.child", "--device", device, "--out", out]
         if trace_path:
             command += ["--trace", trace_path]
         command += [script, *args]
@@ -32,20 +33,36 @@ def run_script(device: str, script: str, args: list[str], timeout_s: float,
         try:
             completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as expired:
-            return {"device": device, "status": "timeout", "wall_s": time.perf_counter() - started,
-                    "error": {"type": "Timeout", "message": f"no result after {timeout_s:g} s",
-                              "where": None, "unsupported_op": False},
-                    "stdout": (expired.stdout or "")[-_STDERR_TAIL:]
-                    if isinstance(expired.stdout, str) else ""}
+            return {
+                "device": device,
+                "status": "timeout",
+                "wall_s": time.perf_counter() - started,
+                "error": {
+                    "type": "Timeout",
+                    "message": f"no result after {timeout_s:g} s",
+                    "where": None,
+                    "unsupported_op": False,
+                },
+                "stdout": (expired.stdout or "")[-_STDERR_TAIL:]
+                if isinstance(expired.stdout, str)
+                else "",
+            }
         if os.path.exists(out):
             result = torch.load(out, weights_only=False)
             result["stdout"] = completed.stdout[-_STDERR_TAIL:]
             return result
-        return {"device": device, "status": "crashed", "wall_s": time.perf_counter() - started,
-                "error": {"type": "ProcessCrash",
-                          "message": f"the run ended with code {completed.returncode}: "
-                                     + completed.stderr.strip()[-_STDERR_TAIL:],
-                          "where": None, "unsupported_op": False}}
+        return {
+            "device": device,
+            "status": "crashed",
+            "wall_s": time.perf_counter() - started,
+            "error": {
+                "type": "ProcessCrash",
+                "message": f"the run ended with code {completed.returncode}: "
+                + completed.stderr.strip()[-_STDERR_TAIL:],
+                "where": None,
+                "unsupported_op": False,
+            },
+        }
 
 
 def _to_device(value: Any, device: str) -> Any:
@@ -58,7 +75,7 @@ def _to_device(value: Any, device: str) -> Any:
     return value
 
 
-def _first_tensor(value: Any) -> Optional[torch.Tensor]:
+def _first_tensor(value: Any) -> torch.Tensor | None:
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, dict):
@@ -71,9 +88,15 @@ def _first_tensor(value: Any) -> Optional[torch.Tensor]:
     return None
 
 
-def run_model(device: str, model: torch.nn.Module, example_inputs: tuple,
-              loss_fn: Optional[Callable], steps: int, user_files: set[str],
-              lr: float = 1e-3) -> dict[str, Any]:
+def run_model(
+    device: str,
+    model: torch.nn.Module,
+    example_inputs: tuple,
+    loss_fn: Callable | None,
+    steps: int,
+    user_files: set[str],
+    lr: float = 1e-3,
+) -> dict[str, Any]:
     """``steps`` training steps (forward, loss, backward, SGD) of a copy of ``model`` on
     ``device``; without ``loss_fn`` the loss is the mean of the first output."""
     from openneuron.check.child import error_record

@@ -20,18 +20,25 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
                 text += f" (at {where['file']}:{where['line']})"
         lines.append(text)
     coverage = report["op_coverage"]
-    lines.append(f"1. ops: {coverage['native']['ops']} native, "
-                 f"{coverage['host_fallback']['ops']} on the host fallback, "
-                 f"{len(coverage['unsupported'])} unsupported")
+    lines.append(
+        f"1. ops: {coverage['native']['ops']} native, "
+        f"{coverage['host_fallback']['ops']} on the host fallback, "
+        f"{len(coverage['unsupported'])} unsupported"
+    )
     for entry in coverage["host_fallback"]["by_op"][:10]:
         lines.append(f"     fallback {entry['op']} x{entry['calls']}  {', '.join(entry['lines'])}")
     numerics = report["numerics"]
     first = numerics.get("first_divergent")
-    lines.append(f"2. numerics: {numerics.get('compared_modules', 0)} module outputs compared, "
-                 + (f"first divergent: {first['module']} (error {first['output_error']:.3g})"
-                    if first else "none divergent"))
+    lines.append(
+        f"2. numerics: {numerics.get('compared_modules', 0)} module outputs compared, "
+        + (
+            f"first divergent: {first['module']} (error {first['output_error']:.3g})"
+            if first
+            else "none divergent"
+        )
+    )
     losses = numerics.get("losses") or {}
-    for i, (a, b) in enumerate(zip(losses.get("cpu", []), losses.get("neuron", []))):
+    for i, (a, b) in enumerate(zip(losses.get("cpu", []), losses.get("neuron", []), strict=False)):
         if i >= 5:
             break
         lines.append(f"     step {i}: loss cpu {a:.6g}  neuron {b:.6g}")
@@ -44,13 +51,16 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     def ms(value: Any, scale: float = 1e3) -> str:
         return "n/a" if value is None else f"{value * scale:.3g} ms"
 
-    lines.append(f"5. step time: cpu {ms(perf['cpu_step_s'])}, neuron (simulated) "
-                 f"{ms(perf['neuron_step_s'])}, projected trn2 "
-                 f"{ms(perf['projected_trn2_step_us'], 1e-3)}, trn3 "
-                 f"{ms(perf['projected_trn3_step_us'], 1e-3)}")
+    lines.append(
+        f"5. step time: cpu {ms(perf['cpu_step_s'])}, neuron (simulated) "
+        f"{ms(perf['neuron_step_s'])}, projected trn2 "
+        f"{ms(perf['projected_trn2_step_us'], 1e-3)}, trn3 "
+        f"{ms(perf['projected_trn3_step_us'], 1e-3)}"
+    )
     for row in perf.get("bottlenecks", [])[:5]:
-        lines.append(f"     {row['name'][:40]:<40} trn2 {row['projected_trn2_us']:9.1f} us  "
-                     f"{row['bound']}")
+        lines.append(
+            f"     {row['name'][:40]:<40} trn2 {row['projected_trn2_us']:9.1f} us  {row['bound']}"
+        )
     found = triggered(report)
     lines.append("findings: " + (", ".join(found) if found else "none"))
     return lines

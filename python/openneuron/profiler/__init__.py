@@ -39,12 +39,30 @@ def _recorded_activities() -> dict[tuple[str, int], list[dict[str, Any]]]:
     return by_key
 
 
+class _HostOp:
+    def __init__(self, name: str, input_shapes: Any, input_dtypes: Any) -> None:
+        self.name, self.input_shapes, self.input_dtypes = name, input_shapes, input_dtypes
+
+
+def _host_ops(prof: Any, events: Any) -> dict[int, Any]:
+    """Host ops by correlation id, from the raw results: the event list drops an op nested in
+    one of the same name (aten::sum inside aten::sum), which may be the one that launched."""
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is None:
+        return {e.id: e for e in events if e.device_type == DeviceType.CPU}
+    return {
+        e.correlation_id(): _HostOp(e.name(), e.shapes(), e.dtypes())
+        for e in results.events()
+        if e.device_type() == DeviceType.CPU
+    }
+
+
 def device_ops(prof: Any) -> list[dict[str, Any]]:
     """Every device op and copy of a finished profile, in start order: name, device, stream,
     start and end (us since the trace start), measured duration, the launching host op, bytes
     (copies), and the projected trn2/trn3 time with its bound ("compute", "memory", "launch")."""
     events = prof.events()
-    host_ops = {e.id: e for e in events if e.device_type == DeviceType.CPU}
+    host_ops = _host_ops(prof, events)
     recorded = _recorded_activities()
     result = []
     for event in sorted(events, key=lambda e: e.time_range.start):
@@ -57,25 +75,30 @@ def device_ops(prof: Any) -> list[dict[str, Any]]:
         if kind:
             projection = project(event.name, copy_bytes=int(meta.get("bytes", 0)), copy_kind=kind)
         elif launcher is not None:
-            projection = project(launcher.name, launcher.input_shapes or (),
-                                 getattr(launcher, "input_dtypes", None) or ())
+            projection = project(
+                launcher.name,
+                launcher.input_shapes or (),
+                getattr(launcher, "input_dtypes", None) or (),
+            )
         else:
             projection = project(event.name)
-        result.append({
-            "name": event.name,
-            "device": event.device_index,
-            "stream": int(meta.get("stream", event.device_resource_id)),
-            "start_us": event.time_range.start,
-            "end_us": event.time_range.end,
-            "duration_us": event.time_range.end - event.time_range.start,
-            "launched_by": launcher.name if launcher is not None else None,
-            "correlation": event.linked_correlation_id,
-            "bytes": int(meta.get("bytes", 0)),
-            "flops": projection.flops,
-            "projected_trn2_us": projection.trn2_us,
-            "projected_trn3_us": projection.trn3_us,
-            "bound": projection.bound,
-        })
+        result.append(
+            {
+                "name": event.name,
+                "device": event.device_index,
+                "stream": int(meta.get("stream", event.device_resource_id)),
+                "start_us": event.time_range.start,
+                "end_us": event.time_range.end,
+                "duration_us": event.time_range.end - event.time_range.start,
+                "launched_by": launcher.name if launcher is not None else None,
+                "correlation": event.linked_correlation_id,
+                "bytes": int(meta.get("bytes", 0)),
+                "flops": projection.flops,
+                "projected_trn2_us": projection.trn2_us,
+                "projected_trn3_us": projection.trn3_us,
+                "bound": projection.bound,
+            }
+        )
     result.sort(key=lambda op: op["start_us"])
     return result
 
@@ -86,8 +109,16 @@ def projection_summary(ops: list[dict[str, Any]], top: int = 10) -> list[dict[st
     groups: dict[str, dict[str, Any]] = {}
     bound_time: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for op in ops:
-        group = groups.setdefault(op["name"], {"name": op["name"], "count": 0, "measured_us": 0.0,
-                                               "projected_trn2_us": 0.0, "projected_trn3_us": 0.0})
+        group = groups.setdefault(
+            op["name"],
+            {
+                "name": op["name"],
+                "count": 0,
+                "measured_us": 0.0,
+                "projected_trn2_us": 0.0,
+                "projected_trn3_us": 0.0,
+            },
+        )
         group["count"] += 1
         group["measured_us"] += op["duration_us"]
         group["projected_trn2_us"] += op["projected_trn2_us"]
@@ -103,12 +134,16 @@ def projection_table(prof: Any, top: int = 10) -> str:
     """A printable table of the top device ops by projected trn2 time."""
     ops = device_ops(prof)
     rows = projection_summary(ops, top)
-    lines = [f"Projected device time ({METHOD})",
-             f"{'op':<44} {'count':>6} {'measured us':>12} {'trn2 us':>10} {'trn3 us':>10}  bound"]
+    lines = [
+        f"Projected device time ({METHOD})",
+        f"{'op':<44} {'count':>6} {'measured us':>12} {'trn2 us':>10} {'trn3 us':>10}  bound",
+    ]
     for row in rows:
-        lines.append(f"{row['name'][:44]:<44} {row['count']:>6} {row['measured_us']:>12.1f} "
-                     f"{row['projected_trn2_us']:>10.1f} {row['projected_trn3_us']:>10.1f}  "
-                     f"{row['bound']}")
+        lines.append(
+            f"{row['name'][:44]:<44} {row['count']:>6} {row['measured_us']:>12.1f} "
+            f"{row['projected_trn2_us']:>10.1f} {row['projected_trn3_us']:>10.1f}  "
+            f"{row['bound']}"
+        )
     total2 = sum(op["projected_trn2_us"] for op in ops)
     total3 = sum(op["projected_trn3_us"] for op in ops)
     measured = sum(op["duration_us"] for op in ops)

@@ -3,9 +3,10 @@ time at the tensor engine's published peak and its memory time at the published 
 with a fixed launch floor. It stands in for the simulator's cost model until that lands, and says
 so in every report (``METHOD``)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Sequence
+from typing import Any
 
 LAUNCH_FLOOR_US = 2.0  # an assumed fixed cost per queued device op
 VECTOR_FRACTION = 1 / 16  # assumed: non-matmul ops reach this fraction of the bf16 tensor peak
@@ -17,9 +18,23 @@ METHOD = (
 HOST_LINK_GB_PER_S = 64.0  # an assumed host <-> device link (PCIe Gen5 x16) for H2D/D2H copies
 
 _DTYPE_BYTES = {
-    "float": 4, "float32": 4, "c10::BFloat16": 2, "bfloat16": 2, "c10::Half": 2, "half": 2,
-    "float16": 2, "double": 8, "float64": 8, "long int": 8, "int64": 8, "int": 4, "int32": 4,
-    "bool": 1, "unsigned char": 1, "signed char": 1, "short int": 2,
+    "float": 4,
+    "float32": 4,
+    "c10::BFloat16": 2,
+    "bfloat16": 2,
+    "c10::Half": 2,
+    "half": 2,
+    "float16": 2,
+    "double": 8,
+    "float64": 8,
+    "long int": 8,
+    "int64": 8,
+    "int": 4,
+    "int32": 4,
+    "bool": 1,
+    "unsigned char": 1,
+    "signed char": 1,
+    "short int": 2,
 }
 
 
@@ -53,11 +68,16 @@ def _is_shape(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(s, int) for s in value)
 
 
-def estimate_work(name: str, shapes: Sequence[Any], dtypes: Sequence[str]) -> tuple[float, float, bool]:
+def estimate_work(
+    name: str, shapes: Sequence[Any], dtypes: Sequence[str]
+) -> tuple[float, float, bool]:
     """(flops, bytes moved, uses the tensor engine) of one op from its input shapes; bytes are
     the inputs read plus an output the size of the largest input (matmuls: their real output)."""
-    tensors = [(list(s), dtypes[i] if i < len(dtypes) else "float") for i, s in enumerate(shapes)
-               if _is_shape(s) and len(s) > 0]
+    tensors = [
+        (list(s), dtypes[i] if i < len(dtypes) else "float")
+        for i, s in enumerate(shapes)
+        if _is_shape(s) and len(s) > 0
+    ]
     sizes = [_numel(s) * _DTYPE_BYTES.get(d, 4) for s, d in tensors]
     largest = max(sizes, default=0)
     base = name.split("::")[-1].split(".")[0]
@@ -85,8 +105,13 @@ def estimate_work(name: str, shapes: Sequence[Any], dtypes: Sequence[str]) -> tu
     return float(numel), float(sum(sizes) + largest), False
 
 
-def project(name: str, shapes: Sequence[Any] = (), dtypes: Sequence[str] = (),
-            copy_bytes: int = 0, copy_kind: str = "") -> Projection:
+def project(
+    name: str,
+    shapes: Sequence[Any] = (),
+    dtypes: Sequence[str] = (),
+    copy_bytes: int = 0,
+    copy_kind: str = "",
+) -> Projection:
     """The projected trn2/trn3 time of one device op (or of a copy of ``copy_bytes``)."""
     if copy_kind:
         over_host = copy_kind in ("HtoD", "DtoH")
@@ -101,14 +126,22 @@ def project(name: str, shapes: Sequence[Any] = (), dtypes: Sequence[str] = (),
     low_precision = any(d in ("c10::BFloat16", "c10::Half") for d in dtypes)
     times, bounds = {}, {}
     for profile, spec in profiles().items():
-        peak = spec["peak_bf16_tflops"] if (low_precision or not tensor_engine) else spec[
-            "peak_fp32_tflops"]
+        peak = (
+            spec["peak_bf16_tflops"]
+            if (low_precision or not tensor_engine)
+            else spec["peak_fp32_tflops"]
+        )
         if not tensor_engine:
             peak = spec["peak_bf16_tflops"] * VECTOR_FRACTION
         compute_us = flops / (peak * 1e6)
         memory_us = moved / (spec["hbm_gb_per_s"] * 1e3)
         time = max(compute_us, memory_us, LAUNCH_FLOOR_US)
         times[profile] = time
-        bounds[profile] = ("launch" if time == LAUNCH_FLOOR_US
-                           else "compute" if compute_us >= memory_us else "memory")
+        bounds[profile] = (
+            "launch"
+            if time == LAUNCH_FLOOR_US
+            else "compute"
+            if compute_us >= memory_us
+            else "memory"
+        )
     return Projection(flops, moved, times["trn2"], times["trn3"], bounds["trn2"])
