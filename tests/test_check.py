@@ -120,6 +120,7 @@ def test_timeout_and_broken_script_are_reported(tmp_path):
     broken.write_text("import torch\ndef oops(:\n")
     completed, report, _ = run_check(tmp_path, str(broken))
     assert report["runs"]["neuron"]["error"]["type"] == "SyntaxError"
+    assert report["runs"]["neuron"]["error"]["where"]["line"] == 2
     assert completed.returncode == 0  # no --fail-on: reported, not gated
 
 

@@ -75,6 +75,35 @@ def check(
     return report
 
 
+def _unrunnable(script: str) -> Callable[[str], dict[str, Any]] | None:
+    """For a script that cannot start (missing, or not valid Python), the result of either run,
+    without starting one."""
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            compile(f.read(), script, "exec")
+        return None
+    except OSError as error:
+        failure = {"type": type(error).__name__, "message": str(error), "where": None}
+    except SyntaxError as error:
+        failure = {
+            "type": "SyntaxError",
+            "message": error.msg,
+            "where": {
+                "file": os.path.basename(script),
+                "line": error.lineno,
+                "code": (error.text or "").strip(),
+            },
+        }
+    failure["unsupported_op"] = False
+    return lambda device: {
+        "device": device,
+        "status": "failed",
+        "error": dict(failure),
+        "wall_s": 0.0,
+        "notes": [],
+    }
+
+
 def check_script(
     script: str,
     args: list[str],
@@ -93,10 +122,15 @@ def check_script(
     trace = os.path.join(out_dir, "trace.json") if out_dir else ""
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
+    broken = _unrunnable(script)
     stage("cpu")
-    cpu = run_script("cpu", script, args, timeout_s)
+    cpu = broken("cpu") if broken else run_script("cpu", script, args, timeout_s)
     stage("neuron")
-    neuron = run_script("neuron", script, args, timeout_s, trace_path=trace)
+    neuron = (
+        broken("neuron")
+        if broken
+        else run_script("neuron", script, args, timeout_s, trace_path=trace)
+    )
     stage("report")
     report = build_report(os.path.basename(script), cpu, neuron, lint, script_compile_info(neuron))
     if trace and os.path.exists(trace):
