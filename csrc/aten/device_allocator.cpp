@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "aten/memory_history.h"
 #include "aten/runtime_errors.h"
 #include "runtime/copy.h"
 #include "runtime/errors.h"
@@ -17,12 +18,33 @@ using runtime::Runtime;
 struct Allocation {
   void* ptr;
   int device;
+  size_t bytes;
+  int64_t stream;
 };
+
+// torch.profiler's memory events (profile_memory=True): the change and the device's totals.
+void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t delta,
+                        int device) {
+  const runtime::MemoryStats stats = allocator.stats();
+  c10::reportMemoryUsageToProfiler(
+      ptr, delta, static_cast<size_t>(stats.allocated_bytes[0].current),
+      static_cast<size_t>(stats.reserved_bytes[0].current),
+      c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+}
 
 void free_allocation(void* context) {
   auto* allocation = static_cast<Allocation*>(context);
   try {
-    Runtime::get().device(allocation->device).allocator().free(allocation->ptr);
+    auto& allocator = Runtime::get().device(allocation->device).allocator();
+    allocator.free(allocation->ptr);
+    if (memory_history_enabled()) {
+      memory_history_on_free(allocation->device, allocation->ptr, allocation->bytes,
+                             allocation->stream);
+    }
+    if (c10::memoryProfilingEnabled()) {
+      report_to_profiler(allocator, allocation->ptr, -static_cast<int64_t>(allocation->bytes),
+                         allocation->device);
+    }
   } catch (const ::openneuron::runtime::Error&) {
     // In a forked child the runtime is gone; its memory went with the parent's threads.
   }
@@ -51,14 +73,21 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
   c10::DataPtr allocate(size_t bytes) override {
     int device = 0;
     void* ptr = nullptr;
+    int64_t stream = 0;
     OPENNEURON_RUNTIME_CALL({
       device = runtime::current_device();
       auto& target = Runtime::get().device(device);
-      ptr = target.allocator().allocate(bytes, runtime::current_stream(device));
+      auto& current = runtime::current_stream(device);
+      stream = current.id();
+      ptr = target.allocator().allocate(bytes, current);
+      if (ptr && memory_history_enabled()) memory_history_on_alloc(device, ptr, bytes, stream);
+      if (ptr && c10::memoryProfilingEnabled()) {
+        report_to_profiler(target.allocator(), ptr, static_cast<int64_t>(bytes), device);
+      }
     });
     c10::Device where(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
     if (!ptr) return c10::DataPtr(nullptr, nullptr, &free_allocation, where);
-    return c10::DataPtr(ptr, new Allocation{ptr, device}, &free_allocation, where);
+    return c10::DataPtr(ptr, new Allocation{ptr, device, bytes, stream}, &free_allocation, where);
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }

@@ -5,11 +5,16 @@
 #include "aten/device_allocator.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
+#include "aten/memory_history.h"
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
+#include "runtime/device_profile.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::bridge {
+
+// Defined in profiler_activity.cpp: what the last profiling session recorded.
+void register_profiler_bindings(pybind11::module& module);
 
 namespace {
 
@@ -94,7 +99,23 @@ PYBIND11_MODULE(_C, m) {
     return result;
   });
 
+  m.def("_device_profiles", [] {  // the published constants the projections use
+    py::list result;
+    for (const auto& profile : runtime::known_profiles()) {
+      py::dict entry;
+      entry["name"] = profile.name;
+      entry["core_version"] = profile.core_version;
+      entry["hbm_bytes"] = profile.hbm_bytes;
+      entry["peak_bf16_tflops"] = profile.peak_bf16_tflops;
+      entry["peak_fp32_tflops"] = profile.peak_fp32_tflops;
+      entry["hbm_gb_per_s"] = profile.hbm_gb_per_s;
+      result.append(entry);
+    }
+    return result;
+  });
   m.def("_memory_stats", &memory_stats);
+  register_memory_history(m);
+  register_profiler_bindings(m);
   m.def("_reset_peak_memory_stats",
         [](int device) { Runtime::get().device(device).allocator().reset_peak_stats(); });
   m.def("_reset_accumulated_memory_stats",

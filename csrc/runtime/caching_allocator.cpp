@@ -1,5 +1,6 @@
 #include "runtime/caching_allocator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -252,6 +253,23 @@ bool CachingAllocator::owns(const void* ptr) const {
   if (found == live_.begin()) return false;
   const Block* block = std::prev(found)->second;
   return reinterpret_cast<uintptr_t>(ptr) < reinterpret_cast<uintptr_t>(block->ptr) + block->size;
+}
+
+std::vector<CachingAllocator::BlockInfo> CachingAllocator::blocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<BlockInfo> result;
+  auto add = [&](const Block* block, bool allocated) {
+    result.push_back(BlockInfo{reinterpret_cast<uintptr_t>(block->ptr), block->size,
+                               allocated ? block->requested : 0, block->stream->id(), allocated});
+  };
+  for (const auto& [address, block] : live_) add(block, true);
+  for (const auto& [stream, by_size] : cached_) {
+    for (const auto& [size, block] : by_size) add(block, false);
+  }
+  for (const auto& pending : pending_) add(pending.block, false);
+  std::sort(result.begin(), result.end(),
+            [](const BlockInfo& a, const BlockInfo& b) { return a.address < b.address; });
+  return result;
 }
 
 }  // namespace openneuron::runtime

@@ -51,6 +51,17 @@ class CachingAllocator {
   // True when `ptr` lies inside a block this allocator handed out.
   bool owns(const void* ptr) const;
 
+  // One block of device memory as a memory snapshot shows it (each block is its own segment).
+  struct BlockInfo {
+    uintptr_t address;
+    size_t size;       // rounded size
+    size_t requested;  // what the caller asked for (0 for a cached block)
+    int64_t stream;    // id of the stream it serves
+    bool allocated;    // held by a tensor (false: cached, or waiting on other streams)
+  };
+  // Every block the allocator holds, by address.
+  std::vector<BlockInfo> blocks() const;
+
  private:
   struct Block {
     void* ptr;

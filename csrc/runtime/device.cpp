@@ -28,7 +28,7 @@ Stream& Device::next_pool_stream() {
   return stream(1 + index);
 }
 
-void Device::synchronize() {
+void Device::wait_idle() {
   std::array<Stream*, kPoolSize + 1> existing{};
   {
     std::lock_guard<std::mutex> lock(streams_mutex_);
@@ -36,6 +36,15 @@ void Device::synchronize() {
   }
   for (Stream* stream : existing) {
     if (stream) stream->wait_idle();
+  }
+}
+
+void Device::synchronize() {
+  wait_idle();
+  std::array<Stream*, kPoolSize + 1> existing{};
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
   }
   for (Stream* stream : existing) {
     if (stream) stream->synchronize();  // idle now: raises a captured error, if any

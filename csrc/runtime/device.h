@@ -32,6 +32,10 @@ class Device {
   // Waits for every stream of the device; throws the first queued error found.
   void synchronize();
 
+  // Waits for every stream of the device without raising queued errors (they stay for the
+  // next synchronize).
+  void wait_idle();
+
  private:
   const int index_;
   const bool launch_blocking_;

@@ -27,8 +27,26 @@ void Stream::record_failure(const char* op_name, const char* what) {
   }
 }
 
-void Stream::enqueue(const char* op_name, std::function<void()> work) {
+void Stream::record_activity(const char* op_name, const TraceInfo& trace, uint64_t correlation,
+                             int64_t start_ns) const {
+  tracer::record(Activity{op_name, trace.kind, device_, id_, correlation, start_ns,
+                          tracer::now_ns(), trace.bytes});
+}
+
+void Stream::enqueue(const char* op_name, std::function<void()> work, TraceInfo trace) {
+  const bool traced = tracer::enabled();
   if (launch_blocking_) {
+    const int64_t start_ns = traced ? tracer::now_ns() : 0;
+    struct RecordOnExit {  // the activity is recorded whether or not the work throws
+      const Stream* stream;
+      const char* name;
+      const TraceInfo& trace;
+      bool traced;
+      int64_t start_ns;
+      ~RecordOnExit() {
+        if (traced) stream->record_activity(name, trace, tracer::current_correlation(), start_ns);
+      }
+    } record_on_exit{this, op_name, trace, traced, start_ns};
     try {
       work();
     } catch (const std::exception& e) {
@@ -44,7 +62,8 @@ void Stream::enqueue(const char* op_name, std::function<void()> work) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
-    queue_.push_back(Task{op_name, std::move(work)});
+    queue_.push_back(
+        Task{op_name, std::move(work), trace, traced ? tracer::current_correlation() : 0, traced});
     queued_.store(queue_.size(), std::memory_order_release);
     wake = worker_sleeping_;
   }
@@ -109,6 +128,7 @@ void Stream::run_worker() {
     queued_.store(queue_.size(), std::memory_order_release);
     running_.store(true, std::memory_order_release);
     lock.unlock();
+    const int64_t start_ns = task.traced ? tracer::now_ns() : 0;
     try {
       task.work();
     } catch (const std::exception& e) {
@@ -116,6 +136,7 @@ void Stream::run_worker() {
     } catch (...) {
       record_failure(task.op_name, "unknown exception");
     }
+    if (task.traced) record_activity(task.op_name, task.trace, task.correlation, start_ns);
     task.work = nullptr;  // release captured state outside the lock
     lock.lock();
     running_.store(false, std::memory_order_release);

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "runtime/tracer.h"
+
 namespace openneuron::runtime {
 
 class Stream {
@@ -28,16 +30,19 @@ class Stream {
 
   // Queues `work` behind everything queued before and returns at once. If work throws,
   // the error is kept and raised by the next synchronize() as a QueuedWorkError naming
-  // `op_name` (a string literal or other storage that outlives the stream).
-  void enqueue(const char* op_name, std::function<void()> work);
+  // `op_name` (a string literal or other storage that outlives the stream). While tracing,
+  // the item is recorded as an activity of kind `trace` with the caller's correlation id.
+  void enqueue(const char* op_name, std::function<void()> work, TraceInfo trace = {});
 
   // Runs `work` at once on the calling thread when nothing is queued or running on the stream
   // (the outcome equals queuing it, without the hand-off to the worker thread); queues it
   // otherwise. Meant for work that takes about as long as that hand-off (tiny tensors): the
   // caller waits for it. Errors are kept and raised by synchronize(), as for enqueue().
   template <typename Work>
-  void enqueue_small(const char* op_name, Work&& work) {
+  void enqueue_small(const char* op_name, Work&& work, TraceInfo trace = {}) {
     if (!launch_blocking_ && begin_inline()) {
+      const bool traced = tracer::enabled();
+      const int64_t start_ns = traced ? tracer::now_ns() : 0;
       try {
         work();
       } catch (const std::exception& e) {
@@ -45,10 +50,11 @@ class Stream {
       } catch (...) {
         record_failure(op_name, "unknown exception");
       }
+      if (traced) record_activity(op_name, trace, tracer::current_correlation(), start_ns);
       end_inline();
       return;
     }
-    enqueue(op_name, std::function<void()>(std::forward<Work>(work)));
+    enqueue(op_name, std::function<void()>(std::forward<Work>(work)), trace);
   }
 
   // Blocks until every queued item has run, then throws the first error captured since
@@ -65,6 +71,9 @@ class Stream {
   struct Task {
     const char* op_name;
     std::function<void()> work;
+    TraceInfo trace;
+    uint64_t correlation;
+    bool traced;  // tracing was on when it was queued
   };
   static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
   // How long a synchronizing caller spins before sleeping: waking a sleeping thread costs a
@@ -81,6 +90,9 @@ class Stream {
   void spin_until_idle() const;
   void wait_idle_locked(std::unique_lock<std::mutex>& lock);
   void record_failure(const char* op_name, const char* what);
+  // Records a finished item that began at `start_ns` with the tracer.
+  void record_activity(const char* op_name, const TraceInfo& trace, uint64_t correlation,
+                       int64_t start_ns) const;
 
   const int device_;
   const int64_t id_;

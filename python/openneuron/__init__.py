@@ -82,3 +82,12 @@ def _register_backend() -> None:
 
 _register_backend()
 _route_default_compile_backend()
+
+
+def __getattr__(name: str):
+    # The check tool and profiler helpers load on first use, keeping `import torch` light.
+    if name in ("check", "profiler"):
+        import importlib
+
+        return importlib.import_module(f"openneuron.{name}")
+    raise AttributeError(f"module 'openneuron' has no attribute {name!r}")

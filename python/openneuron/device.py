@@ -5,7 +5,10 @@ from typing import Any
 
 import torch
 
-from openneuron import _C
+from openneuron import (
+    _C,
+    memory,  # noqa: F401  (torch.neuron.memory)
+)
 from openneuron.memory import (
     empty_cache,
     max_memory_allocated,
@@ -14,6 +17,7 @@ from openneuron.memory import (
     memory_allocated,
     memory_reserved,
     memory_stats,
+    memory_summary,
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
@@ -66,6 +70,7 @@ __all__ = [
     "max_memory_reserved",
     "mem_get_info",
     "memory_allocated",
+    "memory_summary",
     "memory_reserved",
     "memory_stats",
     "reset_accumulated_memory_stats",

@@ -560,3 +560,33 @@ TEST_F(CachingAllocatorTest, ConcurrentAllocationsKeepStatsConsistent) {
 
 }  // namespace
 }  // namespace openneuron::runtime
+
+namespace openneuron::runtime {
+namespace {
+
+TEST(CachingAllocatorBlocksTest, ListsLiveAndCachedBlocksByAddress) {
+  Stream stream(0, 0, false);
+  CachingAllocator allocator(0, uint64_t{1} << 30);
+  void* kept = allocator.allocate(1000, stream);
+  void* freed = allocator.allocate(3 << 20, stream);
+  allocator.free(freed);
+  auto blocks = allocator.blocks();
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_LT(blocks[0].address, blocks[1].address);
+  for (const auto& block : blocks) {
+    if (block.address == reinterpret_cast<uintptr_t>(kept)) {
+      EXPECT_TRUE(block.allocated);
+      EXPECT_EQ(block.requested, 1000u);
+      EXPECT_GE(block.size, 1000u);
+    } else {
+      EXPECT_EQ(block.address, reinterpret_cast<uintptr_t>(freed));
+      EXPECT_FALSE(block.allocated);
+      EXPECT_GE(block.size, size_t{3} << 20);
+    }
+    EXPECT_EQ(block.stream, 0);
+  }
+  allocator.free(kept);
+}
+
+}  // namespace
+}  // namespace openneuron::runtime

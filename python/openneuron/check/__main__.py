@@ -1,0 +1,3 @@
+from openneuron.check.cli import main
+
+main()
