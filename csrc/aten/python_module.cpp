@@ -7,6 +7,7 @@
 #include "aten/generator.h"
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
+#include "aten/sim_binding.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::bridge {
@@ -115,6 +116,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_clear_op_tracking", &clear_op_tracking);
   m.def("_set_strict", &set_strict_mode);
   m.def("_is_strict", &strict_mode);
+  register_sim_bindings(m);
 }
 
 }  // namespace openneuron::bridge
