@@ -335,6 +335,13 @@ class Checker {
     if (src.partitions() > 128 || src.free_size() > 128) {
       fail(rule::kMatmulLimits, "transposes at most [128, 128], got " + shape_text(src));
     }
+    if (instruction.engine == Engine::kVector && (src.partitions() > 32 || src.free_size() > 32)) {
+      fail(rule::kMatmulLimits, "the Vector engine transposes at most [32, 32], got " +
+                                    shape_text(src) + "; use the Tensor engine (dst in PSUM)");
+    }
+    if (instruction.engine != Engine::kTensor && instruction.engine != Engine::kVector) {
+      fail(rule::kBadOperand, "nc_transpose runs on the Tensor or the Vector engine");
+    }
     if (instruction.dst.partitions() != src.free_size() ||
         instruction.dst.free_size() != src.partitions()) {
       fail(rule::kShapeMismatch, "result " + shape_text(instruction.dst) +
@@ -344,7 +351,7 @@ class Checker {
       fail(rule::kDtype, std::string("transpose keeps the dtype: ") + dtype_name(src.dtype) +
                              " in, " + dtype_name(instruction.dst.dtype) + " out");
     }
-    check_single_bank(instruction.dst);
+    if (instruction.engine == Engine::kTensor) check_single_bank(instruction.dst);
   }
 
   void check_single_bank(const AccessPattern& dst) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <map>
 
 namespace openneuron::sim {
 
@@ -149,6 +150,55 @@ double engine_ghz(const CoreProfile& profile, Engine engine) {
   }
 }
 
+// The DMA engines' shared bandwidth as a calendar of busy intervals: a transfer takes the first
+// gap after its inputs are ready, so a store waiting on compute does not hold up later loads
+// (the hardware spreads DMAs over 16 queues).
+class DmaCalendar {
+ public:
+  double place(double ready, double length) {
+    auto it = busy_.upper_bound(ready);
+    if (it != busy_.begin()) {
+      auto previous = std::prev(it);
+      if (previous->second > ready) ready = previous->second;
+    }
+    while (it != busy_.end() && it->first < ready + length) {
+      ready = std::max(ready, it->second);
+      ++it;
+    }
+    double begin = ready, end = ready + length;
+    auto next = busy_.lower_bound(begin);
+    if (next != busy_.begin()) {
+      auto previous = std::prev(next);
+      if (previous->second >= begin) {
+        begin = previous->first;
+        busy_.erase(previous);
+      }
+    }
+    next = busy_.lower_bound(begin);
+    if (next != busy_.end() && next->first <= end) {
+      end = std::max(end, next->second);
+      busy_.erase(next);
+    }
+    busy_[begin] = end;
+    return ready;
+  }
+
+ private:
+  std::map<double, double> busy_;
+};
+
+// Length of the union of intervals.
+double covered(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  double total = 0, reach = -1;
+  for (const auto& [begin, end] : intervals) {
+    if (end <= reach) continue;
+    total += end - std::max(begin, reach);
+    reach = end;
+  }
+  return total;
+}
+
 }  // namespace
 
 double instruction_cost_ns(const Program& program, const Instruction& ins,
@@ -230,11 +280,12 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
   DependencyTracker tracker(program, profile, layout);
   double engine_free[static_cast<int>(Engine::kCount)] = {0, 0, 0, 0, 0};
   const double sync_ns = profile.semaphore_wait_cycles / profile.gpsimd_ghz;
-  double dma_busy_until = 0;
+  DmaCalendar dma;
+  std::vector<std::pair<double, double>> dma_in_flight;
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     const Instruction& ins = program.instructions[i];
     const int engine = static_cast<int>(ins.engine);
-    double start = engine_free[engine];
+    double start = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
     start = std::max(start, tracker.ready(ins.dst, true, ins.engine, sync_ns));
     start = std::max(start, tracker.ready(ins.dst2, true, ins.engine, sync_ns));
     for (const auto& src : ins.src)
@@ -243,11 +294,10 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
     double end = start + cost;
     EngineSummary& summary = timeline.engines[engine];
     if (ins.engine == Engine::kDma) {
-      // The queue is occupied for the transfer; the data lands after the fixed latency too.
-      engine_free[engine] = start + cost;
+      // Bandwidth is taken for the transfer; the data lands after the fixed latency too.
+      start = dma.place(start, cost);
       end = start + cost + profile.dma_fixed_ns;
-      summary.busy_ns += std::max(0.0, end - std::max(start, dma_busy_until));
-      dma_busy_until = std::max(dma_busy_until, end);
+      dma_in_flight.emplace_back(start, end);
       timeline.dma_bytes += ins.src[0].elements() * dtype_size(ins.src[0].dtype);
     } else {
       engine_free[engine] = end;
@@ -263,6 +313,7 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
     timeline.instructions[i] = {start, end};
     timeline.total_ns = std::max(timeline.total_ns, end);
   }
+  timeline.engines[static_cast<int>(Engine::kDma)].busy_ns = covered(std::move(dma_in_flight));
   for (auto& summary : timeline.engines) {
     summary.utilization = timeline.total_ns > 0 ? summary.busy_ns / timeline.total_ns : 0.0;
   }

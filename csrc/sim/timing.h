@@ -1,7 +1,8 @@
 // The timing model: when each instruction runs on its engine, and how long the kernel takes.
 //
 // Each engine (Tensor, Vector, Scalar, GpSimd) executes its instructions in issue order; the 16
-// DMA engines act as one queue whose throughput is their sum. An instruction starts when its
+// DMA engines share their summed bandwidth, and a transfer takes it as soon as its data is
+// ready (DMA queues do not wait on one another). An instruction starts when its
 // engine is free and the memory it reads was written (RAW), and the memory it writes is no
 // longer being read or written (WAR, WAW); waiting on another engine costs a semaphore wait.
 // Dependencies are tracked per 512-byte block of SBUF/PSUM (all partitions) and per byte range

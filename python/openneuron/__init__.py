@@ -37,3 +37,8 @@ def _register_backend() -> None:
 
 
 _register_backend()
+
+# `import nki` answers with openneuron.nki when AWS's nki package is not installed.
+from openneuron.nki import alias as _nki_alias  # noqa: E402
+
+_nki_alias.install()

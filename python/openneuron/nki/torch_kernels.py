@@ -1,0 +1,1 @@
+"""NKI kernels called on PyTorch tensors (placeholder replaced below)."""
