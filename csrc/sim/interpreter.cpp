@@ -194,16 +194,43 @@ void matmul_reference(const std::vector<float>& stationary, const std::vector<fl
   }
 }
 
-// Same order of fused multiply-adds per output element, with the moving row vectorised.
+// Same order of fused multiply-adds per output element (k = 0..K-1), register-blocked: a 4-row
+// by 64-column block of results stays in vector registers while k runs.
+template <int kRows, int kCols>
+void matmul_block(const float* __restrict stationary, const float* __restrict moving,
+                  int64_t k_size, int64_t m_size, int64_t n_size, int64_t m0, int64_t n0,
+                  float* __restrict out) {
+  float acc[kRows][kCols] = {};
+  for (int64_t k = 0; k < k_size; ++k) {
+    const float* __restrict b = moving + k * n_size + n0;
+    const float* __restrict a = stationary + k * m_size + m0;
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kCols; ++j) out[(m0 + i) * n_size + n0 + j] = acc[i][j];
+  }
+}
+
 void matmul_fast(const std::vector<float>& stationary, const std::vector<float>& moving,
                  int64_t k_size, int64_t m_size, int64_t n_size, std::vector<float>& out) {
-  std::fill(out.begin(), out.end(), 0.0f);
+  constexpr int kRows = 4, kCols = 64;
+  const int64_t m_full = m_size / kRows * kRows, n_full = n_size / kCols * kCols;
+  for (int64_t m0 = 0; m0 < m_full; m0 += kRows) {
+    for (int64_t n0 = 0; n0 < n_full; n0 += kCols) {
+      matmul_block<kRows, kCols>(stationary.data(), moving.data(), k_size, m_size, n_size, m0,
+                                 n0, out.data());
+    }
+  }
+  // Edges: one element at a time, in the same k order.
   for (int64_t m = 0; m < m_size; ++m) {
-    float* __restrict row = out.data() + m * n_size;
-    for (int64_t k = 0; k < k_size; ++k) {
-      const float a = stationary[k * m_size + m];
-      const float* __restrict b = moving.data() + k * n_size;
-      for (int64_t n = 0; n < n_size; ++n) row[n] = std::fma(a, b[n], row[n]);
+    for (int64_t n = (m < m_full ? n_full : 0); n < n_size; ++n) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < k_size; ++k) {
+        sum = std::fma(stationary[k * m_size + m], moving[k * n_size + n], sum);
+      }
+      out[m * n_size + n] = sum;
     }
   }
 }

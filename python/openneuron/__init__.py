@@ -42,3 +42,5 @@ _register_backend()
 from openneuron.nki import alias as _nki_alias  # noqa: E402
 
 _nki_alias.install()
+
+from openneuron.nki.torch_kernels import nki_op  # noqa: E402,F401

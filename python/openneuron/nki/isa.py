@@ -202,11 +202,18 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
 
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False,
                          reverse1=False, name=None, **_ignored):
-    """dst = (data op0 operand0) op1 operand1 with operand1 a tile: two Vector instructions."""
-    tensor_scalar(dst, data, op0, operand0, reverse0=reverse0)
+    """dst = (data op0 operand0) op1 operand1 with operand1 a tile: two Vector instructions,
+    the intermediate kept in fp32 (a scratch tile when dst is narrower)."""
+    from openneuron.nki.dtypes import float32
+
+    middle = dst
+    if dst.dtype is not float32:
+        scratch = _trace().new_buffer(None, tr.SBUF, float32, dst.shape)
+        middle = NkiTensor(scratch)
+    tensor_scalar(middle, data, op0, operand0, reverse0=reverse0)
     if reverse1:
-        return tensor_tensor(dst, operand1, dst, op1)
-    return tensor_tensor(dst, dst, operand1, op1)
+        return tensor_tensor(dst, operand1, middle, op1)
+    return tensor_tensor(dst, middle, operand1, op1)
 
 
 def _reduce_view(data, axis):

@@ -151,9 +151,10 @@ def _as_kernel(kernel):
 
 
 def _bind(trace, func, args, kwargs):
-    """Turns array arguments into HBM input tensors; returns (args, kwargs, host arrays)."""
+    """Turns array arguments into HBM input tensors; returns (args, kwargs, flat host arrays
+    in argument order, their buffer indices)."""
     names = list(inspect.signature(func).parameters)
-    inputs = {}
+    arrays, indices = [], []
 
     def convert(value, name):
         array = _host_array(value)
@@ -165,7 +166,8 @@ def _bind(trace, func, args, kwargs):
             host = np.ascontiguousarray(array)
             if dtype.numpy != host.dtype:
                 host = host.astype(dtype.numpy)
-            inputs[buffer.index] = host
+            arrays.append(host)
+            indices.append(buffer.index)
             return NkiTensor(buffer)
         if isinstance(value, (list, tuple)) and any(_host_array(v) is not None for v in value):
             return type(value)(convert(v, f"{name}[{i}]") for i, v in enumerate(value))
@@ -173,7 +175,18 @@ def _bind(trace, func, args, kwargs):
 
     new_args = [convert(a, names[i] if i < len(names) else f"arg{i}") for i, a in enumerate(args)]
     new_kwargs = {k: convert(v, k) for k, v in kwargs.items()}
-    return new_args, new_kwargs, inputs
+    return new_args, new_kwargs, arrays, indices
+
+
+def flat_arrays(args, kwargs):
+    """The array arguments in the order _bind numbers them."""
+    found = []
+    for value in list(args) + list(kwargs.values()):
+        if _host_array(value) is not None:
+            found.append(value)
+        elif isinstance(value, (list, tuple)) and any(_host_array(v) is not None for v in value):
+            found.extend(v for v in value if _host_array(v) is not None)
+    return found
 
 
 def _flatten(value, found):
@@ -186,16 +199,6 @@ def _flatten(value, found):
         for v in value.values():
             _flatten(v, found)
     return found
-
-
-def _rebuild(value, arrays):
-    if isinstance(value, NkiTensor):
-        return arrays[value.buffer.index]
-    if isinstance(value, (list, tuple)):
-        return type(value)(_rebuild(v, arrays) for v in value)
-    if isinstance(value, dict):
-        return {k: _rebuild(v, arrays) for k, v in value.items()}
-    return value
 
 
 def _view_array(tensor, arrays):
@@ -212,59 +215,6 @@ def _view_array(tensor, arrays):
     return flat[index]
 
 
-def launch(kernel, args, kwargs, profile=None, execute=True, reference=False, trace=False):
-    """Traces and runs `kernel` once per program id of its grid; returns a LaunchResult."""
-    kernel = _as_kernel(kernel)
-    profile = profile or default_profile()
-    func = kernel.func
-    source = os.path.basename(inspect.getsourcefile(func) or "<kernel>")
-    program_ids = [()]
-    for extent in kernel.grid:
-        program_ids = [ids + (i,) for ids in program_ids for i in range(extent)]
-    carried = {}  # kernel-created HBM buffers, by creation order, as earlier cores left them
-    cores, traces, returned, arrays = [], [], None, {}
-    instruction_count = 0
-    for ids in program_ids:
-        recording = tr.Trace(source, ids, kernel.grid, profile)
-        with tr.tracing(recording):
-            call_args, call_kwargs, inputs = _bind(recording, func, args, kwargs)
-            input_count = len(recording.buffers)
-            returned = func(*call_args, **call_kwargs)
-        hbm = [b for b in recording.buffers if b.memory == tr.HBM]
-        created = [b for b in hbm if b.index >= input_count]
-        for order, buffer in enumerate(created):
-            if order in carried:
-                buffer.initialized = True
-                inputs[buffer.index] = carried[order]
-        buffers, words, immediates = encode(recording)
-        wanted = [b.index for b in hbm]
-        result = _sim()._sim_run(profile, source, buffers, words, immediates,
-                                 {i: a.reshape(-1).view(np.uint8) for i, a in inputs.items()},
-                                 wanted, execute, reference, trace)
-        instruction_count += int(result["instructions"])
-        cores.append(result)
-        traces.append(recording)
-        if execute:
-            arrays = {}
-            for b in hbm:
-                raw = np.frombuffer(result["outputs"][b.index], dtype=np.uint8)
-                arrays[b.index] = raw.view(b.dtype.numpy).reshape(b.shape).copy()
-            for order, buffer in enumerate(created):
-                carried[order] = arrays[buffer.index]
-            # Inputs the kernel wrote carry over too.
-            for index in inputs:
-                if index < input_count:
-                    inputs[index] = arrays[index]
-            _write_back_inputs(args, kwargs, recording, arrays, input_count)
-    outputs = None
-    if execute and returned is not None:
-        views = {}
-        for t in _flatten(returned, []):
-            views[id(t)] = _view_array(t, arrays)
-        outputs = _rebuild_views(returned, views)
-    return LaunchResult(outputs, cores, instruction_count, traces)
-
-
 def _rebuild_views(value, views):
     if isinstance(value, NkiTensor):
         return views[id(value)]
@@ -275,30 +225,112 @@ def _rebuild_views(value, views):
     return value
 
 
-def _write_back_inputs(args, kwargs, recording, arrays, input_count):
-    """Kernels may write into their array arguments (outputs passed in): copy those back."""
-    written = {f["dst"].buffer.index for _, _, f in recording.instructions
-               if f["dst"] is not None and f["dst"].buffer.index < input_count}
-    if not written:
-        return
-    flat_args = []
-    for value in list(args) + list(kwargs.values()):
-        if isinstance(value, (list, tuple)) and any(_host_array(v) is not None for v in value):
-            flat_args.extend(value)
-        elif _host_array(value) is not None:
-            flat_args.append(value)
-    for index, value in enumerate(flat_args):
-        if index not in written:
-            continue
+class _Program:
+    """One program id's trace, encoded for the simulator."""
+
+    def __init__(self, recording, input_indices):
+        self.recording = recording
+        self.input_indices = input_indices
+        self.buffers, self.words, self.immediates = encode(recording)
+        self.hbm = [b for b in recording.buffers if b.memory == tr.HBM]
+        inputs = set(input_indices)
+        self.created = [b for b in self.hbm if b.index not in inputs]
+        self.written_inputs = {
+            position for position, index in enumerate(input_indices)
+            if any(f["dst"] is not None and f["dst"].buffer.index == index
+                   for _, _, f in recording.instructions)
+        }
+
+
+class CompiledLaunch:
+    """A kernel traced for one signature (shapes, dtypes, constants): replayable on new
+    arrays of that signature without tracing again."""
+
+    def __init__(self, kernel, args, kwargs, profile):
+        self.profile = profile
+        func = kernel.func
+        self.source = os.path.basename(inspect.getsourcefile(func) or "<kernel>")
+        program_ids = [()]
+        for extent in kernel.grid:
+            program_ids = [ids + (i,) for ids in program_ids for i in range(extent)]
+        self.programs = []
+        self.returned = None
+        self.sample_inputs = None
+        for ids in program_ids:
+            recording = tr.Trace(self.source, ids, kernel.grid, profile)
+            with tr.tracing(recording):
+                call_args, call_kwargs, arrays, indices = _bind(recording, func, args, kwargs)
+                self.returned = func(*call_args, **call_kwargs)
+            self.sample_inputs = arrays
+            self.programs.append(_Program(recording, indices))
+        self.written_inputs = set().union(*(p.written_inputs for p in self.programs))
+
+    @property
+    def instructions(self) -> int:
+        return sum(len(p.recording.instructions) for p in self.programs)
+
+    def run(self, arrays, execute=True, reference=False, trace=False):
+        """Runs every program id on `arrays` (the kernel's array arguments in order).
+        Returns (LaunchResult, the input arrays as the kernel left them)."""
+        arrays = list(arrays)
+        carried = {}  # kernel-created HBM buffers by creation order, as earlier cores left them
+        cores, final = [], {}
+        for program in self.programs:
+            inputs = {index: arrays[position] for position, index in
+                      enumerate(program.input_indices)}
+            for order, buffer in enumerate(program.created):
+                buffer.initialized = order in carried
+                if order in carried:
+                    inputs[buffer.index] = carried[order]
+            buffers = [b.encode() for b in program.recording.buffers]
+            wanted = [b.index for b in program.hbm]
+            result = _sim()._sim_run(
+                self.profile, self.source, buffers, program.words, program.immediates,
+                {i: np.ascontiguousarray(a).reshape(-1).view(np.uint8) for i, a in inputs.items()},
+                wanted, execute, reference, trace)
+            cores.append(result)
+            if execute:
+                final = {}
+                for b in program.hbm:
+                    raw = np.frombuffer(result["outputs"][b.index], dtype=np.uint8)
+                    final[b.index] = raw.view(b.dtype.numpy).reshape(b.shape).copy()
+                for order, buffer in enumerate(program.created):
+                    carried[order] = final[buffer.index]
+                for position, index in enumerate(program.input_indices):
+                    if position in program.written_inputs:
+                        arrays[position] = final[index]
+        outputs = None
+        if execute and self.returned is not None:
+            views = {id(t): _view_array(t, final) for t in _flatten(self.returned, [])}
+            outputs = _rebuild_views(self.returned, views)
+        launch_result = LaunchResult(outputs, cores, self.instructions,
+                                     [p.recording for p in self.programs])
+        return launch_result, arrays
+
+
+def launch(kernel, args, kwargs, profile=None, execute=True, reference=False, trace=False):
+    """Traces and runs `kernel` once per program id of its grid; returns a LaunchResult.
+    Array arguments the kernel wrote are updated in place."""
+    kernel = _as_kernel(kernel)
+    compiled = CompiledLaunch(kernel, args, kwargs, profile or default_profile())
+    result, arrays = compiled.run(compiled.sample_inputs, execute, reference, trace)
+    if execute and compiled.written_inputs:
+        _write_back(flat_arrays(args, kwargs), arrays, compiled.written_inputs)
+    return result
+
+
+def _write_back(originals, arrays, positions):
+    for position in positions:
+        value = originals[position]
         if isinstance(value, np.ndarray):
-            value[...] = arrays[index].reshape(value.shape).astype(value.dtype)
+            value[...] = arrays[position].reshape(value.shape).astype(value.dtype)
         else:
             import torch
 
             from openneuron.nki.torch_kernels import to_torch
 
             with torch.no_grad():
-                value.copy_(to_torch(arrays[index]).reshape(value.shape))
+                value.copy_(to_torch(arrays[position]).reshape(value.shape))
 
 
 def _like_inputs(outputs, args):
