@@ -33,8 +33,10 @@ def main():
     rhs = np.empty((K, N), np.float32)
     rows = []
     print(f"matmul tutorial, [{M},{K}] @ [{K},{N}] fp32, profile {args.profile}")
-    header = f"{'kernel':<10} {'est ms':>8} {'pub ms':>8} {'error':>7} {'PE %':>6} " \
-             f"{'pub PE %':>8} {'DMA %':>6} {'instr':>7} {'wall s':>7}"
+    header = (
+        f"{'kernel':<10} {'est ms':>8} {'pub ms':>8} {'error':>7} {'PE %':>6} "
+        f"{'pub PE %':>8} {'DMA %':>6} {'instr':>7} {'wall s':>7}"
+    )
     print(header)
     for name, kernel in VARIANTS.items():
         start = time.perf_counter()
@@ -43,23 +45,31 @@ def main():
         published_ms, published_pe = PUBLISHED[name]
         utilization = result.utilization()
         error = result.latency_ms / published_ms - 1
-        rows.append({
-            "kernel": name,
-            "estimated_ms": result.latency_ms,
-            "published_ms": published_ms,
-            "relative_error": error,
-            "tensor_utilization": utilization["tensor"],
-            "published_tensor_active": published_pe,
-            "dma_active": utilization["dma"],
-            "instructions": result.instructions,
-            "wall_s": wall,
-        })
+        rows.append(
+            {
+                "kernel": name,
+                "estimated_ms": result.latency_ms,
+                "published_ms": published_ms,
+                "relative_error": error,
+                "tensor_utilization": utilization["tensor"],
+                "published_tensor_active": published_pe,
+                "dma_active": utilization["dma"],
+                "instructions": result.instructions,
+                "wall_s": wall,
+            }
+        )
         pub_pe = f"{published_pe:.1f}" if published_pe else "-"
-        print(f"{name:<10} {result.latency_ms:8.2f} {published_ms:8.2f} {error:+7.1%} "
-              f"{100 * utilization['tensor']:6.1f} {pub_pe:>8} {100 * utilization['dma']:6.1f} "
-              f"{result.instructions:7d} {wall:7.1f}")
-    report = {"benchmark": "nki_matmul_fidelity", "profile": args.profile,
-              "machine": platform.processor() or platform.machine(), "rows": rows}
+        print(
+            f"{name:<10} {result.latency_ms:8.2f} {published_ms:8.2f} {error:+7.1%} "
+            f"{100 * utilization['tensor']:6.1f} {pub_pe:>8} {100 * utilization['dma']:6.1f} "
+            f"{result.instructions:7d} {wall:7.1f}"
+        )
+    report = {
+        "benchmark": "nki_matmul_fidelity",
+        "profile": args.profile,
+        "machine": platform.processor() or platform.machine(),
+        "rows": rows,
+    }
     with open(args.json, "w") as handle:
         json.dump(report, handle, indent=2)
     print(f"wrote {args.json}")

@@ -26,15 +26,18 @@ def matmul_tiled(lhsT, rhs):
             for k in nl.affine_range(K // TILE_K):
                 a = nl.ndarray((TILE_K, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
                 b = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(dst=a, src=lhsT[k * TILE_K:(k + 1) * TILE_K,
-                                              m * TILE_M:(m + 1) * TILE_M])
-                nisa.dma_copy(dst=b, src=rhs[k * TILE_K:(k + 1) * TILE_K,
-                                             n * TILE_N:(n + 1) * TILE_N])
+                nisa.dma_copy(
+                    dst=a, src=lhsT[k * TILE_K : (k + 1) * TILE_K, m * TILE_M : (m + 1) * TILE_M]
+                )
+                nisa.dma_copy(
+                    dst=b, src=rhs[k * TILE_K : (k + 1) * TILE_K, n * TILE_N : (n + 1) * TILE_N]
+                )
                 nisa.nc_matmul(dst=acc, stationary=a, moving=b)
             out = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_copy(dst=out, src=acc)
-            nisa.dma_copy(dst=result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N],
-                          src=out)
+            nisa.dma_copy(
+                dst=result[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N], src=out
+            )
     return result
 
 
@@ -47,20 +50,25 @@ def matmul_hoisted(lhsT, rhs):
     for m in nl.affine_range(M // TILE_M):
         a = nl.ndarray((TILE_K, tiles_k, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(tiles_k):
-            nisa.dma_copy(dst=a[:, k, :], src=lhsT[k * TILE_K:(k + 1) * TILE_K,
-                                                   m * TILE_M:(m + 1) * TILE_M])
+            nisa.dma_copy(
+                dst=a[:, k, :],
+                src=lhsT[k * TILE_K : (k + 1) * TILE_K, m * TILE_M : (m + 1) * TILE_M],
+            )
         for n in nl.affine_range(N // TILE_N):
             b = nl.ndarray((TILE_K, tiles_k, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
             for k in nl.affine_range(tiles_k):
-                nisa.dma_copy(dst=b[:, k, :], src=rhs[k * TILE_K:(k + 1) * TILE_K,
-                                                      n * TILE_N:(n + 1) * TILE_N])
+                nisa.dma_copy(
+                    dst=b[:, k, :],
+                    src=rhs[k * TILE_K : (k + 1) * TILE_K, n * TILE_N : (n + 1) * TILE_N],
+                )
             acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(tiles_k):
                 nisa.nc_matmul(dst=acc, stationary=a[:, k, :], moving=b[:, k, :])
             out = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_copy(dst=out, src=acc)
-            nisa.dma_copy(dst=result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N],
-                          src=out)
+            nisa.dma_copy(
+                dst=result[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N], src=out
+            )
     return result
 
 
@@ -76,25 +84,30 @@ def matmul_blocked(lhsT, rhs, block_m=2, block_n=1):
         a = nl.ndarray((TILE_K, tiles_k, block_m * TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
         m0 = mb * block_m * TILE_M
         for k in nl.affine_range(tiles_k):
-            nisa.dma_copy(dst=a[:, k, :],
-                          src=lhsT[k * TILE_K:(k + 1) * TILE_K, m0:m0 + block_m * TILE_M])
+            nisa.dma_copy(
+                dst=a[:, k, :], src=lhsT[k * TILE_K : (k + 1) * TILE_K, m0 : m0 + block_m * TILE_M]
+            )
         for nb in nl.affine_range(N // (TILE_N * block_n)):
             n0 = nb * block_n * TILE_N
-            b = nl.ndarray((TILE_K, tiles_k, block_n * TILE_N), dtype=rhs.dtype,
-                           buffer=nl.sbuf)
+            b = nl.ndarray((TILE_K, tiles_k, block_n * TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
             for k in nl.affine_range(tiles_k):
-                nisa.dma_copy(dst=b[:, k, :],
-                              src=rhs[k * TILE_K:(k + 1) * TILE_K, n0:n0 + block_n * TILE_N])
+                nisa.dma_copy(
+                    dst=b[:, k, :],
+                    src=rhs[k * TILE_K : (k + 1) * TILE_K, n0 : n0 + block_n * TILE_N],
+                )
             for i in nl.affine_range(block_m):
                 for j in nl.affine_range(block_n):
                     acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
                     for k in nl.affine_range(tiles_k):
-                        nisa.nc_matmul(dst=acc, stationary=a[:, k, i * TILE_M:(i + 1) * TILE_M],
-                                       moving=b[:, k, j * TILE_N:(j + 1) * TILE_N])
+                        nisa.nc_matmul(
+                            dst=acc,
+                            stationary=a[:, k, i * TILE_M : (i + 1) * TILE_M],
+                            moving=b[:, k, j * TILE_N : (j + 1) * TILE_N],
+                        )
                     out = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf)
                     nisa.tensor_copy(dst=out, src=acc)
                     row, col = m0 + i * TILE_M, n0 + j * TILE_N
-                    nisa.dma_copy(dst=result[row:row + TILE_M, col:col + TILE_N], src=out)
+                    nisa.dma_copy(dst=result[row : row + TILE_M, col : col + TILE_N], src=out)
     return result
 
 
@@ -116,23 +129,27 @@ def matmul_optimized(lhsT, rhs, block_m=2, block_n=4, block_k=8):
                 b = nl.ndarray((TILE_K, block_k, width_n), dtype=rhs.dtype, buffer=nl.sbuf)
                 for k in nl.affine_range(block_k):
                     k0 = (kb * block_k + k) * TILE_K
-                    nisa.dma_copy(dst=a[:, k, :], src=lhsT[k0:k0 + TILE_K, m0:m0 + width_m])
-                    nisa.dma_copy(dst=b[:, k, :], src=rhs[k0:k0 + TILE_K, n0:n0 + width_n])
+                    nisa.dma_copy(dst=a[:, k, :], src=lhsT[k0 : k0 + TILE_K, m0 : m0 + width_m])
+                    nisa.dma_copy(dst=b[:, k, :], src=rhs[k0 : k0 + TILE_K, n0 : n0 + width_n])
                 for i in nl.affine_range(block_m):
                     for j in nl.affine_range(block_n):
                         acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
                         for k in nl.affine_range(block_k):
-                            nisa.nc_matmul(dst=acc,
-                                           stationary=a[:, k, i * TILE_M:(i + 1) * TILE_M],
-                                           moving=b[:, k, j * TILE_N:(j + 1) * TILE_N])
-                        target = partial[:, i, j * TILE_N:(j + 1) * TILE_N]
+                            nisa.nc_matmul(
+                                dst=acc,
+                                stationary=a[:, k, i * TILE_M : (i + 1) * TILE_M],
+                                moving=b[:, k, j * TILE_N : (j + 1) * TILE_N],
+                            )
+                        target = partial[:, i, j * TILE_N : (j + 1) * TILE_N]
                         if kb == 0:
                             nisa.tensor_copy(dst=target, src=acc)
                         else:
                             nisa.tensor_tensor(dst=target, data1=target, data2=acc, op=nl.add)
             for i in nl.affine_range(block_m):
-                nisa.dma_copy(dst=result[m0 + i * TILE_M:m0 + (i + 1) * TILE_M, n0:n0 + width_n],
-                              src=partial[:, i, :])
+                nisa.dma_copy(
+                    dst=result[m0 + i * TILE_M : m0 + (i + 1) * TILE_M, n0 : n0 + width_n],
+                    src=partial[:, i, :],
+                )
     return result
 
 

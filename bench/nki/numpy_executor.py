@@ -56,8 +56,11 @@ class NumpyExecutor:
             elif opcode == tr.TENSOR_SCALAR:
                 data = self.view(f["src0"])
                 operand = self.view(f["src1"]) if f["src1"] is not None else f["imm0"]
-                value = _ALU[f["alu0"]](operand, data) if f["flags"] & 2 else _ALU[f["alu0"]](
-                    data, operand)
+                value = (
+                    _ALU[f["alu0"]](operand, data)
+                    if f["flags"] & 2
+                    else _ALU[f["alu0"]](data, operand)
+                )
                 if f["alu1"]:
                     other = self.view(f["src2"]) if f["src2"] is not None else f["imm1"]
                     value = _ALU[f["alu1"]](value, other)
@@ -70,7 +73,8 @@ class NumpyExecutor:
                 dst[...] = value
                 if f["alu1"]:
                     self.view(f["dst2"])[...] = value.reshape(value.shape[0], -1).sum(
-                        axis=1, keepdims=True)
+                        axis=1, keepdims=True
+                    )
             elif opcode == tr.TENSOR_REDUCE:
                 data = self.view(f["src0"])
                 axes = tuple(range(data.ndim - f["reduce_dims"], data.ndim))

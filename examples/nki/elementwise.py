@@ -15,10 +15,11 @@ def tensor_add(a, b):
         count = min(pmax, rows - start)
         x = nl.ndarray((pmax, cols), dtype=a.dtype, buffer=nl.sbuf)
         y = nl.ndarray((pmax, cols), dtype=b.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=x[0:count, :], src=a[start:start + count, :])
-        nisa.dma_copy(dst=y[0:count, :], src=b[start:start + count, :])
+        nisa.dma_copy(dst=x[0:count, :], src=a[start : start + count, :])
+        nisa.dma_copy(dst=y[0:count, :], src=b[start : start + count, :])
         total = nl.ndarray((pmax, cols), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=total[0:count, :], data1=x[0:count, :], data2=y[0:count, :],
-                           op=nl.add)
-        nisa.dma_copy(dst=out[start:start + count, :], src=total[0:count, :])
+        nisa.tensor_tensor(
+            dst=total[0:count, :], data1=x[0:count, :], data2=y[0:count, :], op=nl.add
+        )
+        nisa.dma_copy(dst=out[start : start + count, :], src=total[0:count, :])
     return out

@@ -16,9 +16,11 @@ def matmul(a, b):
         for n in nl.affine_range(n_size // tile_n):
             acc = nl.zeros((128, tile_n), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(k_size // 128):
-                a_tile = nl.load(a[m * 128:(m + 1) * 128, k * 128:(k + 1) * 128])
-                b_tile = nl.load(b[k * 128:(k + 1) * 128, n * tile_n:(n + 1) * tile_n])
+                a_tile = nl.load(a[m * 128 : (m + 1) * 128, k * 128 : (k + 1) * 128])
+                b_tile = nl.load(b[k * 128 : (k + 1) * 128, n * tile_n : (n + 1) * tile_n])
                 acc += nl.matmul(a_tile, b_tile)
-            nl.store(out[m * 128:(m + 1) * 128, n * tile_n:(n + 1) * tile_n],
-                     nl.copy(acc, dtype=a.dtype))
+            nl.store(
+                out[m * 128 : (m + 1) * 128, n * tile_n : (n + 1) * tile_n],
+                nl.copy(acc, dtype=a.dtype),
+            )
     return out

@@ -71,8 +71,13 @@ def alu_code(op) -> int:
     from openneuron.nki import language as nl
 
     name = getattr(op, "__name__", op if isinstance(op, str) else None)
-    name = {"true_divide": "divide", "bitwise_xor": "bitwise_xor", "max": "maximum",
-            "min": "minimum", "sum": "add"}.get(name, name)
+    name = {
+        "true_divide": "divide",
+        "bitwise_xor": "bitwise_xor",
+        "max": "maximum",
+        "min": "minimum",
+        "sum": "add",
+    }.get(name, name)
     candidate = getattr(nl, name, None) if isinstance(name, str) else None
     if candidate is not None and getattr(candidate, "_alu", None) is not None:
         return candidate._alu
@@ -99,8 +104,9 @@ def _tensor(value, what):
 
 
 def _is_scalar(value):
-    return isinstance(value, numbers.Number) and not isinstance(value, bool) or isinstance(
-        value, bool)
+    return (
+        isinstance(value, numbers.Number) and not isinstance(value, bool) or isinstance(value, bool)
+    )
 
 
 def _note_reads(*tensors):
@@ -112,21 +118,61 @@ def _note_reads(*tensors):
             trace.matmul_written = {k for k in trace.matmul_written if k[0] != index}
 
 
-def emit(opcode, engine_code, dst=None, dst2=None, src0=None, src1=None, src2=None, alu0=0,
-         alu1=0, function=0, flags=0, reduce_dims=1, pattern=(0, 0, 0, 0), imm0=0.0, imm1=0.0,
-         imm2=0.0):
+def emit(
+    opcode,
+    engine_code,
+    dst=None,
+    dst2=None,
+    src0=None,
+    src1=None,
+    src2=None,
+    alu0=0,
+    alu1=0,
+    function=0,
+    flags=0,
+    reduce_dims=1,
+    pattern=(0, 0, 0, 0),
+    imm0=0.0,
+    imm1=0.0,
+    imm2=0.0,
+):
     if opcode != tr.MATMUL:
         _note_reads(src0, src1, src2)
-    return _trace().emit(opcode, engine_code, dst=dst, dst2=dst2, src0=src0, src1=src1,
-                         src2=src2, alu0=alu0, alu1=alu1, function=function, flags=flags,
-                         reduce_dims=reduce_dims, pattern=tuple(pattern), imm0=float(imm0),
-                         imm1=float(imm1), imm2=float(imm2))
+    return _trace().emit(
+        opcode,
+        engine_code,
+        dst=dst,
+        dst2=dst2,
+        src0=src0,
+        src1=src1,
+        src2=src2,
+        alu0=alu0,
+        alu1=alu1,
+        function=function,
+        flags=flags,
+        reduce_dims=reduce_dims,
+        pattern=tuple(pattern),
+        imm0=float(imm0),
+        imm1=float(imm1),
+        imm2=float(imm2),
+    )
 
 
 # ---------------------------------------------------------------- Tensor engine
-def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
-              is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
-              perf_mode=None, name=None, **_ignored):
+def nc_matmul(
+    dst,
+    stationary,
+    moving,
+    is_stationary_onezero=False,
+    is_moving_onezero=False,
+    is_transpose=False,
+    accumulate=None,
+    tile_position=(),
+    tile_size=(),
+    perf_mode=None,
+    name=None,
+    **_ignored,
+):
     """dst[M,N] (+)= stationary[K,M].T @ moving[K,N]. With accumulate=None a matmul adds to
     what an earlier matmul wrote to the same PSUM tile, until another engine reads it."""
     _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
@@ -137,8 +183,9 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     if accumulate is None:
         accumulate = key in trace.matmul_written
     trace.matmul_written.add(key)
-    return emit(tr.MATMUL, tr.TENSOR, dst=dst, src0=stationary, src1=moving,
-                flags=1 if accumulate else 0)
+    return emit(
+        tr.MATMUL, tr.TENSOR, dst=dst, src0=stationary, src1=moving, flags=1 if accumulate else 0
+    )
 
 
 def nc_transpose(dst, data, engine=None, name=None, **_ignored):
@@ -150,8 +197,18 @@ def nc_transpose(dst, data, engine=None, name=None, **_ignored):
 
 
 # ---------------------------------------------------------------- Scalar engine
-def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
-               reduce_cmd=None, name=None, **_ignored):
+def activation(
+    dst,
+    op,
+    data,
+    bias=None,
+    scale=1.0,
+    reduce_op=None,
+    reduce_res=None,
+    reduce_cmd=None,
+    name=None,
+    **_ignored,
+):
     """dst = op(data * scale + bias); with reduce_op, reduce_res[p] = reduction of the row."""
     _tensor(dst, "dst"), _tensor(data, "data")
     fields = dict(dst=dst, src0=data, function=activation_code(op))
@@ -169,25 +226,49 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     return emit(tr.ACTIVATION, tr.SCALAR, **fields)
 
 
-def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None,
-                      **_ignored):
-    return activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                      reduce_res=reduce_res)
+def activation_reduce(
+    dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None, **_ignored
+):
+    return activation(
+        dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res
+    )
 
 
 # ---------------------------------------------------------------- Vector engine
 def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_ignored):
     _tensor(dst, "dst"), _tensor(data1, "data1"), _tensor(data2, "data2")
-    return emit(tr.TENSOR_TENSOR, tr.VECTOR if engine is None else engine, dst=dst, src0=data1,
-                src1=data2, alu0=alu_code(op))
+    return emit(
+        tr.TENSOR_TENSOR,
+        tr.VECTOR if engine is None else engine,
+        dst=dst,
+        src0=data1,
+        src1=data2,
+        alu0=alu_code(op),
+    )
 
 
-def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None,
-                  reverse1=False, engine=None, name=None, **_ignored):
+def tensor_scalar(
+    dst,
+    data,
+    op0,
+    operand0,
+    reverse0=False,
+    op1=None,
+    operand1=None,
+    reverse1=False,
+    engine=None,
+    name=None,
+    **_ignored,
+):
     """dst = (data op0 operand0) op1 operand1; operands are numbers or [P,1] tiles."""
     _tensor(dst, "dst"), _tensor(data, "data")
-    fields = dict(dst=dst, src0=data, alu0=alu_code(op0), alu1=alu_code(op1),
-                  flags=(2 if reverse0 else 0) | (4 if reverse1 else 0))
+    fields = dict(
+        dst=dst,
+        src0=data,
+        alu0=alu_code(op0),
+        alu1=alu_code(op1),
+        flags=(2 if reverse0 else 0) | (4 if reverse1 else 0),
+    )
     if isinstance(operand0, NkiTensor):
         fields["src1"] = operand0
     else:
@@ -200,8 +281,9 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
     return emit(tr.TENSOR_SCALAR, tr.VECTOR if engine is None else engine, **fields)
 
 
-def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False,
-                         reverse1=False, name=None, **_ignored):
+def scalar_tensor_tensor(
+    dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None, **_ignored
+):
     """dst = (data op0 operand0) op1 operand1 with operand1 a tile: two Vector instructions,
     the intermediate kept in fp32 (a scratch tile when dst is narrower)."""
     from openneuron.nki.dtypes import float32
@@ -221,31 +303,58 @@ def _reduce_view(data, axis):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = sorted(a % data.ndim for a in axes)
     if 0 in axes:
-        tr.fail("bad-operand", "tensor_reduce reduces free axes only; the partition axis 0 "
-                               "needs tensor_partition_reduce")
+        tr.fail(
+            "bad-operand",
+            "tensor_reduce reduces free axes only; the partition axis 0 "
+            "needs tensor_partition_reduce",
+        )
     kept = [d for d in range(data.ndim) if d not in axes]
     order = kept + axes
-    view = NkiTensor(data.buffer, data.dtype, tuple(data.shape[d] for d in order),
-                     tuple(data.strides[d] for d in order), data.offset, data.start_partition)
+    view = NkiTensor(
+        data.buffer,
+        data.dtype,
+        tuple(data.shape[d] for d in order),
+        tuple(data.strides[d] for d in order),
+        data.offset,
+        data.start_partition,
+    )
     return view, len(axes)
 
 
 def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, **_ignored):
     _tensor(dst, "dst"), _tensor(data, "data")
     view, count = _reduce_view(data, axis)
-    return emit(tr.TENSOR_REDUCE, tr.VECTOR, dst=dst, src0=view, alu0=alu_code(op),
-                reduce_dims=count, flags=8 if negate else 0)
+    return emit(
+        tr.TENSOR_REDUCE,
+        tr.VECTOR,
+        dst=dst,
+        src0=view,
+        alu0=alu_code(op),
+        reduce_dims=count,
+        flags=8 if negate else 0,
+    )
 
 
 def tensor_partition_reduce(dst, op, data, name=None, **_ignored):
-    return emit(tr.PARTITION_REDUCE, tr.GPSIMD, dst=_tensor(dst, "dst"),
-                src0=_tensor(data, "data"), alu0=alu_code(op))
+    return emit(
+        tr.PARTITION_REDUCE,
+        tr.GPSIMD,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(data, "data"),
+        alu0=alu_code(op),
+    )
 
 
-def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False,
-                       name=None, **_ignored):
-    fields = dict(dst=_tensor(dst, "dst"), src0=_tensor(data0, "data0"),
-                  src1=_tensor(data1, "data1"), alu0=alu_code(op0), alu1=alu_code(op1))
+def tensor_tensor_scan(
+    dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None, **_ignored
+):
+    fields = dict(
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(data0, "data0"),
+        src1=_tensor(data1, "data1"),
+        alu0=alu_code(op0),
+        alu1=alu_code(op1),
+    )
     if isinstance(initial, NkiTensor):
         fields["src2"] = initial
     else:
@@ -254,13 +363,21 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
 
 
 def tensor_copy(dst, src, engine=None, name=None, **_ignored):
-    return emit(tr.TENSOR_COPY, tr.VECTOR if engine is None else engine, dst=_tensor(dst, "dst"),
-                src0=_tensor(src, "src"))
+    return emit(
+        tr.TENSOR_COPY,
+        tr.VECTOR if engine is None else engine,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(src, "src"),
+    )
 
 
 def memset(dst, value, engine=None, name=None, **_ignored):
-    return emit(tr.MEMSET, tr.VECTOR if engine is None else engine, dst=_tensor(dst, "dst"),
-                imm0=float(value))
+    return emit(
+        tr.MEMSET,
+        tr.VECTOR if engine is None else engine,
+        dst=_tensor(dst, "dst"),
+        imm0=float(value),
+    )
 
 
 def reciprocal(dst, data, name=None, **_ignored):
@@ -270,8 +387,14 @@ def reciprocal(dst, data, name=None, **_ignored):
 
 
 def select(dst, predicate, on_true, on_false, name=None, **_ignored):
-    return emit(tr.SELECT, tr.VECTOR, dst=_tensor(dst, "dst"), src0=_tensor(predicate, "pred"),
-                src1=_tensor(on_true, "on_true"), src2=_tensor(on_false, "on_false"))
+    return emit(
+        tr.SELECT,
+        tr.VECTOR,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(predicate, "pred"),
+        src1=_tensor(on_true, "on_true"),
+        src2=_tensor(on_false, "on_false"),
+    )
 
 
 def bn_stats(dst, data, name=None, **_ignored):
@@ -306,12 +429,20 @@ def _product(values):
 def iota(dst, pattern, offset=0, channel_multiplier=0, name=None, **_ignored):
     """dst[p, i...] = offset + channel_multiplier * p + Σ step_k * i_k."""
     dst, steps = _pattern_steps(_tensor(dst, "dst"), pattern)
-    return emit(tr.IOTA, tr.GPSIMD, dst=dst, pattern=steps, imm0=offset,
-                imm1=channel_multiplier)
+    return emit(tr.IOTA, tr.GPSIMD, dst=dst, pattern=steps, imm0=offset, imm1=channel_multiplier)
 
 
-def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value,
-                  cmp_op=None, offset=0, name=None, **_ignored):
+def affine_select(
+    dst,
+    pattern,
+    channel_multiplier,
+    on_true_tile,
+    on_false_value,
+    cmp_op=None,
+    offset=0,
+    name=None,
+    **_ignored,
+):
     """dst = on_true_tile where (offset + channel_multiplier*p + Σ step*i) cmp_op 0, else
     on_false_value."""
     from openneuron.nki import language as nl
@@ -320,9 +451,17 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
     data = _tensor(on_true_tile, "on_true_tile")
     if data.shape != dst.shape:
         data = data.reshape(dst.shape)
-    return emit(tr.AFFINE_SELECT, tr.GPSIMD, dst=dst, src0=data, pattern=steps,
-                alu0=alu_code(cmp_op if cmp_op is not None else nl.greater_equal), imm0=offset,
-                imm1=channel_multiplier, imm2=on_false_value)
+    return emit(
+        tr.AFFINE_SELECT,
+        tr.GPSIMD,
+        dst=dst,
+        src0=data,
+        pattern=steps,
+        alu0=alu_code(cmp_op if cmp_op is not None else nl.greater_equal),
+        imm0=offset,
+        imm1=channel_multiplier,
+        imm2=on_false_value,
+    )
 
 
 # ---------------------------------------------------------------- DMA
@@ -336,12 +475,21 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
     """dst = src with its two dimensions swapped, transposed by the DMA engines."""
     _tensor(dst, "dst"), _tensor(src, "src")
     shape = [s for s in src.shape if s != 1] if src.ndim > 2 else list(src.shape)
-    strides = [st for s, st in zip(src.shape, src.strides) if s != 1] if src.ndim > 2 else list(
-        src.strides)
+    strides = (
+        [st for s, st in zip(src.shape, src.strides, strict=True) if s != 1]
+        if src.ndim > 2
+        else list(src.strides)
+    )
     if len(shape) != 2:
         tr.fail("unsupported", f"dma_transpose of a {src.ndim}-D view {list(src.shape)}")
-    view = NkiTensor(src.buffer, src.dtype, (shape[1], shape[0]), (strides[1], strides[0]),
-                     src.offset, src.start_partition)
+    view = NkiTensor(
+        src.buffer,
+        src.dtype,
+        (shape[1], shape[0]),
+        (strides[1], strides[0]),
+        src.offset,
+        src.start_partition,
+    )
     if src.on_chip:
         tr.fail("unsupported", "dma_transpose from SBUF is not simulated")
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)

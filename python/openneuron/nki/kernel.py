@@ -14,6 +14,7 @@ import numpy as np
 
 from openneuron.nki import trace as tr
 from openneuron.nki.dtypes import as_dtype
+from openneuron.nki.errors import KernelTraceError
 from openneuron.nki.tensor import NkiTensor
 
 _EMPTY_PATTERN = [-1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
@@ -34,8 +35,17 @@ def encode(trace):
     """The trace as the simulator's (buffers, int64 words [n, 87], float64 immediates [n, 3])."""
     rows, immediates = [], []
     for opcode, engine, f in trace.instructions:
-        row = [opcode, -1 if engine is None else engine, f["alu0"], f["alu1"], f["function"],
-               f["flags"], f["reduce_dims"], f["line"], *f["pattern"]]
+        row = [
+            opcode,
+            -1 if engine is None else engine,
+            f["alu0"],
+            f["alu1"],
+            f["function"],
+            f["flags"],
+            f["reduce_dims"],
+            f["line"],
+            *f["pattern"],
+        ]
         for slot in _SLOTS:
             tensor = f[slot]
             row += tensor.encode() if tensor is not None else _EMPTY_PATTERN
@@ -208,7 +218,7 @@ def _view_array(tensor, arrays):
         return whole.reshape(tensor.shape)
     flat = whole.reshape(-1)
     index = np.full(tensor.shape, tensor.offset, dtype=np.int64)
-    for d, (size, stride) in enumerate(zip(tensor.shape, tensor.strides)):
+    for d, (size, stride) in enumerate(zip(tensor.shape, tensor.strides, strict=True)):
         shape = [1] * tensor.ndim
         shape[d] = size
         index = index + (np.arange(size) * stride).reshape(shape)
@@ -236,9 +246,12 @@ class _Program:
         inputs = set(input_indices)
         self.created = [b for b in self.hbm if b.index not in inputs]
         self.written_inputs = {
-            position for position, index in enumerate(input_indices)
-            if any(f["dst"] is not None and f["dst"].buffer.index == index
-                   for _, _, f in recording.instructions)
+            position
+            for position, index in enumerate(input_indices)
+            if any(
+                f["dst"] is not None and f["dst"].buffer.index == index
+                for _, _, f in recording.instructions
+            )
         }
 
 
@@ -261,6 +274,14 @@ class CompiledLaunch:
             with tr.tracing(recording):
                 call_args, call_kwargs, arrays, indices = _bind(recording, func, args, kwargs)
                 self.returned = func(*call_args, **call_kwargs)
+                for tensor in _flatten(self.returned, []):
+                    if tensor.memory != tr.HBM:
+                        raise KernelTraceError(
+                            "bad-return",
+                            0,
+                            f"{self.source}: the kernel returned {tensor!r}; a kernel returns "
+                            "HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
+                        )
             self.sample_inputs = arrays
             self.programs.append(_Program(recording, indices))
         self.written_inputs = set().union(*(p.written_inputs for p in self.programs))
@@ -276,8 +297,9 @@ class CompiledLaunch:
         carried = {}  # kernel-created HBM buffers by creation order, as earlier cores left them
         cores, final = [], {}
         for program in self.programs:
-            inputs = {index: arrays[position] for position, index in
-                      enumerate(program.input_indices)}
+            inputs = {
+                index: arrays[position] for position, index in enumerate(program.input_indices)
+            }
             for order, buffer in enumerate(program.created):
                 buffer.initialized = order in carried
                 if order in carried:
@@ -285,9 +307,17 @@ class CompiledLaunch:
             buffers = [b.encode() for b in program.recording.buffers]
             wanted = [b.index for b in program.hbm]
             result = _sim()._sim_run(
-                self.profile, self.source, buffers, program.words, program.immediates,
+                self.profile,
+                self.source,
+                buffers,
+                program.words,
+                program.immediates,
                 {i: np.ascontiguousarray(a).reshape(-1).view(np.uint8) for i, a in inputs.items()},
-                wanted, execute, reference, trace)
+                wanted,
+                execute,
+                reference,
+                trace,
+            )
             cores.append(result)
             if execute:
                 final = {}
@@ -303,8 +333,9 @@ class CompiledLaunch:
         if execute and self.returned is not None:
             views = {id(t): _view_array(t, final) for t in _flatten(self.returned, [])}
             outputs = _rebuild_views(self.returned, views)
-        launch_result = LaunchResult(outputs, cores, self.instructions,
-                                     [p.recording for p in self.programs])
+        launch_result = LaunchResult(
+            outputs, cores, self.instructions, [p.recording for p in self.programs]
+        )
         return launch_result, arrays
 
 
@@ -372,8 +403,9 @@ def estimate(kernel, *args, profile=None, execute=False, trace_path=None, **kwar
     """Estimated latency of one launch on `profile` (default OPENNEURON_PROFILE or trn2):
     a LaunchResult with latency, per-engine utilisation and, with trace_path, a Perfetto
     trace written there. execute=False only times the instruction stream."""
-    result = launch(kernel, args, kwargs, profile=profile, execute=execute,
-                    trace=trace_path is not None)
+    result = launch(
+        kernel, args, kwargs, profile=profile, execute=execute, trace=trace_path is not None
+    )
     if trace_path is not None:
         result.save_trace(trace_path)
     return result
@@ -404,8 +436,14 @@ class _BenchmarkedKernel:
         return _BenchmarkedKernel(self.kernel[grid], self.profile, self.save_trace_name)
 
     def __call__(self, *args, **kwargs):
-        result = estimate(self.kernel, *args, profile=self.profile, execute=True,
-                          trace_path=self.save_trace_name, **kwargs)
+        result = estimate(
+            self.kernel,
+            *args,
+            profile=self.profile,
+            execute=True,
+            trace_path=self.save_trace_name,
+            **kwargs,
+        )
         self.benchmark_result = _BenchmarkResult(result)
         return _like_inputs(result.outputs, args)
 

@@ -214,8 +214,11 @@ def matmul(x, y, transpose_x=False, **_ignored):
 def _accumulate(target, other):
     """`target += other`: folds a fresh matmul into target's PSUM accumulation."""
     trace = tr.current()
-    if isinstance(other, NkiTensor) and other.pending_matmul is not None and \
-            target.memory == tr.PSUM:
+    if (
+        isinstance(other, NkiTensor)
+        and other.pending_matmul is not None
+        and target.memory == tr.PSUM
+    ):
         opcode, engine, fields = trace.instructions[other.pending_matmul]
         fields["dst"] = target
         key = (target.buffer.index, target.start_partition, target.offset)
@@ -224,8 +227,9 @@ def _accumulate(target, other):
         fields["flags"] = 1 if accumulate else 0
         other.pending_matmul = None
         return target
-    nisa.tensor_tensor(target, target, other, add) if isinstance(other, NkiTensor) else \
-        nisa.tensor_scalar(target, target, add, other)
+    nisa.tensor_tensor(target, target, other, add) if isinstance(
+        other, NkiTensor
+    ) else nisa.tensor_scalar(target, target, add, other)
     return target
 
 
@@ -257,11 +261,11 @@ def _binary(op, a, b, dtype=None):
     if not a_tile and not b_tile:
         tr.fail("bad-operand", f"{op.__name__} needs at least one tensor")
     reference = a if a_tile else b
-    if a_tile and b_tile and b.partitions == a.partitions and b.free_size == 1 and \
-            a.free_size > 1:
+    if a_tile and b_tile and b.partitions == a.partitions and b.free_size == 1 and a.free_size > 1:
         b_tile = False  # per-partition operand
-    elif a_tile and b_tile and a.partitions == b.partitions and a.free_size == 1 and \
-            b.free_size > 1:
+    elif (
+        a_tile and b_tile and a.partitions == b.partitions and a.free_size == 1 and b.free_size > 1
+    ):
         a_tile = False
         reference = b
     out_dtype = dtype or _result_dtype(a, b)
@@ -269,9 +273,12 @@ def _binary(op, a, b, dtype=None):
     if a_tile and b_tile:
         if a.shape != b.shape:
             if a.partitions != b.partitions or a.free_size != b.free_size:
-                tr.fail("shape-mismatch", f"{op.__name__} of {list(a.shape)} and "
-                                          f"{list(b.shape)}: the hardware does not broadcast "
-                                          "across partitions")
+                tr.fail(
+                    "shape-mismatch",
+                    f"{op.__name__} of {list(a.shape)} and "
+                    f"{list(b.shape)}: the hardware does not broadcast "
+                    "across partitions",
+                )
             b = b.reshape(a.shape)
         nisa.tensor_tensor(result, a, b, op)
     elif a_tile:
@@ -362,8 +369,11 @@ def _reduce(op, x, axis, dtype=None, keepdims=False, negate=False):
     else:
         shape = tuple(kept) if len(kept) > 1 else (kept[0], 1)
     result = ndarray(shape, dtype or x.dtype, sbuf)
-    flat = result.reshape(kept + ([1] if len(kept) == 1 else [])) if result.shape != tuple(
-        kept) else result
+    flat = (
+        result.reshape(kept + ([1] if len(kept) == 1 else []))
+        if result.shape != tuple(kept)
+        else result
+    )
     nisa.tensor_reduce(flat, op, x, axes, negate=negate)
     return result
 

@@ -32,8 +32,16 @@ def _row_major(shape, on_chip):
 class NkiTensor:
     """A view: buffer, dtype, shape, strides (elements; partitions for on-chip dim 0), offset."""
 
-    __slots__ = ("buffer", "dtype", "shape", "strides", "offset", "start_partition",
-                 "pending_matmul", "__weakref__")
+    __slots__ = (
+        "buffer",
+        "dtype",
+        "shape",
+        "strides",
+        "offset",
+        "start_partition",
+        "pending_matmul",
+        "__weakref__",
+    )
 
     def __init__(self, buffer, dtype=None, shape=None, strides=None, offset=0, start_partition=0):
         self.buffer = buffer
@@ -81,8 +89,10 @@ class NkiTensor:
         return size
 
     def __repr__(self) -> str:
-        return (f"NkiTensor({self.buffer.name!r}, {tr.MEMORY_NAMES[self.memory]}, "
-                f"{self.dtype.name}, {list(self.shape)})")
+        return (
+            f"NkiTensor({self.buffer.name!r}, {tr.MEMORY_NAMES[self.memory]}, "
+            f"{self.dtype.name}, {list(self.shape)})"
+        )
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -97,7 +107,7 @@ class NkiTensor:
         if any(k is Ellipsis for k in key):
             at = key.index(Ellipsis)
             fill = (slice(None),) * (self.ndim - len(key) + 1)
-            key = key[:at] + fill + key[at + 1:]
+            key = key[:at] + fill + key[at + 1 :]
         if len(key) > self.ndim:
             tr.fail("bad-index", f"{len(key)} indices for a {self.ndim}-D tensor {self!r}")
         shape, strides = [], []
@@ -109,21 +119,27 @@ class NkiTensor:
             if isinstance(k, DynSlice):
                 begin, count, step = k.start, k.size, k.step
                 if begin < 0 or begin + (count - 1) * step >= size or count < 1:
-                    tr.fail("out-of-bounds", f"nl.ds({begin}, {count}) outside dimension {d} "
-                                             f"of size {size} of {self!r}")
+                    tr.fail(
+                        "out-of-bounds",
+                        f"nl.ds({begin}, {count}) outside dimension {d} of size {size} of {self!r}",
+                    )
             elif isinstance(k, slice):
                 begin, stop, step = k.indices(size)
                 count = max(0, (stop - begin + (step - (1 if step > 0 else -1))) // step)
                 if count == 0:
-                    tr.fail("out-of-bounds", f"empty slice {k} of dimension {d} (size {size}) "
-                                             f"of {self!r}")
+                    tr.fail(
+                        "out-of-bounds",
+                        f"empty slice {k} of dimension {d} (size {size}) of {self!r}",
+                    )
             else:
                 index = int(k)
                 if index < 0:
                     index += size
                 if not 0 <= index < size:
-                    tr.fail("out-of-bounds", f"index {int(k)} outside dimension {d} of size "
-                                             f"{size} of {self!r}")
+                    tr.fail(
+                        "out-of-bounds",
+                        f"index {int(k)} outside dimension {d} of size {size} of {self!r}",
+                    )
                 if partition_dim:
                     start += index * stride
                     shape.append(1)
@@ -173,10 +189,13 @@ class NkiTensor:
         if not self._is_contiguous():
             tr.fail("bad-view", f"reshape needs a contiguous view, {self!r} is strided")
         if self.on_chip and shape[0] != self.partitions:
-            tr.fail("bad-view", f"reshape of an on-chip tile keeps its {self.partitions} "
-                                f"partitions, got {shape}")
-        return self._view(tuple(shape), tuple(_row_major(shape, self.on_chip)), self.offset,
-                          self.start_partition)
+            tr.fail(
+                "bad-view",
+                f"reshape of an on-chip tile keeps its {self.partitions} partitions, got {shape}",
+            )
+        return self._view(
+            tuple(shape), tuple(_row_major(shape, self.on_chip)), self.offset, self.start_partition
+        )
 
     view = reshape
 
@@ -189,8 +208,9 @@ class NkiTensor:
             tr.fail("bad-view", f"offset of {self!r} is not aligned to {dtype.name}")
         shape = tuple(int(count) for _, count in pattern)
         strides = tuple(int(step) for step, _ in pattern)
-        return self._view(shape, strides, base // dtype.itemsize + int(offset),
-                          self.start_partition, dtype)
+        return self._view(
+            shape, strides, base // dtype.itemsize + int(offset), self.start_partition, dtype
+        )
 
     def bitcast(self, dtype):
         dtype = as_dtype(dtype)
@@ -198,8 +218,10 @@ class NkiTensor:
         if self.strides[-1] != 1 or self.shape[-1] * ratio != int(self.shape[-1] * ratio):
             tr.fail("bad-view", f"cannot reinterpret {self!r} as {dtype.name}")
         shape = self.shape[:-1] + (int(self.shape[-1] * ratio),)
-        strides = tuple(int(s * ratio) if (d or not self.on_chip) else s
-                        for d, s in enumerate(self.strides[:-1])) + (1,)
+        strides = tuple(
+            int(s * ratio) if (d or not self.on_chip) else s
+            for d, s in enumerate(self.strides[:-1])
+        ) + (1,)
         return self._view(shape, strides, int(self.offset * ratio), self.start_partition, dtype)
 
     @property
@@ -211,19 +233,28 @@ class NkiTensor:
     def encode(self):
         """15 ints: buffer, dtype, start partition, offset, rank, sizes[5], strides[5]."""
         if self.ndim > 5:
-            tr.fail("bad-operand", f"{self!r} has {self.ndim} dimensions; the hardware walks "
-                                   "at most 5 (partition + 4 free)")
+            tr.fail(
+                "bad-operand",
+                f"{self!r} has {self.ndim} dimensions; the hardware walks "
+                "at most 5 (partition + 4 free)",
+            )
         sizes = list(self.shape) + [1] * (5 - self.ndim)
         strides = list(self.strides) + [0] * (5 - self.ndim)
-        return [self.buffer.index, self.dtype.code, self.start_partition, self.offset,
-                self.ndim] + sizes + strides
+        return (
+            [self.buffer.index, self.dtype.code, self.start_partition, self.offset, self.ndim]
+            + sizes
+            + strides
+        )
 
     # ---- arithmetic through nki.language
     def _binary(self, other, op, reverse=False):
         from openneuron.nki import language as nl
 
-        return nl._binary(getattr(nl, op), other, self) if reverse else nl._binary(
-            getattr(nl, op), self, other)
+        return (
+            nl._binary(getattr(nl, op), other, self)
+            if reverse
+            else nl._binary(getattr(nl, op), self, other)
+        )
 
     def __add__(self, o):
         return self._binary(o, "add")

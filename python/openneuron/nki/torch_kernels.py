@@ -69,8 +69,13 @@ def _describe(value):
 
 
 def signature(kernel, args, kwargs, profile):
-    return (kernel.func, kernel.grid, profile, tuple(_describe(a) for a in args),
-            tuple(sorted((k, _describe(v)) for k, v in kwargs.items())))
+    return (
+        kernel.func,
+        kernel.grid,
+        profile,
+        tuple(_describe(a) for a in args),
+        tuple(sorted((k, _describe(v)) for k, v in kwargs.items())),
+    )
 
 
 def compiled_for(kernel, args, kwargs, profile=None):
@@ -93,8 +98,9 @@ def _shape_only(value):
     """An uninitialised NumPy stand-in with a tensor's shape and dtype (tracing never reads
     values), so tracing needs no copy and works for meta tensors."""
     if isinstance(value, torch.Tensor):
-        dtype = as_dtype(str(value.dtype).replace("torch.", "").replace("float8_e4m3fn",
-                                                                           "float8_e4m3"))
+        dtype = as_dtype(
+            str(value.dtype).replace("torch.", "").replace("float8_e4m3fn", "float8_e4m3")
+        )
         return np.empty(tuple(value.shape), dtype=dtype.numpy)
     if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
         return type(value)(_shape_only(v) for v in value)
@@ -152,8 +158,13 @@ def _schema(func, mutates_args, returns):
             parts.append(f"float? {name}=None")
         else:
             raise TypeError(f"nki_op: parameter {name!r} has a default of unsupported type")
-    result = "()" if returns == 0 else "Tensor" if returns == 1 else \
-        "(" + ", ".join(["Tensor"] * returns) + ")"
+    result = (
+        "()"
+        if returns == 0
+        else "Tensor"
+        if returns == 1
+        else "(" + ", ".join(["Tensor"] * returns) + ")"
+    )
     return "(" + ", ".join(parts) + ") -> " + result
 
 
@@ -187,8 +198,10 @@ def nki_op(name, mutates_args=(), returns=1):
             compiled = compiled_for(kernel, args, {})
             devices = [a.device for a in args if isinstance(a, torch.Tensor)]
             found = kernel_module._flatten(compiled.returned, [])
-            empties = [torch.empty(t.shape, dtype=_TORCH_DTYPES[t.dtype.name],
-                                   device=devices[0]) for t in found]
+            empties = [
+                torch.empty(t.shape, dtype=_TORCH_DTYPES[t.dtype.name], device=devices[0])
+                for t in found
+            ]
             if returns == 0:
                 return None
             return empties[0] if returns == 1 else tuple(empties)

@@ -73,12 +73,26 @@ class Buffer:
         for s in self.shape:
             count *= s
         if self.memory == HBM:
-            return (self.name, HBM, self.dtype.code, 1, count * self.dtype.itemsize, self.line,
-                    self.initialized)
+            return (
+                self.name,
+                HBM,
+                self.dtype.code,
+                1,
+                count * self.dtype.itemsize,
+                self.line,
+                self.initialized,
+            )
         partitions = self.shape[0] if self.shape else 1
         free = count // max(partitions, 1)
-        return (self.name, self.memory, self.dtype.code, partitions, free * self.dtype.itemsize,
-                self.line, self.initialized)
+        return (
+            self.name,
+            self.memory,
+            self.dtype.code,
+            partitions,
+            free * self.dtype.itemsize,
+            self.line,
+            self.initialized,
+        )
 
 
 class Trace:
@@ -110,7 +124,8 @@ def current() -> Trace:
     trace = getattr(_local, "trace", None)
     if trace is None:
         raise KernelTraceError(
-            "no-kernel", kernel_line(),
+            "no-kernel",
+            kernel_line(),
             "NKI calls run only inside a kernel launched with nki.simulate, a @nki.jit call "
             "or openneuron.nki.estimate",
         )
