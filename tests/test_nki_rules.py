@@ -35,9 +35,9 @@ X = np.ones((128, 64), np.float32)
 
 def test_partition_limit():
     def kernel(x):
-        # violation:
         t = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.memset(t, 0.0)  # noqa: E702
+        # violation:
+        nisa.memset(t, 0.0)
 
     expect("partition-limit", kernel, X)
 
