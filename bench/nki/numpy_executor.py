@@ -81,6 +81,9 @@ class NumpyExecutor:
                 ufunc = _ALU[f["alu0"]]
                 value = ufunc.reduce(data, axis=axes)
                 dst[...] = (-value if f["flags"] & 8 else value).reshape(dst.shape)
+            elif opcode == tr.TRANSPOSE:
+                src = self.view(f["src0"])
+                dst[...] = src.reshape(src.shape[0], -1).T.reshape(dst.shape)
             elif opcode == tr.MEMSET:
                 dst[...] = f["imm0"]
             else:

@@ -31,7 +31,9 @@ struct ElementAccess {
     const auto refs = state.elements(ap);
     std::vector<float> values(refs.size());
     for (size_t i = 0; i < refs.size(); ++i) {
-      if (!refs[i].written[0]) uninitialized(state, instruction, ap, static_cast<int64_t>(i));
+      if (refs[i].written && !refs[i].written[0]) {
+        uninitialized(state, instruction, ap, static_cast<int64_t>(i));
+      }
       values[i] = load_element(ap.dtype, refs[i].data);
     }
     return values;
@@ -42,7 +44,7 @@ struct ElementAccess {
     const int size = dtype_size(ap.dtype);
     for (size_t i = 0; i < refs.size(); ++i) {
       store_element(ap.dtype, refs[i].data, values[i]);
-      std::memset(refs[i].written, 1, size);
+      if (refs[i].written) std::memset(refs[i].written, 1, size);
     }
   }
 
@@ -53,9 +55,11 @@ struct ElementAccess {
     const auto to = state.elements(dst);
     const int size = dtype_size(src.dtype);
     for (size_t i = 0; i < from.size(); ++i) {
-      if (!from[i].written[0]) uninitialized(state, instruction, src, static_cast<int64_t>(i));
+      if (from[i].written && !from[i].written[0]) {
+        uninitialized(state, instruction, src, static_cast<int64_t>(i));
+      }
       std::memcpy(to[i].data, from[i].data, size);
-      std::memset(to[i].written, 1, size);
+      if (to[i].written) std::memset(to[i].written, 1, size);
     }
   }
 };
@@ -83,11 +87,12 @@ struct RowAccess {
       for (int64_t o = 0; o < outer_count; ++o) {
         int64_t offset = ap.offset;
         for (int d = first_outer; d < inner; ++d) offset += index[d] * ap.dims[d].stride;
+        uint8_t* run_flags = flags ? flags + offset * size : nullptr;
         if (inner == 0 && on_chip) {
-          visit(data + offset * size, flags + offset * size, int64_t{1}, int64_t{0}, position);
+          visit(data + offset * size, run_flags, int64_t{1}, int64_t{0}, position);
           position += 1;
         } else {
-          visit(data + offset * size, flags + offset * size, run, stride * size, position);
+          visit(data + offset * size, run_flags, run, stride * size, position);
           position += run;
         }
         for (int d = inner - 1; d >= first_outer; --d) {
@@ -102,22 +107,23 @@ struct RowAccess {
                                  const AccessPattern& ap) {
     std::vector<float> values(static_cast<size_t>(ap.elements()));
     const int64_t size = dtype_size(ap.dtype);
-    for_each_run(state, ap,
-                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
-                   if (step == size) {
-                     if (std::memchr(flags, 0, static_cast<size_t>(count * size)) != nullptr) {
-                       for (int64_t i = 0; i < count; ++i) {
-                         if (!flags[i * size]) uninitialized(state, instruction, ap, position + i);
-                       }
-                     }
-                     load_row(ap.dtype, data, values.data() + position, count);
-                     return;
-                   }
-                   for (int64_t i = 0; i < count; ++i) {
-                     if (!flags[i * step]) uninitialized(state, instruction, ap, position + i);
-                     values[position + i] = load_element(ap.dtype, data + i * step);
-                   }
-                 });
+    for_each_run(
+        state, ap,
+        [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
+          if (step == size) {
+            if (flags && std::memchr(flags, 0, static_cast<size_t>(count * size)) != nullptr) {
+              for (int64_t i = 0; i < count; ++i) {
+                if (!flags[i * size]) uninitialized(state, instruction, ap, position + i);
+              }
+            }
+            load_row(ap.dtype, data, values.data() + position, count);
+            return;
+          }
+          for (int64_t i = 0; i < count; ++i) {
+            if (flags && !flags[i * step]) uninitialized(state, instruction, ap, position + i);
+            values[position + i] = load_element(ap.dtype, data + i * step);
+          }
+        });
     return values;
   }
 
@@ -127,12 +133,12 @@ struct RowAccess {
                  [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
                    if (step == size) {
                      store_row(ap.dtype, values + position, data, count);
-                     std::memset(flags, 1, static_cast<size_t>(count * size));
+                     if (flags) std::memset(flags, 1, static_cast<size_t>(count * size));
                      return;
                    }
                    for (int64_t i = 0; i < count; ++i) {
                      store_element(ap.dtype, data + i * step, values[position + i]);
-                     std::memset(flags + i * step, 1, static_cast<size_t>(size));
+                     if (flags) std::memset(flags + i * step, 1, static_cast<size_t>(size));
                    }
                  });
   }
@@ -145,7 +151,8 @@ struct RowAccess {
     for_each_run(state, src,
                  [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
                    for (int64_t i = 0; i < count; ++i) {
-                     if (!flags[i * step]) uninitialized(state, instruction, src, position + i);
+                     if (flags && !flags[i * step])
+                       uninitialized(state, instruction, src, position + i);
                    }
                    if (step == size) {
                      std::memcpy(bytes.data() + position * size, data,
@@ -161,11 +168,11 @@ struct RowAccess {
                    if (step == size) {
                      std::memcpy(data, bytes.data() + position * size,
                                  static_cast<size_t>(count * size));
-                     std::memset(flags, 1, static_cast<size_t>(count * size));
+                     if (flags) std::memset(flags, 1, static_cast<size_t>(count * size));
                    } else {
                      for (int64_t i = 0; i < count; ++i) {
                        std::memcpy(data + i * step, bytes.data() + (position + i) * size, size);
-                       std::memset(flags + i * step, 1, static_cast<size_t>(size));
+                       if (flags) std::memset(flags + i * step, 1, static_cast<size_t>(size));
                      }
                    }
                  });
@@ -219,8 +226,8 @@ void matmul_fast(const std::vector<float>& stationary, const std::vector<float>&
   const int64_t m_full = m_size / kRows * kRows, n_full = n_size / kCols * kCols;
   for (int64_t m0 = 0; m0 < m_full; m0 += kRows) {
     for (int64_t n0 = 0; n0 < n_full; n0 += kCols) {
-      matmul_block<kRows, kCols>(stationary.data(), moving.data(), k_size, m_size, n_size, m0,
-                                 n0, out.data());
+      matmul_block<kRows, kCols>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, n0,
+                                 out.data());
     }
   }
   // Edges: one element at a time, in the same k order.

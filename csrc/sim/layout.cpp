@@ -13,7 +13,8 @@ namespace {
 // Live intervals [begin, end) of one memory, keyed by begin.
 class RingAllocator {
  public:
-  RingAllocator(int64_t capacity, int64_t unit) : capacity_(capacity), unit_(unit) {}
+  RingAllocator(int64_t capacity, int64_t unit, bool next_fit)
+      : capacity_(capacity), unit_(unit), next_fit_(next_fit) {}
 
   // Returns the offset of `bytes` free bytes, searching from the cursor and wrapping; -1 if none.
   int64_t allocate(int64_t bytes, int32_t buffer) {
@@ -30,7 +31,7 @@ class RingAllocator {
         if (candidate + bytes > capacity_) break;
         if (next == live_.end() || candidate + bytes <= next->first) {
           live_[candidate] = {candidate + bytes, buffer};
-          cursor_ = candidate + bytes;
+          cursor_ = next_fit_ ? candidate + bytes : 0;
           used_ += bytes;
           return candidate;
         }
@@ -58,6 +59,7 @@ class RingAllocator {
  private:
   int64_t capacity_;
   int64_t unit_;
+  bool next_fit_;
   int64_t cursor_ = 0;
   int64_t used_ = 0;
   std::map<int64_t, std::pair<int64_t, int32_t>> live_;
@@ -81,7 +83,7 @@ std::string describe_live(const Program& program, const std::vector<int32_t>& li
 
 }  // namespace
 
-Layout plan_layout(const Program& program, const CoreProfile& profile) {
+Layout plan_layout(const Program& program, const CoreProfile& profile, bool next_fit) {
   const size_t buffer_count = program.buffers.size();
   const size_t count = program.instructions.size();
   Layout layout;
@@ -108,8 +110,8 @@ Layout plan_layout(const Program& program, const CoreProfile& profile) {
     dies_after[layout.last_use[b]].push_back(static_cast<int32_t>(b));
   }
 
-  RingAllocator sbuf(profile.sbuf_bytes_per_partition, 64);
-  RingAllocator psum(profile.psum_bytes_per_partition, profile.psum_bank_bytes);
+  RingAllocator sbuf(profile.sbuf_bytes_per_partition, 64, next_fit);
+  RingAllocator psum(profile.psum_bytes_per_partition, profile.psum_bank_bytes, next_fit);
   for (size_t i = 0; i < count; ++i) {
     for (int32_t b : layout.born_at[i]) {
       const Buffer& buffer = program.buffers[b];

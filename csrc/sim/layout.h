@@ -23,6 +23,8 @@ struct Layout {
 // reused as late as possible, which lets loads run ahead of compute as double buffering does);
 // SBUF in 64-byte units, PSUM in whole banks. Throws SimError (sbuf-capacity / psum-capacity)
 // naming the buffer, its line and what else is live when the memory is full.
-Layout plan_layout(const Program& program, const CoreProfile& profile);
+// `next_fit` false packs first-fit instead: the same rules, the smallest footprint (the
+// functional state uses it; timing uses next-fit, whose reuse pattern models buffering).
+Layout plan_layout(const Program& program, const CoreProfile& profile, bool next_fit = true);
 
 }  // namespace openneuron::sim

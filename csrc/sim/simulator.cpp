@@ -12,7 +12,10 @@ Simulator::Simulator(Program program, const CoreProfile& profile)
 }
 
 CoreState& Simulator::state() {
-  if (!state_) state_ = std::make_unique<CoreState>(program_, profile_, layout_);
+  if (!state_) {
+    execution_layout_ = plan_layout(program_, profile_, /*next_fit=*/false);
+    state_ = std::make_unique<CoreState>(program_, profile_, execution_layout_);
+  }
   return *state_;
 }
 
@@ -22,8 +25,9 @@ void Simulator::set_input(int32_t buffer, const void* data, size_t bytes) {
 
 void Simulator::run(bool reference) {
   CoreState& core = state();
+  core.fill_missing_inputs();
   for (size_t i = 0; i < program_.instructions.size(); ++i) {
-    for (int32_t buffer : layout_.born_at[i]) core.begin_life(buffer);
+    for (int32_t buffer : execution_layout_.born_at[i]) core.begin_life(buffer);
     if (reference) {
       execute_reference(core, program_.instructions[i]);
     } else {

@@ -41,7 +41,8 @@ class Simulator {
 
   Program program_;
   const CoreProfile& profile_;
-  Layout layout_;
+  Layout layout_;            // next-fit: the timing model's placement
+  Layout execution_layout_;  // first-fit: the functional state's (smaller) placement
   std::unique_ptr<CoreState> state_;
 };
 

@@ -25,16 +25,30 @@ CoreState::CoreState(const Program& program, const CoreProfile& profile, const L
     const Buffer& buffer = program.buffers[b];
     if (buffer.memory != Memory::kHbm) continue;
     const auto bytes = static_cast<size_t>(buffer.bytes_per_partition);
+    // An input is written in full before the kernel starts and stays so: it needs no flags,
+    // and its bytes arrive with write_hbm (one pass over the memory, not two).
+    if (buffer.initialized) continue;
     hbm_[b].assign(bytes, 0xFF);
-    hbm_written_[b].assign(bytes, buffer.initialized ? 1 : 0);
+    hbm_written_[b].assign(bytes, 0);
+  }
+}
+
+void CoreState::fill_missing_inputs() {
+  for (size_t b = 0; b < program_.buffers.size(); ++b) {
+    const Buffer& buffer = program_.buffers[b];
+    if (buffer.memory == Memory::kHbm && buffer.initialized && hbm_[b].empty()) {
+      hbm_[b].assign(static_cast<size_t>(buffer.bytes_per_partition), 0);
+    }
   }
 }
 
 void CoreState::write_hbm(int32_t buffer, const void* data, size_t bytes) {
+  const auto capacity = static_cast<size_t>(program_.buffers[buffer].bytes_per_partition);
   auto& storage = hbm_[buffer];
-  if (bytes > storage.size()) bytes = storage.size();
-  std::memcpy(storage.data(), data, bytes);
-  std::memset(hbm_written_[buffer].data(), 1, bytes);
+  const auto* bytes_in = static_cast<const uint8_t*>(data);
+  storage.assign(bytes_in, bytes_in + std::min(bytes, capacity));
+  storage.resize(capacity, 0);
+  if (!hbm_written_[buffer].empty()) std::memset(hbm_written_[buffer].data(), 1, bytes);
 }
 
 void CoreState::begin_life(int32_t buffer) {
@@ -55,7 +69,8 @@ void CoreState::begin_life(int32_t buffer) {
 uint8_t* CoreState::row(const AccessPattern& ap, int64_t partition, bool flags) {
   const Buffer& info = program_.buffers[ap.buffer];
   if (info.memory == Memory::kHbm) {
-    return (flags ? hbm_written_ : hbm_)[ap.buffer].data();
+    auto& storage = (flags ? hbm_written_ : hbm_)[ap.buffer];
+    return storage.empty() ? nullptr : storage.data();
   }
   const bool on_psum = info.memory == Memory::kPsum;
   const int64_t row_bytes = on_psum ? psum_row_bytes_ : sbuf_row_bytes_;
@@ -76,8 +91,9 @@ std::vector<ElementRef> CoreState::elements(const AccessPattern& ap) {
     int64_t offset = ap.offset;
     for (int d = first_free; d < ap.rank; ++d) offset += index[d] * ap.dims[d].stride;
     const int64_t partition = on_chip ? index[0] : 0;
+    uint8_t* flags = row(ap, partition, true);
     result.push_back(
-        {row(ap, partition, false) + offset * size, row(ap, partition, true) + offset * size});
+        {row(ap, partition, false) + offset * size, flags ? flags + offset * size : nullptr});
     for (int d = ap.rank - 1; d >= 0; --d) {
       if (++index[d] < ap.dims[d].size) break;
       index[d] = 0;

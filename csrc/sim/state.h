@@ -11,7 +11,8 @@
 
 namespace openneuron::sim {
 
-// One element of an operand: where its bytes are and where its written-flags are.
+// One element of an operand: where its bytes are and where its written-flags are (null for
+// memory that is always written: kernel inputs).
 struct ElementRef {
   uint8_t* data;
   uint8_t* written;
@@ -25,12 +26,16 @@ class CoreState {
   void write_hbm(int32_t buffer, const void* data, size_t bytes);
   const std::vector<uint8_t>& hbm(int32_t buffer) const { return hbm_[buffer]; }
 
+  // Inputs the caller never filled read as zeros.
+  void fill_missing_inputs();
+
   // Starts a buffer's life: on-chip bytes are filled with NaN (0xFF in every float format)
   // and marked never written, as a fresh allocation on the device holds stale data.
   void begin_life(int32_t buffer);
 
   // Row `partition` (relative to the pattern's start) of an operand: the address of element
   // offset 0 of that partition; elements are then at + offset·size. HBM ignores `partition`.
+  // With `flags`, the written-flags instead, or null when the memory is always written.
   uint8_t* row(const AccessPattern& ap, int64_t partition, bool flags);
 
   // Every element of `ap` in row-major order (partition, then free dims).
