@@ -12,7 +12,6 @@ import time
 import numpy as np
 
 import openneuron  # noqa: F401  (first: the kernel modules `import nki`)
-
 import openneuron.nki as nki
 from bench.nki.matmul_kernels import VARIANTS
 

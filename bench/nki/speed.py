@@ -14,7 +14,6 @@ import time
 import numpy as np
 
 import openneuron  # noqa: F401  (first: the kernel modules `import nki`)
-
 from bench.nki.matmul_kernels import matmul_tiled
 from bench.nki.numpy_executor import NumpyExecutor
 from examples.nki.attention import flash_attention_forward
@@ -82,8 +81,10 @@ def main():
         out = compiled.returned
         reference = memory[out.buffer.index].reshape(out.shape)
         agree = float(np.max(np.abs(reference - simulated.outputs)))
-        sim_s = median_time(lambda: compiled.run(arrays), args.repeats)
-        numpy_s = median_time(lambda: NumpyExecutor(program.recording, inputs).run(), args.repeats)
+        sim_s = median_time(lambda c=compiled, a=arrays: c.run(a), args.repeats)
+        numpy_s = median_time(
+            lambda r=program.recording, i=inputs: NumpyExecutor(r, i).run(), args.repeats
+        )
         count = compiled.instructions
         rows.append(
             {
