@@ -59,6 +59,20 @@ def test_views_slices_ds_reshape_and_access_patterns():
     np.testing.assert_allclose(nki.simulate(kernel)(x, v), (x + v).reshape(4, 128, 16))
 
 
+def test_on_chip_access_patterns_address_partitions_by_pitch():
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((64, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = nl.load(x)  # [128, 16]: a partition pitch of 16 elements
+        # partitions 64..127 (offset 64 * 16), every other element
+        view = tile.ap(pattern=[[16, 64], [2, 8]], offset=64 * 16)
+        nl.store(out, nl.copy(view))
+        return out
+
+    x = np.random.rand(128, 16).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(kernel)(x), x[64:, ::2])
+
+
 def test_dma_transpose_and_tensor_engine_transpose():
     @nki.jit
     def kernel(x):

@@ -148,6 +148,16 @@ inline float apply_activation(ActivationFunction function, float x) {
     }
     case ActivationFunction::kArctan:
       return std::atan(x);
+    case ActivationFunction::kGeluSigmoid:
+      return x / (1.0f + std::exp(-1.702f * x));
+    case ActivationFunction::kGeluSigmoidDx: {
+      const float s = 1.0f / (1.0f + std::exp(-1.702f * x));
+      return s + 1.702f * x * s * (1.0f - s);
+    }
+    case ActivationFunction::kSiluDx: {
+      const float s = 1.0f / (1.0f + std::exp(-x));
+      return s * (1.0f + x * (1.0f - s));
+    }
     case ActivationFunction::kCount:
       break;
   }

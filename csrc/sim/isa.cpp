@@ -44,10 +44,31 @@ const char* alu_op_name(AluOp op) {
 }
 
 const char* activation_name(ActivationFunction function) {
-  static const char* const kNames[] = {
-      "copy",     "exp",  "log",   "tanh",       "sigmoid", "relu",  "gelu", "gelu_apprx_tanh",
-      "silu",     "sqrt", "rsqrt", "reciprocal", "square",  "abs",   "sin",  "cos",
-      "softplus", "erf",  "sign",  "negative",   "mish",    "arctan"};
+  static const char* const kNames[] = {"copy",
+                                       "exp",
+                                       "log",
+                                       "tanh",
+                                       "sigmoid",
+                                       "relu",
+                                       "gelu",
+                                       "gelu_apprx_tanh",
+                                       "silu",
+                                       "sqrt",
+                                       "rsqrt",
+                                       "reciprocal",
+                                       "square",
+                                       "abs",
+                                       "sin",
+                                       "cos",
+                                       "softplus",
+                                       "erf",
+                                       "sign",
+                                       "negative",
+                                       "mish",
+                                       "arctan",
+                                       "gelu_apprx_sigmoid",
+                                       "gelu_apprx_sigmoid_dx",
+                                       "silu_dx"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) ==
                 static_cast<size_t>(ActivationFunction::kCount));
   return lookup(kNames, function);

@@ -130,6 +130,9 @@ enum class ActivationFunction : uint8_t {
   kNegate,
   kMish,
   kArctan,
+  kGeluSigmoid,    // x · sigmoid(1.702 x)
+  kGeluSigmoidDx,  // its derivative
+  kSiluDx,         // d/dx of x · sigmoid(x)
   kCount
 };
 

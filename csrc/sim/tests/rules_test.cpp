@@ -57,6 +57,14 @@ TEST(Rules, AlignedPartitionOffsetsAreAccepted) {
   EXPECT_NO_THROW(Simulator(b.program(), core_profile("trn2")));
 }
 
+TEST(Rules, DmaMayWriteAnyStartPartition) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("in", DType::kFloat32, 4, true);
+  const int32_t t = b.tile("t", Memory::kSbuf, DType::kFloat32, 128, 4);
+  b.add(Opcode::kDmaCopy, b.ap(t, {1, 4}, 0, 1), {b.ap(in, {1, 4})});
+  EXPECT_NO_THROW(Simulator(b.program(), core_profile("trn2")));
+}
+
 TEST(Rules, PartitionStride) {
   expect_rule(rule::kPartitionStride, [](ProgramBuilder& b) {
     const int32_t t = b.tile("t", Memory::kSbuf, DType::kFloat32, 128, 4);

@@ -6,6 +6,7 @@ package is not installed (see alias.py); they are always reachable as ``openneur
 """
 
 from openneuron.nki import isa, language  # noqa: F401
+from openneuron.nki.dtypes import DType as dtype  # noqa: F401
 from openneuron.nki.errors import KernelRuleError, KernelTraceError  # noqa: F401
 from openneuron.nki.kernel import (  # noqa: F401
     Kernel,

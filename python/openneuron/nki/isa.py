@@ -493,3 +493,43 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
     if src.on_chip:
         tr.fail("unsupported", "dma_transpose from SBUF is not simulated")
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
+
+
+def tensor_scalar_reduce(
+    dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, name=None, **_ignored
+):
+    """dst = data op0 operand0, and reduce_res[p] = reduction of that row: two Vector
+    instructions."""
+    tensor_scalar(dst, data, op0, operand0, reverse0=reverse0)
+    return tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)))
+
+
+def _not_simulated(name):
+    def instruction(*args, **kwargs):
+        tr.fail("unsupported", f"nisa.{name} is not simulated yet")
+
+    instruction.__name__ = name
+    return instruction
+
+
+# Named so kernels import; each raises a KernelTraceError naming itself when called.
+for _name in (
+    "core_barrier",
+    "dma_compute",
+    "local_gather",
+    "max8",
+    "nc_find_index8",
+    "nc_match_replace8",
+    "nc_matmul_mx",
+    "nc_n_gather",
+    "nc_stream_shuffle",
+    "nonzero_with_count",
+    "quantize_mx",
+    "range_select",
+    "register_alloc",
+    "register_load",
+    "sendrecv",
+    "tensor_copy_predicated",
+):
+    globals()[_name] = _not_simulated(_name)
+del _name

@@ -29,7 +29,14 @@ from openneuron.nki.dtypes import (  # noqa: F401  (re-exported as nl.<dtype>)
 from openneuron.nki.tensor import DynSlice, NkiTensor
 
 float8_e4m3fn = float8_e4m3
+bool = bool_  # noqa: A001  (NKI's name)
+dtype = DType
 tensor = NkiTensor
+range = range  # noqa: A001
+# Packed MX formats of NeuronCore-v4: named so kernels import, refused when allocated.
+float8_e4m3fn_x4 = DType("float8_e4m3fn_x4", -1, 4, True, "uint32")
+float8_e5m2_x4 = DType("float8_e5m2_x4", -1, 4, True, "uint32")
+float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", -1, 2, True, "uint16")
 
 
 class _Memory:
@@ -115,6 +122,9 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, **_ignored):
     if isinstance(shape, int):
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
+    dtype = as_dtype(dtype)
+    if dtype.code < 0:
+        tr.fail("unsupported", f"{dtype.name} (packed MX) tensors are not simulated yet")
     memory = _memory(buffer)
     if memory != tr.HBM and len(shape) < 2:
         shape = shape + (1,)
@@ -334,6 +344,9 @@ sign = _op("sign", act=18)
 negative = _op("negative", act=19)
 mish = _op("mish", act=20)
 arctan = _op("arctan", act=21)
+gelu_apprx_sigmoid = _op("gelu_apprx_sigmoid", act=22)
+gelu_apprx_sigmoid_dx = _op("gelu_apprx_sigmoid_dx", act=23)
+silu_dx = _op("silu_dx", act=24)
 
 
 def logical_not(x, dtype=None):

@@ -199,18 +199,50 @@ class NkiTensor:
 
     view = reshape
 
-    def ap(self, pattern, offset=0, dtype=None, **_ignored):
-        """An explicit access pattern: ``pattern`` is [[step, count], ...] (on-chip: the first
-        pair walks partitions), ``offset`` in elements of ``dtype`` from this view's start."""
+    def ap(
+        self,
+        pattern,
+        offset=0,
+        dtype=None,
+        scalar_offset=None,
+        vector_offset=None,
+        indirect_dim=None,
+        **_ignored,
+    ):
+        """An explicit access pattern: ``pattern`` is [[step, count], ...] in elements of
+        ``dtype``, ``offset`` from this view's first element. On-chip memory is addressed as
+        NKI does, partition-major: the first pair's step is a multiple of the partition pitch
+        (the buffer's elements per partition)."""
+        if scalar_offset is not None or vector_offset is not None:
+            tr.fail(
+                "unsupported",
+                "access patterns with a run-time offset (scalar_offset / "
+                "vector_offset: indexing by values in memory) are not simulated yet",
+            )
         dtype = as_dtype(dtype) if dtype is not None else self.dtype
         base = self.offset * self.dtype.itemsize
         if base % dtype.itemsize:
             tr.fail("bad-view", f"offset of {self!r} is not aligned to {dtype.name}")
-        shape = tuple(int(count) for _, count in pattern)
-        strides = tuple(int(step) for step, _ in pattern)
-        return self._view(
-            shape, strides, base // dtype.itemsize + int(offset), self.start_partition, dtype
-        )
+        shape = [int(count) for _, count in pattern]
+        strides = [int(step) for step, _ in pattern]
+        offset = base // dtype.itemsize + int(offset)
+        start = self.start_partition
+        if self.on_chip:
+            pitch = self.buffer.encode()[4] // dtype.itemsize
+            start += offset // pitch
+            offset %= pitch
+            step = strides[0]
+            if shape[0] == 1:
+                strides[0] = 1
+            elif step % pitch == 0 and step:
+                strides[0] = step // pitch
+            else:
+                tr.fail(
+                    "partition-stride",
+                    f"access pattern {pattern} on {self!r}: the "
+                    f"partition step {step} is not a multiple of the partition pitch {pitch}",
+                )
+        return self._view(tuple(shape), tuple(strides), offset, start, dtype)
 
     def bitcast(self, dtype):
         dtype = as_dtype(dtype)
