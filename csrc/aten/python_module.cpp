@@ -9,6 +9,7 @@
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
 #include "runtime/device_profile.h"
+#include "aten/sim_binding.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::bridge {
@@ -139,6 +140,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_clear_op_tracking", &clear_op_tracking);
   m.def("_set_strict", &set_strict_mode);
   m.def("_is_strict", &strict_mode);
+  register_sim_bindings(m);
 }
 
 }  // namespace openneuron::bridge

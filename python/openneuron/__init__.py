@@ -91,3 +91,11 @@ def __getattr__(name: str):
 
         return importlib.import_module(f"openneuron.{name}")
     raise AttributeError(f"module 'openneuron' has no attribute {name!r}")
+
+
+# `import nki` answers with openneuron.nki when AWS's nki package is not installed.
+from openneuron.nki import alias as _nki_alias  # noqa: E402
+
+_nki_alias.install()
+
+from openneuron.nki.torch_kernels import nki_op  # noqa: E402,F401

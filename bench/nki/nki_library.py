@@ -1,0 +1,254 @@
+"""Conformance against AWS's NKI Library: runs its core kernels, unchanged, on the simulated
+NeuronCore against the library's own PyTorch references, and writes docs/nki_coverage.md.
+
+    .venv/bin/python -m bench.nki.nki_library PATH/TO/nki-library [--markdown docs/nki_coverage.md]
+
+Nothing of the library is copied: it is imported from the checkout given. Each case names a
+kernel, its reference, and inputs built here; the estimated trn2 latency comes from the same
+run. Not part of `make test` (it needs the checkout).
+"""
+
+import argparse
+import importlib
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import openneuron  # noqa: F401  (first: the library's modules `import nki`)
+import openneuron.nki as nki
+
+try:
+    import ml_dtypes
+
+    BF16 = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover
+    BF16 = None
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _randn(shape, dtype=np.float32, seed=0):
+    return _rng(seed).standard_normal(shape).astype(np.float32).astype(dtype)
+
+
+def _cumsum(shape, dtype):
+    x = _randn(shape, dtype)
+    return {"x": x}, {"x": _to_torch(x)}
+
+
+def _cascaded_max(shape, dtype):
+    x = _randn(shape, dtype, seed=1)
+    return {"input_tensor": x}, {"input_tensor": _to_torch(x)}
+
+
+def _rope(d_head, batch, heads, seq):
+    x = _randn((d_head, batch, heads, seq), seed=2)
+    angles = _rng(3).uniform(0, 6.28, (d_head // 2, batch, seq)).astype(np.float32)
+    cos, sin = np.cos(angles), np.sin(angles)
+    arrays = {"x_in": x, "cos": cos, "sin": sin}
+    return arrays, {k: _to_torch(v) for k, v in arrays.items()}
+
+
+def _cross_entropy(positions, vocab):
+    logits = _randn((positions, vocab), seed=4)
+    targets = _rng(5).integers(0, vocab, positions).astype(np.int32)
+    kernel = {
+        "logits_hbm": logits,
+        "targets_hbm": targets,
+        "dtype": np.float32,
+        "chunk_size": min(vocab, 2048),
+    }
+    reference = {"logits": _to_torch(logits), "targets": torch.from_numpy(targets).long()}
+    return kernel, reference
+
+
+# (case, kernel module, kernel, reference module, reference, inputs -> (kernel kwargs,
+#  reference kwargs), tolerance on the error relative to the reference's largest magnitude)
+CASES = [
+    (
+        "cumsum fp32 [128, 2048]",
+        "core.cumsum.cumsum",
+        "cumsum",
+        "core.cumsum.cumsum_torch",
+        "cumsum_torch_ref",
+        lambda: _cumsum((128, 2048), np.float32),
+        1e-4,
+    ),
+    (
+        "cumsum fp32 [1, 256]",
+        "core.cumsum.cumsum",
+        "cumsum",
+        "core.cumsum.cumsum_torch",
+        "cumsum_torch_ref",
+        lambda: _cumsum((1, 256), np.float32),
+        1e-4,
+    ),
+    (
+        "cumsum bf16 [64, 4, 1024]",
+        "core.cumsum.cumsum",
+        "cumsum",
+        "core.cumsum.cumsum_torch",
+        "cumsum_torch_ref",
+        lambda: _cumsum((64, 4, 1024), BF16),
+        2e-2,
+    ),
+    (
+        "cascaded_max fp32 [1, 4, 4096]",
+        "core.max.cascaded_max",
+        "cascaded_max",
+        "core.max.cascaded_max_torch",
+        "cascaded_max_torch_ref",
+        lambda: _cascaded_max((1, 4, 4096), np.float32),
+        1e-6,
+    ),
+    (
+        "cascaded_max fp32 [2, 8, 32000]",
+        "core.max.cascaded_max",
+        "cascaded_max",
+        "core.max.cascaded_max_torch",
+        "cascaded_max_torch_ref",
+        lambda: _cascaded_max((2, 8, 32000), np.float32),
+        1e-6,
+    ),
+    (
+        "RoPE fp32 d=128 B=2 H=2 S=8",
+        "core.embeddings.rope",
+        "RoPE",
+        "core.embeddings.rope_torch",
+        "rope_torch_ref",
+        lambda: _rope(128, 2, 2, 8),
+        1e-5,
+    ),
+    (
+        "RoPE fp32 d=64 B=4 H=1 S=16",
+        "core.embeddings.rope",
+        "RoPE",
+        "core.embeddings.rope_torch",
+        "rope_torch_ref",
+        lambda: _rope(64, 4, 1, 16),
+        1e-5,
+    ),
+    (
+        "cross_entropy fp32 [32, 4096]",
+        "experimental.loss.cross_entropy",
+        "cross_entropy_forward",
+        "experimental.loss.cross_entropy_torch",
+        "cross_entropy_forward_torch_ref",
+        lambda: _cross_entropy(32, 4096),
+        1e-4,
+    ),
+]
+
+
+def _to_torch(value):
+    if isinstance(value, np.ndarray):
+        if value.dtype == BF16:
+            return torch.from_numpy(value.astype(np.float32)).bfloat16()
+        return torch.from_numpy(value)
+    return value
+
+
+def _compare(got, expected, tolerance):
+    got = np.asarray(got).astype(np.float32)
+    expected = expected.float().numpy() if isinstance(expected, torch.Tensor) else expected
+    scale = max(1.0, float(np.abs(expected).max()))
+    error = float(np.abs(got - expected).max()) / scale
+    return error <= tolerance, error
+
+
+def run_case(case, package):
+    name, module, kernel_name, ref_module, ref_name, build, tolerance = case
+    start = time.perf_counter()
+    row = {"case": name, "kernel": f"{module}.{kernel_name}"}
+    try:
+        kernel = getattr(importlib.import_module(f"{package}.{module}"), kernel_name)
+        reference = getattr(importlib.import_module(f"{package}.{ref_module}"), ref_name)
+        kernel_inputs, reference_inputs = build()
+        result = nki.kernel.launch(kernel, (), kernel_inputs, profile="trn2")
+        expected = reference(**reference_inputs)
+        if isinstance(expected, dict):
+            expected = list(expected.values())
+        outputs = result.outputs if isinstance(result.outputs, (list, tuple)) else [result.outputs]
+        expected = expected if isinstance(expected, (list, tuple)) else [expected]
+        errors = [_compare(g, e, tolerance) for g, e in zip(outputs, expected, strict=True)]
+        passed = all(ok for ok, _ in errors)
+        row.update(
+            status="pass" if passed else "mismatch",
+            max_error=max(e for _, e in errors),
+            latency_us=result.latency_ns / 1e3,
+            reason="" if passed else f"max relative error above {tolerance}",
+        )
+    except Exception as error:  # noqa: BLE001  (every failure is reported, none stops the run)
+        where = ""
+        if not isinstance(error, nki.KernelRuleError):  # those already name the kernel line
+            last = traceback.extract_tb(error.__traceback__)[-1]
+            where = f" ({Path(last.filename).name}:{last.lineno})"
+        row.update(status="error", reason=f"{type(error).__name__}: {str(error)[:300]}{where}")
+    row["wall_s"] = time.perf_counter() - start
+    return row
+
+
+def markdown(rows, commit):
+    passed = sum(r["status"] == "pass" for r in rows)
+    lines = [
+        "# NKI Library on the simulated NeuronCore",
+        "",
+        f"Generated by `python -m bench.nki.nki_library <checkout>` against AWS's NKI Library "
+        f"(`{commit}`). Each kernel runs unchanged on the simulator (profile trn2) and is "
+        "compared with the library's own PyTorch reference; errors are relative to the "
+        "reference's largest magnitude.",
+        "",
+        f"**{passed} of {len(rows)} cases pass.**",
+        "",
+        "| case | kernel | status | max error | est. trn2 latency (µs) | reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        error = f"{r['max_error']:.2e}" if "max_error" in r else "-"
+        latency = f"{r['latency_us']:.1f}" if "latency_us" in r else "-"
+        reason = r.get("reason", "").replace("|", "\\|").replace("\n", " ")
+        lines.append(
+            f"| {r['case']} | `{r['kernel']}` | {r['status']} | {error} | {latency} | {reason} |"
+        )
+    lines += [
+        "",
+        "Errors name the rule or the missing feature and the kernel line; the cases are the",
+        "library's core kernels whose inputs need no library test harness (kernels built on",
+        "collectives, MX formats or dynamic shapes are not listed).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("checkout", type=Path)
+    parser.add_argument("--markdown", type=Path, default=Path("docs/nki_coverage.md"))
+    parser.add_argument("--json", type=Path, default=Path("bench/results/nki_library.json"))
+    parser.add_argument("--version", help="how to name the checkout in the report")
+    args = parser.parse_args()
+    source = args.checkout / "src"
+    if not (source / "nkilib_src" / "nkilib").is_dir():
+        sys.exit(f"{args.checkout} is not an NKI Library checkout (no src/nkilib_src/nkilib)")
+    sys.path.insert(0, str(source))
+    commit = args.version or "unnamed checkout"
+    head = args.checkout / ".git" / "HEAD"
+    if args.version is None and head.exists():
+        commit = head.read_text().strip()[:40]
+    rows = [run_case(case, "nkilib_src.nkilib") for case in CASES]
+    for r in rows:
+        print(f"{r['status']:<9} {r['case']:<40} {r.get('reason', '')[:100]}")
+    args.markdown.write_text(markdown(rows, commit))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(rows, indent=2))
+    print(f"wrote {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+// The simulator's Python entry points in `openneuron._C`: decode a traced NKI program, run it,
+// return outputs and timing. Thin on purpose (no torch headers): the front end is Python.
+#include "aten/sim_binding.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "sim/errors.h"
+#include "sim/profile.h"
+#include "sim/simulator.h"
+#include "sim/timing.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+namespace py = pybind11;
+using namespace openneuron::sim;
+
+// Layout of one encoded instruction (int64 words), shared with openneuron/nki/encoding.py.
+constexpr int kHeaderWords = 12;
+constexpr int kPatternWords = 15;
+constexpr int kInstructionWords = kHeaderWords + 5 * kPatternWords;
+
+AccessPattern decode_pattern(const int64_t* words) {
+  AccessPattern ap;
+  ap.buffer = static_cast<int32_t>(words[0]);
+  ap.dtype = static_cast<DType>(words[1]);
+  ap.start_partition = static_cast<int32_t>(words[2]);
+  ap.offset = words[3];
+  ap.rank = static_cast<int32_t>(words[4]);
+  for (int d = 0; d < kMaxDims; ++d) {
+    ap.dims[d].size = words[5 + d];
+    ap.dims[d].stride = words[10 + d];
+  }
+  return ap;
+}
+
+Program decode(const std::string& source, const py::list& buffers,
+               const py::array_t<int64_t, py::array::c_style>& words,
+               const py::array_t<double, py::array::c_style>& immediates) {
+  Program program;
+  program.source = source;
+  for (const auto& item : buffers) {
+    const auto fields = item.cast<py::tuple>();
+    Buffer buffer;
+    buffer.name = fields[0].cast<std::string>();
+    buffer.memory = static_cast<Memory>(fields[1].cast<int>());
+    buffer.dtype = static_cast<DType>(fields[2].cast<int>());
+    buffer.partitions = fields[3].cast<int64_t>();
+    buffer.bytes_per_partition = fields[4].cast<int64_t>();
+    buffer.line = fields[5].cast<int32_t>();
+    buffer.initialized = fields[6].cast<bool>();
+    program.buffers.push_back(std::move(buffer));
+  }
+  const auto count = static_cast<size_t>(words.shape(0));
+  if (count && (words.shape(1) != kInstructionWords || immediates.shape(1) != 3)) {
+    throw std::invalid_argument("instruction encoding has the wrong width");
+  }
+  program.instructions.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t* w = words.data(i, 0);
+    Instruction& ins = program.instructions[i];
+    ins.opcode = static_cast<Opcode>(w[0]);
+    ins.engine = static_cast<Engine>(w[1]);
+    ins.alu0 = static_cast<AluOp>(w[2]);
+    ins.alu1 = static_cast<AluOp>(w[3]);
+    ins.function = static_cast<ActivationFunction>(w[4]);
+    ins.accumulate = w[5] & 1;
+    ins.reverse0 = w[5] & 2;
+    ins.reverse1 = w[5] & 4;
+    ins.negate = w[5] & 8;
+    ins.reduce_dims = static_cast<int32_t>(w[6]);
+    ins.line = static_cast<int32_t>(w[7]);
+    for (int k = 0; k < 4; ++k) ins.pattern[k] = w[8 + k];
+    ins.dst = decode_pattern(w + kHeaderWords);
+    ins.dst2 = decode_pattern(w + kHeaderWords + kPatternWords);
+    for (int s = 0; s < 3; ++s)
+      ins.src[s] = decode_pattern(w + kHeaderWords + (2 + s) * kPatternWords);
+    const double* f = immediates.data(i, 0);
+    ins.imm0 = static_cast<float>(f[0]);
+    ins.imm1 = static_cast<float>(f[1]);
+    ins.imm2 = static_cast<float>(f[2]);
+  }
+  return program;
+}
+
+[[noreturn]] void raise_rule(const SimError& error) {
+  py::object cls = py::module_::import("openneuron.nki.errors").attr("KernelRuleError");
+  py::object value = cls(error.rule, error.line, std::string(error.what()));
+  PyErr_SetObject(cls.ptr(), value.ptr());
+  throw py::error_already_set();
+}
+
+py::dict timeline_dict(const Program& program, const Timeline& timeline, bool with_trace,
+                       const std::string& profile) {
+  py::dict result;
+  result["total_ns"] = timeline.total_ns;
+  result["dma_bytes"] = timeline.dma_bytes;
+  result["matmul_flops"] = timeline.matmul_flops;
+  py::dict engines;
+  for (int e = 0; e < static_cast<int>(Engine::kCount); ++e) {
+    py::dict engine;
+    engine["instructions"] = timeline.engines[e].instructions;
+    engine["busy_ns"] = timeline.engines[e].busy_ns;
+    engine["utilization"] = timeline.engines[e].utilization;
+    engines[engine_name(static_cast<Engine>(e))] = engine;
+  }
+  result["engines"] = engines;
+  if (with_trace) result["trace"] = chrome_trace(program, timeline, profile);
+  return result;
+}
+
+// Runs a traced program. inputs: {buffer index: bytes}; outputs: buffer indices to return.
+py::dict run_program(const std::string& profile_name, const std::string& source,
+                     const py::list& buffers, const py::array_t<int64_t, py::array::c_style>& words,
+                     const py::array_t<double, py::array::c_style>& immediates,
+                     const py::dict& inputs, const std::vector<int32_t>& outputs, bool execute,
+                     bool reference, bool with_trace) {
+  const CoreProfile& profile = core_profile(profile_name);
+  Program program = decode(source, buffers, words, immediates);
+  std::unique_ptr<Simulator> simulator;
+  try {
+    simulator = std::make_unique<Simulator>(std::move(program), profile);
+  } catch (const SimError& error) {
+    raise_rule(error);
+  }
+  py::dict result;
+  if (execute) {
+    for (const auto& item : inputs) {
+      const auto index = item.first.cast<int32_t>();
+      const py::buffer_info info = py::reinterpret_borrow<py::buffer>(item.second).request();
+      simulator->set_input(index, info.ptr, static_cast<size_t>(info.size * info.itemsize));
+    }
+    bool failed = false;
+    SimError failure("", "", "", 0);
+    {
+      py::gil_scoped_release no_gil;
+      try {
+        simulator->run(reference);
+      } catch (const SimError& error) {
+        failed = true;
+        failure = error;
+      }
+    }
+    if (failed) raise_rule(failure);
+    py::dict values;
+    for (int32_t index : outputs) {
+      const auto& bytes = simulator->hbm(index);
+      values[py::int_(index)] =
+          py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    result["outputs"] = values;
+  }
+  Timeline timeline;
+  {
+    py::gil_scoped_release no_gil;
+    timeline = simulator->timing();
+  }
+  result["timing"] = timeline_dict(simulator->program(), timeline, with_trace, profile_name);
+  result["sbuf_peak_bytes"] = simulator->layout().sbuf_peak_bytes;
+  result["psum_peak_bytes"] = simulator->layout().psum_peak_bytes;
+  result["instructions"] = simulator->program().instructions.size();
+  return result;
+}
+
+py::dict profile_dict(const std::string& name) {
+  const CoreProfile& p = core_profile(name);
+  py::dict d;
+  d["name"] = p.name;
+  d["partitions"] = p.partitions;
+  d["sbuf_bytes_per_partition"] = p.sbuf_bytes_per_partition;
+  d["psum_bytes_per_partition"] = p.psum_bytes_per_partition;
+  d["psum_bank_bytes"] = p.psum_bank_bytes;
+  d["matmul_max_k"] = p.matmul_max_k;
+  d["matmul_max_m"] = p.matmul_max_m;
+  d["matmul_max_n"] = p.matmul_max_n;
+  d["tensor_ghz"] = p.tensor_ghz;
+  d["vector_ghz"] = p.vector_ghz;
+  d["scalar_ghz"] = p.scalar_ghz;
+  d["gpsimd_ghz"] = p.gpsimd_ghz;
+  d["dma_engines"] = p.dma_engines;
+  d["dma_bytes_per_ns_per_engine"] = p.dma_bytes_per_ns_per_engine;
+  d["dma_fixed_ns"] = p.dma_fixed_ns;
+  d["hbm_gb_per_s"] = p.hbm_gb_per_s;
+  d["peak_bf16_tflops"] = p.peak_bf16_tflops;
+  d["peak_fp32_tflops"] = p.peak_fp32_tflops;
+  d["vector_fp32_tflops"] = p.vector_fp32_tflops;
+  return d;
+}
+
+}  // namespace
+
+void register_sim_bindings(py::module_& m) {
+  m.def("_sim_run", &run_program, py::arg("profile"), py::arg("source"), py::arg("buffers"),
+        py::arg("words"), py::arg("immediates"), py::arg("inputs"), py::arg("outputs"),
+        py::arg("execute") = true, py::arg("reference") = false, py::arg("trace") = false,
+        "Runs a traced NKI program on the simulated NeuronCore.");
+  m.def("_sim_profile", &profile_dict, "The constants of a NeuronCore profile (trn2, trn3).");
+  m.def("_sim_instruction_words", [] { return kInstructionWords; });
+}
+
+}  // namespace openneuron::bridge

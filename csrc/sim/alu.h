@@ -1,0 +1,167 @@
+// What one ALU operation and one activation function compute, in fp32. The reference
+// interpreter and the fast executor both call these, so they agree bit for bit.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "sim/isa.h"
+
+namespace openneuron::sim {
+
+inline float apply_alu(AluOp op, float x, float y) {
+  switch (op) {
+    case AluOp::kBypass:
+      return x;
+    case AluOp::kAdd:
+      return x + y;
+    case AluOp::kSubtract:
+      return x - y;
+    case AluOp::kMultiply:
+      return x * y;
+    case AluOp::kDivide:
+      return x / y;
+    case AluOp::kMax:
+      return std::isnan(x) || std::isnan(y) ? std::numeric_limits<float>::quiet_NaN()
+                                            : (x > y ? x : y);
+    case AluOp::kMin:
+      return std::isnan(x) || std::isnan(y) ? std::numeric_limits<float>::quiet_NaN()
+                                            : (x < y ? x : y);
+    case AluOp::kPow:
+      return std::pow(x, y);
+    case AluOp::kMod:
+      return std::fmod(x, y);
+    case AluOp::kAbsMax:
+      return std::fmax(std::fabs(x), std::fabs(y));
+    case AluOp::kIsEqual:
+      return x == y ? 1.0f : 0.0f;
+    case AluOp::kNotEqual:
+      return x != y ? 1.0f : 0.0f;
+    case AluOp::kIsGe:
+      return x >= y ? 1.0f : 0.0f;
+    case AluOp::kIsGt:
+      return x > y ? 1.0f : 0.0f;
+    case AluOp::kIsLe:
+      return x <= y ? 1.0f : 0.0f;
+    case AluOp::kIsLt:
+      return x < y ? 1.0f : 0.0f;
+    case AluOp::kLogicalAnd:
+      return (x != 0.0f && y != 0.0f) ? 1.0f : 0.0f;
+    case AluOp::kLogicalOr:
+      return (x != 0.0f || y != 0.0f) ? 1.0f : 0.0f;
+    case AluOp::kLogicalXor:
+      return ((x != 0.0f) != (y != 0.0f)) ? 1.0f : 0.0f;
+    case AluOp::kBitwiseAnd:
+      return static_cast<float>(static_cast<int32_t>(x) & static_cast<int32_t>(y));
+    case AluOp::kBitwiseOr:
+      return static_cast<float>(static_cast<int32_t>(x) | static_cast<int32_t>(y));
+    case AluOp::kBitwiseXor:
+      return static_cast<float>(static_cast<int32_t>(x) ^ static_cast<int32_t>(y));
+    case AluOp::kCount:
+      break;
+  }
+  return x;
+}
+
+// The value a reduction with `op` starts from; NaN marks "start from the first element".
+inline bool reduction_identity(AluOp op, float* identity) {
+  switch (op) {
+    case AluOp::kAdd:
+    case AluOp::kSubtract:
+    case AluOp::kLogicalOr:
+    case AluOp::kLogicalXor:
+    case AluOp::kBitwiseOr:
+    case AluOp::kBitwiseXor:
+      *identity = 0.0f;
+      return true;
+    case AluOp::kMultiply:
+    case AluOp::kLogicalAnd:
+      *identity = 1.0f;
+      return true;
+    case AluOp::kMax:
+      *identity = -std::numeric_limits<float>::infinity();
+      return true;
+    case AluOp::kMin:
+      *identity = std::numeric_limits<float>::infinity();
+      return true;
+    case AluOp::kAbsMax:
+      *identity = 0.0f;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A reduction step: subtracting reductions sum (x - y - z ... is not associative; the ALU adds).
+inline float reduce_step(AluOp op, float accumulator, float value) {
+  return apply_alu(op == AluOp::kSubtract ? AluOp::kAdd : op, accumulator, value);
+}
+
+inline float apply_activation(ActivationFunction function, float x) {
+  switch (function) {
+    case ActivationFunction::kCopy:
+      return x;
+    case ActivationFunction::kExp:
+      return std::exp(x);
+    case ActivationFunction::kLog:
+      return std::log(x);
+    case ActivationFunction::kTanh:
+      return std::tanh(x);
+    case ActivationFunction::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case ActivationFunction::kRelu:
+      return x > 0.0f ? x : (std::isnan(x) ? x : 0.0f);
+    case ActivationFunction::kGelu:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case ActivationFunction::kGeluTanh: {
+      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+      return 0.5f * x * (1.0f + std::tanh(inner));
+    }
+    case ActivationFunction::kSilu:
+      return x / (1.0f + std::exp(-x));
+    case ActivationFunction::kSqrt:
+      return std::sqrt(x);
+    case ActivationFunction::kRsqrt:
+      return 1.0f / std::sqrt(x);
+    case ActivationFunction::kReciprocal:
+      return 1.0f / x;
+    case ActivationFunction::kSquare:
+      return x * x;
+    case ActivationFunction::kAbs:
+      return std::fabs(x);
+    case ActivationFunction::kSin:
+      return std::sin(x);
+    case ActivationFunction::kCos:
+      return std::cos(x);
+    case ActivationFunction::kSoftplus:
+      return x > 20.0f ? x : std::log1p(std::exp(x));
+    case ActivationFunction::kErf:
+      return std::erf(x);
+    case ActivationFunction::kSign:
+      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
+    case ActivationFunction::kNegate:
+      return -x;
+    case ActivationFunction::kMish: {
+      const float softplus = x > 20.0f ? x : std::log1p(std::exp(x));
+      return x * std::tanh(softplus);
+    }
+    case ActivationFunction::kArctan:
+      return std::atan(x);
+    case ActivationFunction::kGeluSigmoid:
+      return x / (1.0f + std::exp(-1.702f * x));
+    case ActivationFunction::kGeluSigmoidDx: {
+      const float s = 1.0f / (1.0f + std::exp(-1.702f * x));
+      return s + 1.702f * x * s * (1.0f - s);
+    }
+    case ActivationFunction::kSiluDx: {
+      const float s = 1.0f / (1.0f + std::exp(-x));
+      return s * (1.0f + x * (1.0f - s));
+    }
+    case ActivationFunction::kCount:
+      break;
+  }
+  return x;
+}
+
+}  // namespace openneuron::sim

@@ -1,0 +1,500 @@
+#include "sim/interpreter.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sim/alu.h"
+#include "sim/errors.h"
+
+namespace openneuron::sim {
+
+namespace {
+
+[[noreturn]] void uninitialized(const CoreState& state, const Instruction& instruction,
+                                const AccessPattern& ap, int64_t element) {
+  const Program& program = state.program();
+  throw SimError(rule::kUninitializedRead,
+                 std::string(opcode_name(instruction.opcode)) + " reads element " +
+                     std::to_string(element) + " of '" + program.buffers[ap.buffer].name +
+                     "' (created at line " + std::to_string(program.buffers[ap.buffer].line) +
+                     "), which was never written",
+                 program.source, instruction.line);
+}
+
+// Moves operands element by element through their access patterns.
+struct ElementAccess {
+  static std::vector<float> read(CoreState& state, const Instruction& instruction,
+                                 const AccessPattern& ap) {
+    const auto refs = state.elements(ap);
+    std::vector<float> values(refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (refs[i].written && !refs[i].written[0]) {
+        uninitialized(state, instruction, ap, static_cast<int64_t>(i));
+      }
+      values[i] = load_element(ap.dtype, refs[i].data);
+    }
+    return values;
+  }
+
+  static void write(CoreState& state, const AccessPattern& ap, const float* values) {
+    const auto refs = state.elements(ap);
+    const int size = dtype_size(ap.dtype);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      store_element(ap.dtype, refs[i].data, values[i]);
+      if (refs[i].written) std::memset(refs[i].written, 1, size);
+    }
+  }
+
+  // Same-dtype moves keep the bits (integers wider than fp32's mantissa stay exact).
+  static void copy_bits(CoreState& state, const Instruction& instruction, const AccessPattern& dst,
+                        const AccessPattern& src) {
+    const auto from = state.elements(src);
+    const auto to = state.elements(dst);
+    const int size = dtype_size(src.dtype);
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (from[i].written && !from[i].written[0]) {
+        uninitialized(state, instruction, src, static_cast<int64_t>(i));
+      }
+      std::memcpy(to[i].data, from[i].data, size);
+      if (to[i].written) std::memset(to[i].written, 1, size);
+    }
+  }
+};
+
+// Walks an operand as rows: for each partition (HBM: each index of the outer dims), runs of
+// the innermost dimension, converted a run at a time.
+struct RowAccess {
+  template <typename Visit>
+  static void for_each_run(CoreState& state, const AccessPattern& ap, Visit&& visit) {
+    const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
+    const int64_t size = dtype_size(ap.dtype);
+    const int inner = ap.rank - 1;
+    const int64_t run = ap.dims[inner].size;
+    const int64_t stride = ap.dims[inner].stride;
+    const int first_outer = on_chip ? 1 : 0;
+    const int64_t partitions = on_chip ? ap.dims[0].size : 1;
+    int64_t outer_count = 1;
+    for (int d = first_outer; d < inner; ++d) outer_count *= ap.dims[d].size;
+    if (inner == 0 && on_chip) outer_count = 1;
+    int64_t position = 0;
+    for (int64_t p = 0; p < partitions; ++p) {
+      uint8_t* data = state.row(ap, p, false);
+      uint8_t* flags = state.row(ap, p, true);
+      int64_t index[kMaxDims] = {0, 0, 0, 0, 0};
+      for (int64_t o = 0; o < outer_count; ++o) {
+        int64_t offset = ap.offset;
+        for (int d = first_outer; d < inner; ++d) offset += index[d] * ap.dims[d].stride;
+        uint8_t* run_flags = flags ? flags + offset * size : nullptr;
+        if (inner == 0 && on_chip) {
+          visit(data + offset * size, run_flags, int64_t{1}, int64_t{0}, position);
+          position += 1;
+        } else {
+          visit(data + offset * size, run_flags, run, stride * size, position);
+          position += run;
+        }
+        for (int d = inner - 1; d >= first_outer; --d) {
+          if (++index[d] < ap.dims[d].size) break;
+          index[d] = 0;
+        }
+      }
+    }
+  }
+
+  static std::vector<float> read(CoreState& state, const Instruction& instruction,
+                                 const AccessPattern& ap) {
+    std::vector<float> values(static_cast<size_t>(ap.elements()));
+    const int64_t size = dtype_size(ap.dtype);
+    for_each_run(
+        state, ap,
+        [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
+          if (step == size) {
+            if (flags && std::memchr(flags, 0, static_cast<size_t>(count * size)) != nullptr) {
+              for (int64_t i = 0; i < count; ++i) {
+                if (!flags[i * size]) uninitialized(state, instruction, ap, position + i);
+              }
+            }
+            load_row(ap.dtype, data, values.data() + position, count);
+            return;
+          }
+          for (int64_t i = 0; i < count; ++i) {
+            if (flags && !flags[i * step]) uninitialized(state, instruction, ap, position + i);
+            values[position + i] = load_element(ap.dtype, data + i * step);
+          }
+        });
+    return values;
+  }
+
+  static void write(CoreState& state, const AccessPattern& ap, const float* values) {
+    const int64_t size = dtype_size(ap.dtype);
+    for_each_run(state, ap,
+                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
+                   if (step == size) {
+                     store_row(ap.dtype, values + position, data, count);
+                     if (flags) std::memset(flags, 1, static_cast<size_t>(count * size));
+                     return;
+                   }
+                   for (int64_t i = 0; i < count; ++i) {
+                     store_element(ap.dtype, data + i * step, values[position + i]);
+                     if (flags) std::memset(flags + i * step, 1, static_cast<size_t>(size));
+                   }
+                 });
+  }
+
+  static void copy_bits(CoreState& state, const Instruction& instruction, const AccessPattern& dst,
+                        const AccessPattern& src) {
+    // Gather raw bytes in row-major order, then scatter them.
+    const int64_t size = dtype_size(src.dtype);
+    std::vector<uint8_t> bytes(static_cast<size_t>(src.elements() * size));
+    for_each_run(state, src,
+                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
+                   for (int64_t i = 0; i < count; ++i) {
+                     if (flags && !flags[i * step])
+                       uninitialized(state, instruction, src, position + i);
+                   }
+                   if (step == size) {
+                     std::memcpy(bytes.data() + position * size, data,
+                                 static_cast<size_t>(count * size));
+                   } else {
+                     for (int64_t i = 0; i < count; ++i) {
+                       std::memcpy(bytes.data() + (position + i) * size, data + i * step, size);
+                     }
+                   }
+                 });
+    for_each_run(state, dst,
+                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
+                   if (step == size) {
+                     std::memcpy(data, bytes.data() + position * size,
+                                 static_cast<size_t>(count * size));
+                     if (flags) std::memset(flags, 1, static_cast<size_t>(count * size));
+                   } else {
+                     for (int64_t i = 0; i < count; ++i) {
+                       std::memcpy(data + i * step, bytes.data() + (position + i) * size, size);
+                       if (flags) std::memset(flags + i * step, 1, static_cast<size_t>(size));
+                     }
+                   }
+                 });
+  }
+};
+
+// The value per partition of an optional [P,1] operand, else the immediate.
+template <typename Access>
+std::vector<float> per_partition(CoreState& state, const Instruction& instruction,
+                                 const AccessPattern& operand, float immediate,
+                                 int64_t partitions) {
+  if (!operand.valid()) return std::vector<float>(static_cast<size_t>(partitions), immediate);
+  return Access::read(state, instruction, operand);
+}
+
+void matmul_reference(const std::vector<float>& stationary, const std::vector<float>& moving,
+                      int64_t k_size, int64_t m_size, int64_t n_size, std::vector<float>& out) {
+  for (int64_t m = 0; m < m_size; ++m) {
+    for (int64_t n = 0; n < n_size; ++n) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < k_size; ++k) {
+        sum = std::fma(stationary[k * m_size + m], moving[k * n_size + n], sum);
+      }
+      out[m * n_size + n] = sum;
+    }
+  }
+}
+
+// Same order of fused multiply-adds per output element (k = 0..K-1), register-blocked: a 4-row
+// by 64-column block of results stays in vector registers while k runs.
+template <int kRows, int kCols>
+void matmul_block(const float* __restrict stationary, const float* __restrict moving,
+                  int64_t k_size, int64_t m_size, int64_t n_size, int64_t m0, int64_t n0,
+                  float* __restrict out) {
+  float acc[kRows][kCols] = {};
+  for (int64_t k = 0; k < k_size; ++k) {
+    const float* __restrict b = moving + k * n_size + n0;
+    const float* __restrict a = stationary + k * m_size + m0;
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < kCols; ++j) out[(m0 + i) * n_size + n0 + j] = acc[i][j];
+  }
+}
+
+void matmul_fast(const std::vector<float>& stationary, const std::vector<float>& moving,
+                 int64_t k_size, int64_t m_size, int64_t n_size, std::vector<float>& out) {
+  constexpr int kRows = 4, kCols = 64;
+  const int64_t m_full = m_size / kRows * kRows, n_full = n_size / kCols * kCols;
+  for (int64_t m0 = 0; m0 < m_full; m0 += kRows) {
+    for (int64_t n0 = 0; n0 < n_full; n0 += kCols) {
+      matmul_block<kRows, kCols>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, n0,
+                                 out.data());
+    }
+  }
+  // Edges: one element at a time, in the same k order.
+  for (int64_t m = 0; m < m_size; ++m) {
+    for (int64_t n = (m < m_full ? n_full : 0); n < n_size; ++n) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < k_size; ++k) {
+        sum = std::fma(stationary[k * m_size + m], moving[k * n_size + n], sum);
+      }
+      out[m * n_size + n] = sum;
+    }
+  }
+}
+
+float tf32_input(DType dtype, float value) {
+  return dtype == DType::kTFloat32 ? round_to(DType::kTFloat32, value) : value;
+}
+
+template <typename Access, bool kFastMatmul>
+void execute(CoreState& state, const Instruction& ins) {
+  const AccessPattern& dst = ins.dst;
+  const AccessPattern& a = ins.src[0];
+  const AccessPattern& b = ins.src[1];
+  const AccessPattern& c = ins.src[2];
+  switch (ins.opcode) {
+    case Opcode::kMatmul: {
+      auto stationary = Access::read(state, ins, a);
+      auto moving = Access::read(state, ins, b);
+      for (auto& v : stationary) v = tf32_input(a.dtype, v);
+      for (auto& v : moving) v = tf32_input(b.dtype, v);
+      const int64_t k = a.partitions(), m = a.free_size(), n = b.free_size();
+      std::vector<float> out(static_cast<size_t>(m * n));
+      if (kFastMatmul) {
+        matmul_fast(stationary, moving, k, m, n, out);
+      } else {
+        matmul_reference(stationary, moving, k, m, n, out);
+      }
+      if (ins.accumulate) {
+        const auto previous = Access::read(state, ins, dst);
+        for (size_t i = 0; i < out.size(); ++i) out[i] = previous[i] + out[i];
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kTranspose: {
+      const auto in = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      std::vector<float> out(in.size());
+      for (int64_t i = 0; i < p; ++i) {
+        for (int64_t j = 0; j < f; ++j) out[j * p + i] = in[i * f + j];
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kTensorTensor: {
+      auto x = Access::read(state, ins, a);
+      const auto y = Access::read(state, ins, b);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = apply_alu(ins.alu0, x[i], y[i]);
+      Access::write(state, dst, x.data());
+      return;
+    }
+    case Opcode::kTensorScalar: {
+      auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      const auto s0 = per_partition<Access>(state, ins, b, ins.imm0, p);
+      const auto s1 = per_partition<Access>(state, ins, c, ins.imm1, p);
+      for (int64_t i = 0; i < p; ++i) {
+        for (int64_t j = 0; j < f; ++j) {
+          float& v = x[i * f + j];
+          v = ins.reverse0 ? apply_alu(ins.alu0, s0[i], v) : apply_alu(ins.alu0, v, s0[i]);
+          if (ins.alu1 != AluOp::kBypass) {
+            v = ins.reverse1 ? apply_alu(ins.alu1, s1[i], v) : apply_alu(ins.alu1, v, s1[i]);
+          }
+        }
+      }
+      Access::write(state, dst, x.data());
+      return;
+    }
+    case Opcode::kTensorReduce: {
+      const auto x = Access::read(state, ins, a);
+      int64_t group = 1;
+      for (int d = a.rank - ins.reduce_dims; d < a.rank; ++d) group *= a.dims[d].size;
+      const int64_t groups = a.elements() / group;
+      std::vector<float> out(static_cast<size_t>(groups));
+      float identity;
+      const bool has_identity = reduction_identity(ins.alu0, &identity);
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* values = x.data() + g * group;
+        float acc = has_identity ? identity : values[0];
+        for (int64_t j = has_identity ? 0 : 1; j < group; ++j) {
+          acc = reduce_step(ins.alu0, acc, values[j]);
+        }
+        out[g] = ins.negate ? -acc : acc;
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kTensorCopy:
+    case Opcode::kDmaCopy: {
+      if (a.dtype == dst.dtype) {
+        Access::copy_bits(state, ins, dst, a);
+        return;
+      }
+      const auto x = Access::read(state, ins, a);
+      Access::write(state, dst, x.data());
+      return;
+    }
+    case Opcode::kMemset: {
+      const std::vector<float> out(static_cast<size_t>(dst.elements()), ins.imm0);
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kSelect: {
+      const auto predicate = Access::read(state, ins, a);
+      auto on_true = Access::read(state, ins, b);
+      const auto on_false = Access::read(state, ins, c);
+      for (size_t i = 0; i < on_true.size(); ++i) {
+        if (predicate[i] == 0.0f) on_true[i] = on_false[i];
+      }
+      Access::write(state, dst, on_true.data());
+      return;
+    }
+    case Opcode::kTensorTensorScan: {
+      auto x = Access::read(state, ins, a);
+      const auto y = Access::read(state, ins, b);
+      const int64_t p = a.partitions();
+      const auto initial = per_partition<Access>(state, ins, c, ins.imm0, p);
+      const int64_t length = a.dims[a.rank - 1].size;
+      const int64_t per_partition_rows = a.free_size() / length;
+      for (int64_t i = 0; i < p; ++i) {
+        for (int64_t r = 0; r < per_partition_rows; ++r) {
+          float acc = initial[i];
+          float* row = x.data() + (i * per_partition_rows + r) * length;
+          const float* other = y.data() + (i * per_partition_rows + r) * length;
+          for (int64_t j = 0; j < length; ++j) {
+            acc = apply_alu(ins.alu1, apply_alu(ins.alu0, acc, row[j]), other[j]);
+            row[j] = acc;
+          }
+        }
+      }
+      Access::write(state, dst, x.data());
+      return;
+    }
+    case Opcode::kBnStats: {
+      const auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      std::vector<float> out(static_cast<size_t>(p * 6));
+      for (int64_t i = 0; i < p; ++i) {
+        for (int half = 0; half < 2; ++half) {
+          float count = 0.0f, sum = 0.0f;
+          for (int64_t j = half; j < f; j += 2) {
+            sum += x[i * f + j];
+            count += 1.0f;
+          }
+          const float mean = count > 0.0f ? sum / count : 0.0f;
+          float squares = 0.0f;
+          for (int64_t j = half; j < f; j += 2) {
+            const float d = x[i * f + j] - mean;
+            squares += d * d;
+          }
+          out[i * 6 + half * 3 + 0] = count;
+          out[i * 6 + half * 3 + 1] = mean;
+          out[i * 6 + half * 3 + 2] = count > 0.0f ? squares / count : 0.0f;
+        }
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kBnAggr: {
+      const auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      std::vector<float> out(static_cast<size_t>(p * 2));
+      for (int64_t i = 0; i < p; ++i) {
+        // Chan's combination of (count, mean, M2) groups, in order.
+        float count = 0.0f, mean = 0.0f, m2 = 0.0f;
+        for (int64_t j = 0; j < f; j += 3) {
+          const float n_b = x[i * f + j], mean_b = x[i * f + j + 1];
+          const float m2_b = x[i * f + j + 2] * n_b;
+          if (n_b == 0.0f) continue;
+          const float total = count + n_b;
+          const float delta = mean_b - mean;
+          mean += delta * (n_b / total);
+          m2 += m2_b + delta * delta * (count * n_b / total);
+          count = total;
+        }
+        out[i * 2] = mean;
+        out[i * 2 + 1] = count > 0.0f ? m2 / count : 0.0f;
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kActivation: {
+      auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      const auto bias = per_partition<Access>(state, ins, b, ins.imm1, p);
+      const auto scale = per_partition<Access>(state, ins, c, ins.imm0, p);
+      const bool reduce = ins.alu1 != AluOp::kBypass;
+      std::vector<float> reduced(static_cast<size_t>(p));
+      float identity = 0.0f;
+      const bool has_identity = reduction_identity(ins.alu1, &identity);
+      for (int64_t i = 0; i < p; ++i) {
+        float acc = identity;
+        for (int64_t j = 0; j < f; ++j) {
+          float& v = x[i * f + j];
+          v = apply_activation(ins.function, std::fma(v, scale[i], bias[i]));
+          if (reduce) acc = (j == 0 && !has_identity) ? v : reduce_step(ins.alu1, acc, v);
+        }
+        reduced[i] = acc;
+      }
+      Access::write(state, dst, x.data());
+      if (reduce) Access::write(state, ins.dst2, reduced.data());
+      return;
+    }
+    case Opcode::kIota:
+    case Opcode::kAffineSelect: {
+      const int64_t p = dst.partitions();
+      std::vector<float> on_true;
+      if (ins.opcode == Opcode::kAffineSelect) on_true = Access::read(state, ins, a);
+      std::vector<float> out(static_cast<size_t>(dst.elements()));
+      int64_t index[kMaxDims] = {0, 0, 0, 0, 0};
+      for (size_t n = 0; n < out.size(); ++n) {
+        double value = ins.imm0 + static_cast<double>(ins.imm1) * static_cast<double>(index[0]);
+        for (int d = 1; d < dst.rank; ++d)
+          value += static_cast<double>(ins.pattern[d - 1]) * index[d];
+        if (ins.opcode == Opcode::kIota) {
+          out[n] = static_cast<float>(value);
+        } else {
+          out[n] =
+              apply_alu(ins.alu0, static_cast<float>(value), 0.0f) != 0.0f ? on_true[n] : ins.imm2;
+        }
+        for (int d = dst.rank - 1; d >= 0; --d) {
+          if (++index[d] < dst.dims[d].size) break;
+          index[d] = 0;
+        }
+      }
+      (void)p;
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kPartitionReduce: {
+      const auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      std::vector<float> out(static_cast<size_t>(f));
+      float identity;
+      const bool has_identity = reduction_identity(ins.alu0, &identity);
+      for (int64_t j = 0; j < f; ++j) {
+        float acc = has_identity ? identity : x[j];
+        for (int64_t i = has_identity ? 0 : 1; i < p; ++i)
+          acc = reduce_step(ins.alu0, acc, x[i * f + j]);
+        out[j] = acc;
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kCount:
+      return;
+  }
+}
+
+}  // namespace
+
+void execute_reference(CoreState& state, const Instruction& instruction) {
+  execute<ElementAccess, false>(state, instruction);
+}
+
+void execute_fast(CoreState& state, const Instruction& instruction) {
+  execute<RowAccess, true>(state, instruction);
+}
+
+}  // namespace openneuron::sim

@@ -1,0 +1,207 @@
+// The tile instruction set a NeuronCore runs, as the simulator defines it.
+//
+// A program is a list of buffers and a list of instructions in issue order. Each instruction
+// belongs to one engine; each engine executes its own instructions in order, and engines wait
+// for one another only where one reads or overwrites memory another is still using.
+//
+// Operands are access patterns over a buffer. On-chip buffers (SBUF, PSUM) are 2-D: a partition
+// range and a number of bytes per partition. An on-chip access pattern's first dimension walks
+// partitions (stride 1 partition, starting at `start_partition` of the buffer) and its other
+// dimensions walk elements inside each partition (`offset` + Σ index·stride, in elements of the
+// pattern's dtype). HBM buffers are flat; there every dimension's stride is in elements.
+//
+// Arithmetic happens in fp32: every input element is read as fp32, the result is rounded once to
+// the destination's dtype. Instructions, operand slots and semantics (P = partitions, F = the free
+// elements per partition of an operand, `a`..`c` = src[0..2]):
+//
+//   Tensor engine
+//   kMatmul         dst[M,N] (PSUM, fp32) = (accumulate ? dst : 0) + a[K,M]ᵀ · b[K,N];
+//                   a "stationary", b "moving", both in SBUF; products summed over k = 0..K-1 in
+//                   fp32 with fused multiply-add. K ≤ 128, M ≤ 128, N ≤ 512; dst within one bank.
+//   kTranspose      dst[F,P] (PSUM) = a[P,F]ᵀ; P ≤ 128, F ≤ 128.
+//   Vector engine
+//   kTensorTensor   dst = a alu0 b, elementwise; a and b not both in PSUM.
+//   kTensorScalar   dst = (a alu0 s0) alu1 s1 where s0/s1 are b[p,0] / c[p,0] when given (one
+//                   value per partition) else imm0 / imm1; reverse0/reverse1 swap the operands;
+//                   alu1 = kBypass ends after the first operation.
+//   kTensorReduce   dst[P, kept...] = reduction with alu0 of a over its last `reduce_dims` free
+//                   dimensions (never the partition dimension); negate flips the result's sign.
+//   kTensorCopy     dst = a, with a dtype cast; may run on Vector, Scalar or GpSimd.
+//   kMemset         dst = imm0.
+//   kSelect         dst = a != 0 ? b : c, elementwise.
+//   kTensorTensorScan  along the last free dimension, r[-1] = s (c[p,0] if given, else imm0),
+//                   r[i] = (r[i-1] alu0 a[i]) alu1 b[i]; dst = r.
+//   kBnStats        dst[P,6] = for the even- and odd-indexed elements of a[P,F] (F ≤ 512):
+//                   (count, mean, population variance) of each half.
+//   kBnAggr         dst[P,2] = (mean, population variance) of everything the groups of six in
+//                   a[P,6G] describe.
+//   Scalar engine (activation)
+//   kActivation     dst = func(a · scale + bias): scale is c[p,0] if given else imm0; bias is
+//                   b[p,0] if given else imm1. With alu1 ≠ kBypass, also dst2[p,0] = reduction
+//                   with alu1 of that result over every free element.
+//   GpSimd engine
+//   kIota           dst[p, i1..in] = imm0 + imm1·p + Σ pattern[k]·i_k.
+//   kAffineSelect   v = imm0 + imm1·p + Σ pattern[k]·i_k; dst = (v alu0 0) ? a : imm2.
+//   kPartitionReduce  dst[0, f...] = reduction with alu0 of a over its partitions.
+//   DMA
+//   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
+//                   order; casts between dtypes; HBM and SBUF only (never PSUM).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/dtype.h"
+
+namespace openneuron::sim {
+
+enum class Memory : uint8_t { kHbm, kSbuf, kPsum };
+enum class Engine : uint8_t { kTensor, kVector, kScalar, kGpSimd, kDma, kCount };
+
+enum class Opcode : uint8_t {
+  kMatmul,
+  kTranspose,
+  kTensorTensor,
+  kTensorScalar,
+  kTensorReduce,
+  kTensorCopy,
+  kMemset,
+  kSelect,
+  kTensorTensorScan,
+  kBnStats,
+  kBnAggr,
+  kActivation,
+  kIota,
+  kAffineSelect,
+  kPartitionReduce,
+  kDmaCopy,
+  kCount
+};
+
+// Two-input ALU operations (comparisons give 1.0 or 0.0).
+enum class AluOp : uint8_t {
+  kBypass,  // returns the first operand
+  kAdd,
+  kSubtract,
+  kMultiply,
+  kDivide,
+  kMax,
+  kMin,
+  kPow,
+  kMod,
+  kAbsMax,  // max(|x|, |y|)
+  kIsEqual,
+  kNotEqual,
+  kIsGe,
+  kIsGt,
+  kIsLe,
+  kIsLt,
+  kLogicalAnd,
+  kLogicalOr,
+  kLogicalXor,
+  kBitwiseAnd,  // on the operands truncated to int32
+  kBitwiseOr,
+  kBitwiseXor,
+  kCount
+};
+
+// The Scalar engine's function table.
+enum class ActivationFunction : uint8_t {
+  kCopy,
+  kExp,
+  kLog,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kGelu,      // exact, with erf
+  kGeluTanh,  // the tanh approximation
+  kSilu,
+  kSqrt,
+  kRsqrt,
+  kReciprocal,
+  kSquare,
+  kAbs,
+  kSin,
+  kCos,
+  kSoftplus,
+  kErf,
+  kSign,
+  kNegate,
+  kMish,
+  kArctan,
+  kGeluSigmoid,    // x · sigmoid(1.702 x)
+  kGeluSigmoidDx,  // its derivative
+  kSiluDx,         // d/dx of x · sigmoid(x)
+  kCount
+};
+
+const char* memory_name(Memory memory);
+const char* engine_name(Engine engine);
+const char* opcode_name(Opcode opcode);
+const char* alu_op_name(AluOp op);
+const char* activation_name(ActivationFunction function);
+
+constexpr int kMaxDims = 5;  // the partition dimension and up to four free dimensions
+
+struct Dim {
+  int64_t size = 1;
+  int64_t stride = 0;
+};
+
+struct AccessPattern {
+  int32_t buffer = -1;  // index into Program::buffers; -1: the slot is unused
+  DType dtype = DType::kFloat32;
+  int32_t start_partition = 0;  // on-chip only: the first partition, relative to the buffer's
+  int64_t offset = 0;           // elements: within each partition (on-chip) or flat (HBM)
+  int32_t rank = 0;
+  Dim dims[kMaxDims];
+
+  bool valid() const { return buffer >= 0; }
+  int64_t partitions() const { return rank > 0 ? dims[0].size : 1; }
+  // Elements per partition: the product of the free dimensions.
+  int64_t free_size() const;
+  int64_t elements() const { return partitions() * free_size(); }
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::kTensorCopy;
+  Engine engine = Engine::kVector;
+  AccessPattern dst;
+  AccessPattern dst2;  // kActivation's reduce result
+  AccessPattern src[3];
+  AluOp alu0 = AluOp::kBypass;
+  AluOp alu1 = AluOp::kBypass;
+  ActivationFunction function = ActivationFunction::kCopy;
+  bool accumulate = false;
+  bool reverse0 = false;
+  bool reverse1 = false;
+  bool negate = false;
+  int32_t reduce_dims = 1;
+  float imm0 = 0.0f;
+  float imm1 = 0.0f;
+  float imm2 = 0.0f;
+  int64_t pattern[kMaxDims - 1] = {0, 0, 0, 0};  // kIota / kAffineSelect steps per free dim
+  int32_t line = 0;                              // the kernel's source line that issued it
+};
+
+struct Buffer {
+  std::string name;
+  Memory memory = Memory::kSbuf;
+  DType dtype = DType::kFloat32;
+  int64_t partitions = 1;           // on-chip: partitions spanned; HBM: 1
+  int64_t bytes_per_partition = 0;  // on-chip: bytes in each partition; HBM: total bytes
+  int32_t line = 0;                 // where the kernel created it
+  bool initialized = false;         // HBM inputs: written before the kernel starts
+};
+
+struct Program {
+  std::string source;  // the kernel's file, for error messages
+  std::vector<Buffer> buffers;
+  std::vector<Instruction> instructions;
+};
+
+// The engine an opcode runs on when the kernel does not choose (kTensorCopy may be moved).
+Engine default_engine(Opcode opcode);
+
+}  // namespace openneuron::sim

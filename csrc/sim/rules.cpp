@@ -1,0 +1,409 @@
+#include "sim/rules.h"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/errors.h"
+
+namespace openneuron::sim {
+
+namespace {
+
+std::string shape_text(const AccessPattern& ap) {
+  std::string text = "[";
+  for (int d = 0; d < ap.rank; ++d) {
+    if (d) text += ", ";
+    text += std::to_string(ap.dims[d].size);
+  }
+  return text + "]";
+}
+
+class Checker {
+ public:
+  Checker(const Program& program, const CoreProfile& profile, const Layout& layout)
+      : program_(program), profile_(profile), layout_(layout) {}
+
+  void check(const Instruction& instruction) {
+    current_ = &instruction;
+    const char* name = opcode_name(instruction.opcode);
+    check_operand(instruction.dst, "dst");
+    check_operand(instruction.dst2, "reduce_res");
+    for (int s = 0; s < 3; ++s) check_operand(instruction.src[s], source_slot(s));
+    check_engine_access(instruction);
+    switch (instruction.opcode) {
+      case Opcode::kMatmul:
+        check_matmul(instruction);
+        break;
+      case Opcode::kTranspose:
+        check_transpose(instruction);
+        break;
+      case Opcode::kTensorTensor:
+        require_inputs(instruction, 2);
+        same_shape(instruction.dst, instruction.src[0], "data1");
+        same_shape(instruction.dst, instruction.src[1], "data2");
+        if (memory(instruction.src[0]) == Memory::kPsum &&
+            memory(instruction.src[1]) == Memory::kPsum) {
+          fail(rule::kPsumBothInputs,
+               std::string(name) +
+                   " reads both inputs from PSUM; the Vector engine reads at most "
+                   "one operand from PSUM: copy one to SBUF first");
+        }
+        check_bitwise(instruction.alu0, instruction);
+        break;
+      case Opcode::kTensorScalar:
+        require_inputs(instruction, 1);
+        same_shape(instruction.dst, instruction.src[0], "data");
+        per_partition(instruction.src[1], instruction.src[0], "operand0");
+        per_partition(instruction.src[2], instruction.src[0], "operand1");
+        check_bitwise(instruction.alu0, instruction);
+        check_bitwise(instruction.alu1, instruction);
+        break;
+      case Opcode::kTensorReduce:
+        check_reduce(instruction);
+        break;
+      case Opcode::kTensorCopy:
+      case Opcode::kDmaCopy:
+        require_inputs(instruction, 1);
+        if (instruction.opcode == Opcode::kTensorCopy) {
+          same_shape(instruction.dst, instruction.src[0], "src");
+        } else if (instruction.dst.elements() != instruction.src[0].elements()) {
+          fail(rule::kShapeMismatch,
+               "dma_copy moves " + std::to_string(instruction.src[0].elements()) +
+                   " elements into a destination of " + std::to_string(instruction.dst.elements()));
+        }
+        break;
+      case Opcode::kMemset:
+      case Opcode::kIota:
+        break;
+      case Opcode::kSelect:
+        require_inputs(instruction, 3);
+        same_shape(instruction.dst, instruction.src[0], "predicate");
+        same_shape(instruction.dst, instruction.src[1], "on_true");
+        same_shape(instruction.dst, instruction.src[2], "on_false");
+        break;
+      case Opcode::kTensorTensorScan:
+        require_inputs(instruction, 2);
+        same_shape(instruction.dst, instruction.src[0], "data0");
+        same_shape(instruction.dst, instruction.src[1], "data1");
+        per_partition(instruction.src[2], instruction.src[0], "initial");
+        break;
+      case Opcode::kBnStats:
+        require_inputs(instruction, 1);
+        if (instruction.src[0].free_size() > 512) {
+          fail(rule::kShapeMismatch, "bn_stats reads at most 512 elements per partition, got " +
+                                         std::to_string(instruction.src[0].free_size()));
+        }
+        if (instruction.dst.free_size() != 6 ||
+            instruction.dst.partitions() != instruction.src[0].partitions()) {
+          fail(rule::kShapeMismatch, "bn_stats writes [P, 6], got " + shape_text(instruction.dst));
+        }
+        break;
+      case Opcode::kBnAggr:
+        require_inputs(instruction, 1);
+        if (instruction.src[0].free_size() % 6 != 0) {
+          fail(rule::kShapeMismatch,
+               "bn_aggr reads groups of 6 statistics, got " + shape_text(instruction.src[0]));
+        }
+        if (instruction.dst.free_size() != 2 ||
+            instruction.dst.partitions() != instruction.src[0].partitions()) {
+          fail(rule::kShapeMismatch, "bn_aggr writes [P, 2], got " + shape_text(instruction.dst));
+        }
+        break;
+      case Opcode::kActivation:
+        require_inputs(instruction, 1);
+        same_shape(instruction.dst, instruction.src[0], "data");
+        per_partition(instruction.src[1], instruction.src[0], "bias");
+        per_partition(instruction.src[2], instruction.src[0], "scale");
+        if (instruction.alu1 != AluOp::kBypass) {
+          if (!instruction.dst2.valid())
+            fail(rule::kBadOperand, "activation reduce needs reduce_res");
+          per_partition(instruction.dst2, instruction.src[0], "reduce_res");
+        }
+        break;
+      case Opcode::kAffineSelect:
+        require_inputs(instruction, 1);
+        same_shape(instruction.dst, instruction.src[0], "on_true_tile");
+        break;
+      case Opcode::kPartitionReduce:
+        require_inputs(instruction, 1);
+        if (instruction.dst.partitions() != 1 ||
+            instruction.dst.free_size() != instruction.src[0].free_size()) {
+          fail(rule::kShapeMismatch, "tensor_partition_reduce writes [1, F] for data [P, F], got " +
+                                         shape_text(instruction.dst) + " for " +
+                                         shape_text(instruction.src[0]));
+        }
+        break;
+      case Opcode::kCount:
+        fail(rule::kBadOperand, "unknown opcode");
+    }
+  }
+
+ private:
+  static const char* source_slot(int s) {
+    static const char* const kNames[] = {"src0", "src1", "src2"};
+    return kNames[s];
+  }
+
+  [[noreturn]] void fail(const char* rule_name, const std::string& message) const {
+    throw SimError(rule_name, std::string(opcode_name(current_->opcode)) + ": " + message,
+                   program_.source, current_->line);
+  }
+
+  Memory memory(const AccessPattern& ap) const {
+    return ap.valid() ? program_.buffers[ap.buffer].memory : Memory::kHbm;
+  }
+
+  void check_operand(const AccessPattern& ap, const char* slot) {
+    if (!ap.valid()) return;
+    if (static_cast<size_t>(ap.buffer) >= program_.buffers.size()) {
+      fail(rule::kBadOperand, std::string(slot) + " names buffer " + std::to_string(ap.buffer) +
+                                  ", which does not exist");
+    }
+    if (ap.rank < 1 || ap.rank > kMaxDims) {
+      fail(rule::kBadOperand, std::string(slot) + " has rank " + std::to_string(ap.rank));
+    }
+    const Buffer& buffer = program_.buffers[ap.buffer];
+    for (int d = 0; d < ap.rank; ++d) {
+      if (ap.dims[d].size < 1) {
+        fail(rule::kBadOperand,
+             std::string(slot) + " '" + buffer.name + "' has an empty dimension " + shape_text(ap));
+      }
+    }
+    const int64_t element_size = dtype_size(ap.dtype);
+    int64_t low = ap.offset;
+    int64_t high = ap.offset;
+    const int first_free = buffer.memory == Memory::kHbm ? 0 : 1;
+    for (int d = first_free; d < ap.rank; ++d) {
+      const int64_t span = (ap.dims[d].size - 1) * ap.dims[d].stride;
+      (span < 0 ? low : high) += span;
+    }
+    if (buffer.memory == Memory::kHbm) {
+      if (low < 0 || (high + 1) * element_size > buffer.bytes_per_partition) {
+        fail(rule::kOutOfBounds, std::string(slot) + " reaches outside HBM tensor '" + buffer.name +
+                                     "' (" + std::to_string(buffer.bytes_per_partition) + " B)");
+      }
+      return;
+    }
+    const int64_t partitions = ap.dims[0].size;
+    if (ap.dims[0].stride != 1 && partitions > 1) {
+      fail(rule::kPartitionStride,
+           std::string(slot) + " '" + buffer.name + "' steps over partitions with stride " +
+               std::to_string(ap.dims[0].stride) + "; the partition dimension cannot be strided");
+    }
+    if (partitions > profile_.partitions) {
+      fail(rule::kPartitionLimit, std::string(slot) + " '" + buffer.name + "' spans " +
+                                      std::to_string(partitions) + " partitions; at most " +
+                                      std::to_string(profile_.partitions));
+    }
+    const int64_t start = ap.start_partition;
+    if (start < 0 || start + partitions > buffer.partitions) {
+      fail(rule::kOutOfBounds, std::string(slot) + " partitions [" + std::to_string(start) + ", " +
+                                   std::to_string(start + partitions) + ") outside '" +
+                                   buffer.name + "' with " + std::to_string(buffer.partitions) +
+                                   " partitions");
+    }
+    const bool aligned = partitions > 64   ? start == 0
+                         : partitions > 32 ? start % 64 == 0
+                                           : start % 32 == 0;
+    // Compute engines reach partitions in 32-partition quadrants; DMA writes any partition.
+    if (!aligned && current_->engine != Engine::kDma) {
+      fail(rule::kPartitionAlignment,
+           std::string(slot) + " '" + buffer.name + "' starts at partition " +
+               std::to_string(start) + " with " + std::to_string(partitions) +
+               " partitions; an access of >64 partitions starts at 0, of 33-64 at 0 or 64, of "
+               "<=32 at a multiple of 32");
+    }
+    if (low < 0 || (high + 1) * element_size > buffer.bytes_per_partition) {
+      fail(rule::kOutOfBounds, std::string(slot) + " reaches outside '" + buffer.name + "' (" +
+                                   std::to_string(buffer.bytes_per_partition) +
+                                   " B per partition)");
+    }
+  }
+
+  void check_engine_access(const Instruction& instruction) {
+    const Engine engine = instruction.engine;
+    auto each = [&](const AccessPattern& ap, bool is_write) {
+      if (!ap.valid()) return;
+      const Memory where = memory(ap);
+      if (engine == Engine::kDma) {
+        if (where == Memory::kPsum) {
+          fail(rule::kPsumAccess, "DMA cannot access PSUM ('" + program_.buffers[ap.buffer].name +
+                                      "'); copy the tile to SBUF with an engine first");
+        }
+        return;
+      }
+      if (where == Memory::kHbm) {
+        fail(rule::kHbmAccess, std::string(engine_name(engine)) + " engine cannot access HBM ('" +
+                                   program_.buffers[ap.buffer].name +
+                                   "'); load the data to SBUF with a DMA first");
+      }
+      if (engine == Engine::kGpSimd && where == Memory::kPsum) {
+        fail(rule::kPsumAccess,
+             "the GpSimd engine cannot access PSUM ('" + program_.buffers[ap.buffer].name + "')");
+      }
+      if (engine == Engine::kTensor &&
+          ((is_write && where != Memory::kPsum) || (!is_write && where != Memory::kSbuf))) {
+        fail(rule::kMatmulPlacement,
+             std::string("the Tensor engine reads SBUF and writes PSUM; '") +
+                 program_.buffers[ap.buffer].name + "' is in " + memory_name(where));
+      }
+    };
+    each(instruction.dst, true);
+    each(instruction.dst2, true);
+    for (const auto& src : instruction.src) each(src, false);
+  }
+
+  void require_inputs(const Instruction& instruction, int count) {
+    if (!instruction.dst.valid()) fail(rule::kBadOperand, "missing destination");
+    for (int s = 0; s < count; ++s) {
+      if (!instruction.src[s].valid()) {
+        fail(rule::kBadOperand, std::string("missing operand ") + source_slot(s));
+      }
+    }
+  }
+
+  void same_shape(const AccessPattern& dst, const AccessPattern& src, const char* what) {
+    if (!src.valid()) return;
+    if (dst.partitions() != src.partitions() || dst.free_size() != src.free_size()) {
+      fail(rule::kShapeMismatch, std::string(what) + " " + shape_text(src) +
+                                     " does not match the destination " + shape_text(dst));
+    }
+  }
+
+  void per_partition(const AccessPattern& operand, const AccessPattern& data, const char* what) {
+    if (!operand.valid()) return;
+    if (operand.free_size() != 1 || operand.partitions() != data.partitions()) {
+      fail(rule::kShapeMismatch, std::string(what) + " must be one value per partition [" +
+                                     std::to_string(data.partitions()) + ", 1], got " +
+                                     shape_text(operand));
+    }
+  }
+
+  void check_bitwise(AluOp op, const Instruction& instruction) {
+    if (op != AluOp::kBitwiseAnd && op != AluOp::kBitwiseOr && op != AluOp::kBitwiseXor) return;
+    for (const auto& ap : {instruction.dst, instruction.src[0], instruction.src[1]}) {
+      if (ap.valid() && is_float(ap.dtype)) {
+        fail(rule::kDtype,
+             std::string(alu_op_name(op)) + " needs integer operands, got " + dtype_name(ap.dtype));
+      }
+    }
+  }
+
+  void check_matmul(const Instruction& instruction) {
+    require_inputs(instruction, 2);
+    const AccessPattern& stationary = instruction.src[0];
+    const AccessPattern& moving = instruction.src[1];
+    const int64_t k = stationary.partitions();
+    const int64_t m = stationary.free_size();
+    const int64_t n = moving.free_size();
+    if (moving.partitions() != k) {
+      fail(rule::kMatmulLimits, "stationary " + shape_text(stationary) + " and moving " +
+                                    shape_text(moving) +
+                                    " must have the same partition (contraction) size");
+    }
+    if (k > profile_.matmul_max_k || m > profile_.matmul_max_m || n > profile_.matmul_max_n) {
+      fail(rule::kMatmulLimits, "K=" + std::to_string(k) + ", M=" + std::to_string(m) +
+                                    ", N=" + std::to_string(n) +
+                                    " exceeds K<=" + std::to_string(profile_.matmul_max_k) +
+                                    ", M<=" + std::to_string(profile_.matmul_max_m) +
+                                    ", N<=" + std::to_string(profile_.matmul_max_n));
+    }
+    if (instruction.dst.partitions() != m || instruction.dst.free_size() != n) {
+      fail(rule::kShapeMismatch, "result " + shape_text(instruction.dst) + " must be [M=" +
+                                     std::to_string(m) + ", N=" + std::to_string(n) + "]");
+    }
+    for (const auto* ap : {&stationary, &moving}) {
+      if (!is_float(ap->dtype)) {
+        fail(rule::kDtype,
+             std::string("matmul operands are floating point, got ") + dtype_name(ap->dtype));
+      }
+    }
+    const bool fp32_stationary = stationary.dtype == DType::kFloat32;
+    if (fp32_stationary != (moving.dtype == DType::kFloat32)) {
+      fail(rule::kDtype, std::string("float32 matmul needs both operands in float32, got ") +
+                             dtype_name(stationary.dtype) + " and " + dtype_name(moving.dtype));
+    }
+    if (instruction.dst.dtype != DType::kFloat32) {
+      fail(rule::kDtype, std::string("matmul accumulates into a float32 PSUM tile, got ") +
+                             dtype_name(instruction.dst.dtype));
+    }
+    check_single_bank(instruction.dst);
+  }
+
+  void check_transpose(const Instruction& instruction) {
+    require_inputs(instruction, 1);
+    const AccessPattern& src = instruction.src[0];
+    if (src.partitions() > 128 || src.free_size() > 128) {
+      fail(rule::kMatmulLimits, "transposes at most [128, 128], got " + shape_text(src));
+    }
+    if (instruction.engine == Engine::kVector && (src.partitions() > 32 || src.free_size() > 32)) {
+      fail(rule::kMatmulLimits, "the Vector engine transposes at most [32, 32], got " +
+                                    shape_text(src) + "; use the Tensor engine (dst in PSUM)");
+    }
+    if (instruction.engine != Engine::kTensor && instruction.engine != Engine::kVector) {
+      fail(rule::kBadOperand, "nc_transpose runs on the Tensor or the Vector engine");
+    }
+    if (instruction.dst.partitions() != src.free_size() ||
+        instruction.dst.free_size() != src.partitions()) {
+      fail(rule::kShapeMismatch, "result " + shape_text(instruction.dst) +
+                                     " must be the transpose of " + shape_text(src));
+    }
+    if (instruction.dst.dtype != src.dtype) {
+      fail(rule::kDtype, std::string("transpose keeps the dtype: ") + dtype_name(src.dtype) +
+                             " in, " + dtype_name(instruction.dst.dtype) + " out");
+    }
+    if (instruction.engine == Engine::kTensor) check_single_bank(instruction.dst);
+  }
+
+  void check_single_bank(const AccessPattern& dst) {
+    const int64_t element_size = dtype_size(dst.dtype);
+    int64_t low = dst.offset;
+    int64_t high = dst.offset;
+    for (int d = 1; d < dst.rank; ++d) {
+      const int64_t span = (dst.dims[d].size - 1) * dst.dims[d].stride;
+      (span < 0 ? low : high) += span;
+    }
+    const int64_t base = layout_.base[dst.buffer];
+    const int64_t first = base + low * element_size;
+    const int64_t last = base + (high + 1) * element_size - 1;
+    if (first / profile_.psum_bank_bytes != last / profile_.psum_bank_bytes) {
+      fail(rule::kPsumBank, "the result '" + program_.buffers[dst.buffer].name +
+                                "' crosses a PSUM bank boundary (banks are " +
+                                std::to_string(profile_.psum_bank_bytes) +
+                                " B per partition: 512 fp32)");
+    }
+  }
+
+  void check_reduce(const Instruction& instruction) {
+    require_inputs(instruction, 1);
+    const AccessPattern& src = instruction.src[0];
+    const int free_dims = src.rank - 1;
+    if (instruction.reduce_dims < 1 || instruction.reduce_dims > free_dims) {
+      fail(rule::kBadOperand, "reduces the last " + std::to_string(instruction.reduce_dims) +
+                                  " free dimensions of " + shape_text(src) +
+                                  "; the partition dimension cannot be reduced here "
+                                  "(use tensor_partition_reduce)");
+    }
+    int64_t kept = 1;
+    for (int d = 1; d < src.rank - instruction.reduce_dims; ++d) kept *= src.dims[d].size;
+    if (instruction.dst.partitions() != src.partitions() || instruction.dst.free_size() != kept) {
+      fail(rule::kShapeMismatch, "result " + shape_text(instruction.dst) + " does not match " +
+                                     shape_text(src) + " reduced over its last " +
+                                     std::to_string(instruction.reduce_dims) + " dimension(s)");
+    }
+  }
+
+  const Program& program_;
+  const CoreProfile& profile_;
+  const Layout& layout_;
+  const Instruction* current_ = nullptr;
+};
+
+}  // namespace
+
+void check_rules(const Program& program, const CoreProfile& profile, const Layout& layout) {
+  Checker checker(program, profile, layout);
+  for (const auto& instruction : program.instructions) checker.check(instruction);
+}
+
+}  // namespace openneuron::sim

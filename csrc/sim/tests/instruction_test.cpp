@@ -1,0 +1,361 @@
+// Each instruction's semantics: the fast executor equals the reference interpreter bit for bit,
+// and both equal an independent computation of what isa.h says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "sim/errors.h"
+#include "sim/profile.h"
+#include "sim/simulator.h"
+#include "sim/tests/program_builder.h"
+
+namespace openneuron::sim {
+namespace {
+
+using testing::ProgramBuilder;
+using testing::random_floats;
+
+const CoreProfile& trn2() { return core_profile("trn2"); }
+
+// Runs the program on both executors with the same inputs; returns the fast result of `output`
+// after checking the reference produced identical bytes.
+std::vector<float> run_both(ProgramBuilder& builder,
+                            const std::map<int32_t, std::vector<float>>& inputs, int32_t output) {
+  std::vector<uint8_t> reference_bytes;
+  std::vector<float> result;
+  for (bool reference : {true, false}) {
+    Simulator simulator(builder.program(), trn2());
+    for (const auto& [buffer, values] : inputs) testing::set_floats(simulator, buffer, values);
+    simulator.run(reference);
+    if (reference) {
+      reference_bytes = simulator.hbm(output);
+    } else {
+      EXPECT_EQ(simulator.hbm(output), reference_bytes) << "fast executor differs from reference";
+      result = testing::read_floats(simulator, output);
+    }
+  }
+  return result;
+}
+
+// in (HBM [p, f]) -> SBUF tile.
+AccessPattern load(ProgramBuilder& b, int32_t hbm, DType dtype, int64_t p, int64_t f,
+                   const std::string& name = "tile") {
+  const int32_t tile = b.tile(name, Memory::kSbuf, dtype, p, f);
+  b.add(Opcode::kDmaCopy, b.ap(tile, {p, f}), {b.ap(hbm, {p, f})});
+  return b.ap(tile, {p, f});
+}
+
+void store(ProgramBuilder& b, int32_t hbm, const AccessPattern& tile, int64_t p, int64_t f) {
+  b.add(Opcode::kDmaCopy, b.ap(hbm, {p, f}), {tile});
+}
+
+TEST(Instructions, MatmulAccumulatesInFp32) {
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    ProgramBuilder b;
+    const int64_t k = 96, m = 64, n = 200;
+    const int32_t lhs = b.hbm("lhsT", dtype, 2 * k * m, true);
+    const int32_t rhs = b.hbm("rhs", dtype, 2 * k * n, true);
+    const int32_t out = b.hbm("out", DType::kFloat32, m * n, false);
+    const int32_t acc = b.tile("acc", Memory::kPsum, DType::kFloat32, m, n);
+    for (int step = 0; step < 2; ++step) {
+      const int32_t s = b.tile("s", Memory::kSbuf, dtype, k, m);
+      const int32_t mv = b.tile("m", Memory::kSbuf, dtype, k, n);
+      b.add(Opcode::kDmaCopy, b.ap(s, {k, m}), {b.ap(lhs, {k, m}, step * k * m)});
+      b.add(Opcode::kDmaCopy, b.ap(mv, {k, n}), {b.ap(rhs, {k, n}, step * k * n)});
+      b.add(Opcode::kMatmul, b.ap(acc, {m, n}), {b.ap(s, {k, m}), b.ap(mv, {k, n})}).accumulate =
+          step == 1;
+    }
+    const int32_t result = b.tile("res", Memory::kSbuf, DType::kFloat32, m, n);
+    b.add(Opcode::kTensorCopy, b.ap(result, {m, n}), {b.ap(acc, {m, n})});
+    store(b, out, b.ap(result, {m, n}), m, n);
+    auto lhs_values = random_floats(2 * k * m, 1);
+    auto rhs_values = random_floats(2 * k * n, 2);
+    for (auto& v : lhs_values) v = round_to(dtype, v);
+    for (auto& v : rhs_values) v = round_to(dtype, v);
+    const auto got = run_both(b, {{lhs, lhs_values}, {rhs, rhs_values}}, out);
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double expected = 0;
+        for (int step = 0; step < 2; ++step) {
+          for (int64_t kk = 0; kk < k; ++kk) {
+            expected += static_cast<double>(lhs_values[step * k * m + kk * m + i]) *
+                        rhs_values[step * k * n + kk * n + j];
+          }
+        }
+        worst = std::max(worst, std::fabs(expected - got[i * n + j]));
+      }
+    }
+    EXPECT_LT(worst, 1e-4) << dtype_name(dtype);  // fp32 accumulation of 192 products of |x|<4
+  }
+}
+
+TEST(Instructions, TransposeOnTensorEngine) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("in", DType::kFloat32, 40 * 24, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 24 * 40, false);
+  const auto tile = load(b, in, DType::kFloat32, 40, 24);
+  const int32_t t = b.tile("t", Memory::kPsum, DType::kFloat32, 24, 40);
+  b.add(Opcode::kTranspose, b.ap(t, {24, 40}), {tile});
+  const int32_t s = b.tile("s", Memory::kSbuf, DType::kFloat32, 24, 40);
+  b.add(Opcode::kTensorCopy, b.ap(s, {24, 40}), {b.ap(t, {24, 40})}).engine = Engine::kScalar;
+  store(b, out, b.ap(s, {24, 40}), 24, 40);
+  const auto values = random_floats(40 * 24, 3);
+  const auto got = run_both(b, {{in, values}}, out);
+  for (int i = 0; i < 40; ++i) {
+    for (int j = 0; j < 24; ++j) EXPECT_EQ(got[j * 40 + i], values[i * 24 + j]);
+  }
+}
+
+TEST(Instructions, TensorTensorAluOps) {
+  const auto x = random_floats(32 * 16, 4, -3, 3);
+  const auto y = random_floats(32 * 16, 5, 0.5f, 3);
+  const std::vector<std::pair<AluOp, std::function<float(float, float)>>> cases = {
+      {AluOp::kAdd, [](float a, float c) { return a + c; }},
+      {AluOp::kSubtract, [](float a, float c) { return a - c; }},
+      {AluOp::kMultiply, [](float a, float c) { return a * c; }},
+      {AluOp::kDivide, [](float a, float c) { return a / c; }},
+      {AluOp::kMax, [](float a, float c) { return std::max(a, c); }},
+      {AluOp::kMin, [](float a, float c) { return std::min(a, c); }},
+      {AluOp::kIsGt, [](float a, float c) { return a > c ? 1.0f : 0.0f; }},
+      {AluOp::kAbsMax, [](float a, float c) { return std::max(std::fabs(a), std::fabs(c)); }},
+  };
+  for (const auto& [op, reference] : cases) {
+    ProgramBuilder b;
+    const int32_t in0 = b.hbm("x", DType::kFloat32, 32 * 16, true);
+    const int32_t in1 = b.hbm("y", DType::kFloat32, 32 * 16, true);
+    const int32_t out = b.hbm("out", DType::kBFloat16, 32 * 16, false);
+    const auto t0 = load(b, in0, DType::kFloat32, 32, 16, "x");
+    const auto t1 = load(b, in1, DType::kFloat32, 32, 16, "y");
+    const int32_t r = b.tile("r", Memory::kSbuf, DType::kBFloat16, 32, 16);
+    b.add(Opcode::kTensorTensor, b.ap(r, {32, 16}), {t0, t1}).alu0 = op;
+    store(b, out, b.ap(r, {32, 16}), 32, 16);
+    const auto got = run_both(b, {{in0, x}, {in1, y}}, out);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], round_to(DType::kBFloat16, reference(x[i], y[i]))) << alu_op_name(op);
+    }
+  }
+}
+
+TEST(Instructions, TensorScalarPerPartitionOperandAndReverse) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("x", DType::kFloat32, 8 * 10, true);
+  const int32_t scalars = b.hbm("s", DType::kFloat32, 8, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 8 * 10, false);
+  const auto x = load(b, in, DType::kFloat32, 8, 10);
+  const auto s = load(b, scalars, DType::kFloat32, 8, 1, "s");
+  const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 8, 10);
+  // (s[p] - x) * 0.5
+  Instruction& ins = b.add(Opcode::kTensorScalar, b.ap(r, {8, 10}), {x, s});
+  ins.alu0 = AluOp::kSubtract;
+  ins.reverse0 = true;
+  ins.alu1 = AluOp::kMultiply;
+  ins.imm1 = 0.5f;
+  store(b, out, b.ap(r, {8, 10}), 8, 10);
+  const auto xs = random_floats(80, 6);
+  const auto ss = random_floats(8, 7);
+  const auto got = run_both(b, {{in, xs}, {scalars, ss}}, out);
+  for (int p = 0; p < 8; ++p) {
+    for (int f = 0; f < 10; ++f) EXPECT_EQ(got[p * 10 + f], (ss[p] - xs[p * 10 + f]) * 0.5f);
+  }
+}
+
+TEST(Instructions, TensorReduceOverTrailingFreeDims) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("x", DType::kFloat32, 16 * 4 * 6, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 16 * 4, false);
+  const int32_t tile = b.tile("x", Memory::kSbuf, DType::kFloat32, 16, 24);
+  b.add(Opcode::kDmaCopy, b.ap(tile, {16, 24}), {b.ap(in, {16, 24})});
+  const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 16, 4);
+  Instruction& ins = b.add(Opcode::kTensorReduce, b.ap(r, {16, 4}), {b.ap(tile, {16, 4, 6})});
+  ins.alu0 = AluOp::kMax;
+  ins.reduce_dims = 1;
+  store(b, out, b.ap(r, {16, 4}), 16, 4);
+  const auto xs = random_floats(16 * 24, 8);
+  const auto got = run_both(b, {{in, xs}}, out);
+  for (int g = 0; g < 64; ++g) {
+    float expected = xs[g * 6];
+    for (int j = 1; j < 6; ++j) expected = std::max(expected, xs[g * 6 + j]);
+    EXPECT_EQ(got[g], expected);
+  }
+}
+
+TEST(Instructions, ActivationWithScaleBiasAndReduce) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("x", DType::kFloat32, 4 * 50, true);
+  const int32_t bias_in = b.hbm("bias", DType::kFloat32, 4, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 4 * 50, false);
+  const int32_t sums = b.hbm("sums", DType::kFloat32, 4, false);
+  const auto x = load(b, in, DType::kFloat32, 4, 50);
+  const auto bias = load(b, bias_in, DType::kFloat32, 4, 1, "bias");
+  const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 4, 50);
+  const int32_t s = b.tile("s", Memory::kSbuf, DType::kFloat32, 4, 1);
+  Instruction& ins = b.add(Opcode::kActivation, b.ap(r, {4, 50}), {x, bias});
+  ins.function = ActivationFunction::kExp;
+  ins.imm0 = 0.5f;
+  ins.alu1 = AluOp::kAdd;
+  ins.dst2 = b.ap(s, {4, 1});
+  store(b, out, b.ap(r, {4, 50}), 4, 50);
+  store(b, sums, b.ap(s, {4, 1}), 4, 1);
+  const auto xs = random_floats(200, 9);
+  const auto bs = random_floats(4, 10);
+  const auto got = run_both(b, {{in, xs}, {bias_in, bs}}, out);
+  Simulator simulator(b.program(), trn2());
+  testing::set_floats(simulator, in, xs);
+  testing::set_floats(simulator, bias_in, bs);
+  simulator.run();
+  const auto got_sums = testing::read_floats(simulator, sums);
+  for (int p = 0; p < 4; ++p) {
+    double total = 0;
+    for (int f = 0; f < 50; ++f) {
+      const double expected = std::exp(0.5 * xs[p * 50 + f] + bs[p]);
+      EXPECT_NEAR(got[p * 50 + f], expected, 1e-6 * expected);
+      total += expected;
+    }
+    EXPECT_NEAR(got_sums[p], total, 1e-5 * total);
+  }
+}
+
+TEST(Instructions, SelectScanAndStatistics) {
+  ProgramBuilder b;
+  const int64_t p = 8, f = 64;
+  const int32_t in = b.hbm("x", DType::kFloat32, p * f, true);
+  const int32_t scan_out = b.hbm("scan", DType::kFloat32, p * f, false);
+  const int32_t select_out = b.hbm("select", DType::kFloat32, p * f, false);
+  const int32_t stats_out = b.hbm("stats", DType::kFloat32, p * 2, false);
+  const auto x = load(b, in, DType::kFloat32, p, f);
+  const int32_t ones = b.tile("ones", Memory::kSbuf, DType::kFloat32, p, f);
+  b.add(Opcode::kMemset, b.ap(ones, {p, f}), {}).imm0 = 1.0f;
+  const int32_t zeros = b.tile("zeros", Memory::kSbuf, DType::kFloat32, p, f);
+  b.add(Opcode::kMemset, b.ap(zeros, {p, f}), {}).imm0 = 0.0f;
+  // cumulative sum: r = (r * 1) + x
+  const int32_t scan = b.tile("scan", Memory::kSbuf, DType::kFloat32, p, f);
+  Instruction& s = b.add(Opcode::kTensorTensorScan, b.ap(scan, {p, f}), {b.ap(ones, {p, f}), x});
+  s.alu0 = AluOp::kMultiply;
+  s.alu1 = AluOp::kAdd;
+  store(b, scan_out, b.ap(scan, {p, f}), p, f);
+  // relu via select(x > 0 mask, x, 0)
+  const int32_t mask = b.tile("mask", Memory::kSbuf, DType::kUInt8, p, f);
+  Instruction& m = b.add(Opcode::kTensorScalar, b.ap(mask, {p, f}), {x});
+  m.alu0 = AluOp::kIsGt;
+  const int32_t selected = b.tile("sel", Memory::kSbuf, DType::kFloat32, p, f);
+  b.add(Opcode::kSelect, b.ap(selected, {p, f}), {b.ap(mask, {p, f}), x, b.ap(zeros, {p, f})});
+  store(b, select_out, b.ap(selected, {p, f}), p, f);
+  // mean / variance
+  const int32_t stats = b.tile("stats", Memory::kSbuf, DType::kFloat32, p, 12);
+  b.add(Opcode::kBnStats, b.ap(stats, {p, 6}), {b.ap(x.buffer, {p, 32})});
+  b.add(Opcode::kBnStats, b.ap(stats, {p, 6}, 6), {b.ap(x.buffer, {p, 32}, 32)});
+  const int32_t aggregated = b.tile("aggr", Memory::kSbuf, DType::kFloat32, p, 2);
+  b.add(Opcode::kBnAggr, b.ap(aggregated, {p, 2}), {b.ap(stats, {p, 12})});
+  store(b, stats_out, b.ap(aggregated, {p, 2}), p, 2);
+  const auto xs = random_floats(p * f, 11);
+  const auto scanned = run_both(b, {{in, xs}}, scan_out);
+  const auto relu = run_both(b, {{in, xs}}, select_out);
+  const auto moments = run_both(b, {{in, xs}}, stats_out);
+  for (int64_t i = 0; i < p; ++i) {
+    double total = 0, sum = 0, squares = 0;
+    for (int64_t j = 0; j < f; ++j) {
+      total += xs[i * f + j];
+      EXPECT_NEAR(scanned[i * f + j], total, 1e-5);
+      EXPECT_EQ(relu[i * f + j], std::max(0.0f, xs[i * f + j]));
+      sum += xs[i * f + j];
+      squares += double(xs[i * f + j]) * xs[i * f + j];
+    }
+    const double mean = sum / f;
+    EXPECT_NEAR(moments[i * 2], mean, 1e-6);
+    EXPECT_NEAR(moments[i * 2 + 1], squares / f - mean * mean, 1e-5);
+  }
+}
+
+TEST(Instructions, IotaAffineSelectAndPartitionReduce) {
+  ProgramBuilder b;
+  const int64_t p = 16, f = 16;
+  const int32_t iota_out = b.hbm("iota", DType::kInt32, p * f, false);
+  const int32_t masked_out = b.hbm("masked", DType::kFloat32, p * f, false);
+  const int32_t reduced_out = b.hbm("reduced", DType::kFloat32, f, false);
+  const int32_t iota = b.tile("iota", Memory::kSbuf, DType::kInt32, p, f);
+  Instruction& i = b.add(Opcode::kIota, b.ap(iota, {p, f}), {});
+  i.imm0 = 3;
+  i.imm1 = 100;
+  i.pattern[0] = 2;
+  store(b, iota_out, b.ap(iota, {p, f}), p, f);
+  const int32_t ones = b.tile("ones", Memory::kSbuf, DType::kFloat32, p, f);
+  b.add(Opcode::kMemset, b.ap(ones, {p, f}), {}).imm0 = 1.0f;
+  // causal mask: keep where p - j >= 0, else -inf-like
+  const int32_t masked = b.tile("masked", Memory::kSbuf, DType::kFloat32, p, f);
+  Instruction& a = b.add(Opcode::kAffineSelect, b.ap(masked, {p, f}), {b.ap(ones, {p, f})});
+  a.imm1 = 1;
+  a.pattern[0] = -1;
+  a.alu0 = AluOp::kIsGe;
+  a.imm2 = -30000.0f;
+  store(b, masked_out, b.ap(masked, {p, f}), p, f);
+  const int32_t reduced = b.tile("reduced", Memory::kSbuf, DType::kFloat32, 1, f);
+  b.add(Opcode::kPartitionReduce, b.ap(reduced, {1, f}), {b.ap(masked, {p, f})}).alu0 = AluOp::kMax;
+  store(b, reduced_out, b.ap(reduced, {1, f}), 1, f);
+  const auto iotas = run_both(b, {}, iota_out);
+  const auto mask = run_both(b, {}, masked_out);
+  const auto column_max = run_both(b, {}, reduced_out);
+  for (int64_t r = 0; r < p; ++r) {
+    for (int64_t c = 0; c < f; ++c) {
+      EXPECT_EQ(iotas[r * f + c], 3 + 100 * r + 2 * c);
+      EXPECT_EQ(mask[r * f + c], r >= c ? 1.0f : -30000.0f);
+    }
+  }
+  for (int64_t c = 0; c < f; ++c) EXPECT_EQ(column_max[c], 1.0f);
+}
+
+TEST(Instructions, DmaCastsAndWalksAccessPatterns) {
+  // Load a [6, 4] HBM matrix transposed into SBUF [4, 6] as bfloat16, store back as fp32.
+  ProgramBuilder b;
+  const int32_t in = b.hbm("x", DType::kFloat32, 24, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 24, false);
+  const int32_t tile = b.tile("t", Memory::kSbuf, DType::kBFloat16, 4, 6);
+  AccessPattern transposed = b.ap(in, {4, 6});
+  transposed.dims[0].stride = 1;
+  transposed.dims[1].stride = 4;
+  b.add(Opcode::kDmaCopy, b.ap(tile, {4, 6}), {transposed});
+  store(b, out, b.ap(tile, {4, 6}), 4, 6);
+  const auto xs = random_floats(24, 12);
+  const auto got = run_both(b, {{in, xs}}, out);
+  for (int r = 0; r < 6; ++r) {
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(got[c * 6 + r], round_to(DType::kBFloat16, xs[r * 4 + c]));
+  }
+}
+
+TEST(Instructions, NewBuffersArePoisonedAndUnwrittenReadsAreErrors) {
+  for (bool reference : {true, false}) {
+    ProgramBuilder b;
+    const int32_t out = b.hbm("out", DType::kFloat32, 8 * 8, false);
+    const int32_t tile = b.tile("never_written", Memory::kSbuf, DType::kFloat32, 8, 8);
+    const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 8, 8);
+    b.add(Opcode::kMemset, b.ap(tile, {8, 4}), {});  // only half of it
+    b.add(Opcode::kTensorCopy, b.ap(r, {8, 8}), {b.ap(tile, {8, 8})});
+    store(b, out, b.ap(r, {8, 8}), 8, 8);
+    Simulator simulator(b.program(), trn2());
+    try {
+      simulator.run(reference);
+      FAIL() << "expected an uninitialized-read error";
+    } catch (const SimError& error) {
+      EXPECT_EQ(error.rule, rule::kUninitializedRead);
+      EXPECT_EQ(error.line, 11);
+      EXPECT_NE(std::string(error.what()).find("never_written"), std::string::npos);
+    }
+  }
+}
+
+TEST(Instructions, AccumulateIntoUnwrittenPsumIsAnError) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("x", DType::kBFloat16, 128 * 128, true);
+  const auto x = load(b, in, DType::kBFloat16, 128, 128);
+  const int32_t acc = b.tile("acc", Memory::kPsum, DType::kFloat32, 128, 128);
+  b.add(Opcode::kMatmul, b.ap(acc, {128, 128}), {x, x}).accumulate = true;
+  Simulator simulator(b.program(), trn2());
+  testing::set_floats(simulator, in, random_floats(128 * 128, 13));
+  EXPECT_THROW(simulator.run(), SimError);
+}
+
+}  // namespace
+}  // namespace openneuron::sim

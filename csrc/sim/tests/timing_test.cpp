@@ -1,0 +1,85 @@
+// The timing model: published instruction costs, engine overlap, dependencies, the trace.
+#include "sim/timing.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/simulator.h"
+#include "sim/tests/program_builder.h"
+
+namespace openneuron::sim {
+namespace {
+
+using testing::ProgramBuilder;
+
+TEST(Timing, MatmulCostFollowsThePublishedFormula) {
+  const CoreProfile& trn2 = core_profile("trn2");
+  ProgramBuilder b;
+  const int32_t s = b.tile("s", Memory::kSbuf, DType::kBFloat16, 128, 128);
+  const int32_t m = b.tile("m", Memory::kSbuf, DType::kBFloat16, 128, 512);
+  const int32_t r = b.tile("r", Memory::kPsum, DType::kFloat32, 128, 512);
+  Instruction& ins =
+      b.add(Opcode::kMatmul, b.ap(r, {128, 512}), {b.ap(s, {128, 128}), b.ap(m, {128, 512})});
+  EXPECT_DOUBLE_EQ(instruction_cost_ns(b.program(), ins, trn2), 512 / 2.4);
+  ins.src[1] = b.ap(m, {128, 16});
+  ins.dst = b.ap(r, {128, 16});
+  EXPECT_DOUBLE_EQ(instruction_cost_ns(b.program(), ins, trn2), 64 / 2.4);  // min(64, M)
+  ins.src[0].dtype = ins.src[1].dtype = DType::kFloat32;
+  EXPECT_DOUBLE_EQ(instruction_cost_ns(b.program(), ins, trn2), 4 * 64 / 2.4);
+}
+
+TEST(Timing, IndependentEnginesOverlapAndDependenciesSerialise) {
+  const CoreProfile& trn2 = core_profile("trn2");
+  ProgramBuilder b;
+  const int32_t x = b.tile("x", Memory::kSbuf, DType::kFloat32, 128, 2048);
+  const int32_t y = b.tile("y", Memory::kSbuf, DType::kFloat32, 128, 2048);
+  const int32_t z = b.tile("z", Memory::kSbuf, DType::kFloat32, 128, 2048);
+  b.add(Opcode::kMemset, b.ap(x, {128, 2048}), {});                          // vector
+  b.add(Opcode::kIota, b.ap(y, {128, 2048}), {});                            // gpsimd
+  b.add(Opcode::kActivation, b.ap(z, {128, 2048}), {b.ap(x, {128, 2048})});  // scalar, on x
+  Simulator simulator(b.program(), trn2);
+  const Timeline timeline = simulator.timing();
+  EXPECT_EQ(timeline.instructions[1].start_ns, 0.0);  // iota does not wait for memset
+  EXPECT_GE(timeline.instructions[2].start_ns,
+            timeline.instructions[0].end_ns + trn2.semaphore_wait_cycles / trn2.gpsimd_ghz);
+  EXPECT_NEAR(timeline.engines[static_cast<int>(Engine::kVector)].busy_ns, (2048 + 60) / 0.96,
+              1e-6);
+}
+
+TEST(Timing, DmaIsOverheadBoundForSmallChunksAndFasterOnTrn3) {
+  auto dma_time = [](int64_t row_elements, const std::string& profile) {
+    ProgramBuilder b;
+    const int64_t total = 128 * 4096;
+    const int32_t in = b.hbm("in", DType::kFloat32, total, true);
+    const int64_t rows = total / row_elements;
+    const int32_t t = b.tile("t", Memory::kSbuf, DType::kFloat32, 128, 8192);
+    // Rows of `row_elements` contiguous floats, every other row's worth of SBUF skipped.
+    AccessPattern dst = b.ap(t, {128, rows / 128, row_elements});
+    dst.dims[1].stride = 2 * row_elements;
+    AccessPattern src = b.ap(in, {128, rows / 128, row_elements});
+    b.add(Opcode::kDmaCopy, dst, {src});
+    Simulator simulator(b.program(), core_profile(profile));
+    return simulator.timing().total_ns;
+  };
+  const double small = dma_time(32, "trn2");    // 128 B chunks
+  const double large = dma_time(4096, "trn2");  // 16 KiB chunks
+  EXPECT_GT(small, 1.5 * large);
+  EXPECT_LT(dma_time(4096, "trn3"), large);
+}
+
+TEST(Timing, ChromeTraceHasOneTrackPerEngineAndOneSlicePerInstruction) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("in", DType::kFloat32, 64, true);
+  const int32_t t = b.tile("t", Memory::kSbuf, DType::kFloat32, 8, 8);
+  b.add(Opcode::kDmaCopy, b.ap(t, {8, 8}), {b.ap(in, {8, 8})});
+  b.add(Opcode::kActivation, b.ap(t, {8, 8}), {b.ap(t, {8, 8})});
+  Simulator simulator(b.program(), core_profile("trn2"));
+  const std::string trace = chrome_trace(simulator.program(), simulator.timing(), "trn2");
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"dma_copy\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"activation\""), std::string::npos);
+  EXPECT_NE(trace.find("\"line\":11"), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"gpsimd\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace openneuron::sim

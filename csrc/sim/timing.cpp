@@ -1,0 +1,349 @@
+#include "sim/timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+
+namespace openneuron::sim {
+
+namespace {
+
+constexpr int64_t kBlockBytes = 512;
+
+// Byte extent [low, high) of an access pattern inside each partition (on-chip, without the
+// buffer's base) or inside its HBM tensor.
+void extent(const Program& program, const AccessPattern& ap, int64_t* low, int64_t* high) {
+  const bool on_chip = program.buffers[ap.buffer].memory != Memory::kHbm;
+  int64_t first = ap.offset, last = ap.offset;
+  for (int d = on_chip ? 1 : 0; d < ap.rank; ++d) {
+    const int64_t span = (ap.dims[d].size - 1) * ap.dims[d].stride;
+    (span < 0 ? first : last) += span;
+  }
+  const int64_t size = dtype_size(ap.dtype);
+  *low = first * size;
+  *high = (last + 1) * size;
+}
+
+// Bytes of the longest contiguous run at the innermost level of an access pattern; on-chip
+// runs never cross a partition.
+int64_t contiguous_bytes(const Program& program, const AccessPattern& ap) {
+  const bool on_chip = program.buffers[ap.buffer].memory != Memory::kHbm;
+  const int64_t size = dtype_size(ap.dtype);
+  int64_t run = 1;
+  int64_t expected_stride = 1;
+  for (int d = ap.rank - 1; d >= (on_chip ? 1 : 0); --d) {
+    if (ap.dims[d].size == 1) continue;
+    if (ap.dims[d].stride != expected_stride) break;
+    run *= ap.dims[d].size;
+    expected_stride = run;
+  }
+  return run * size;
+}
+
+int64_t free_elements(const AccessPattern& ap) { return ap.free_size(); }
+
+bool on_psum(const Program& program, const AccessPattern& ap) {
+  return ap.valid() && program.buffers[ap.buffer].memory == Memory::kPsum;
+}
+
+// Last access times of one region of memory.
+struct AccessRecord {
+  double write_end = 0;
+  double read_end = 0;
+  Engine writer = Engine::kCount;
+};
+
+struct HbmAccess {
+  int64_t low, high;
+  double end;
+  bool is_write;
+  Engine engine;
+};
+
+class DependencyTracker {
+ public:
+  DependencyTracker(const Program& program, const CoreProfile& profile, const Layout& layout)
+      : program_(program), layout_(layout) {
+    sbuf_.resize(static_cast<size_t>(profile.sbuf_bytes_per_partition / kBlockBytes) + 1);
+    psum_.resize(static_cast<size_t>(profile.psum_bytes_per_partition / kBlockBytes) + 1);
+    hbm_.resize(program.buffers.size());
+    hbm_floor_.assign(program.buffers.size(), 0.0);
+  }
+
+  // Earliest start for an access by `engine`; `sync_ns` is added when it waits on another one.
+  double ready(const AccessPattern& ap, bool is_write, Engine engine, double sync_ns) const {
+    if (!ap.valid()) return 0;
+    int64_t low, high;
+    extent(program_, ap, &low, &high);
+    const Memory memory = program_.buffers[ap.buffer].memory;
+    double ready_at = 0;
+    auto consider = [&](double end, Engine other) {
+      ready_at = std::max(ready_at, end + (other != engine && end > 0 ? sync_ns : 0.0));
+    };
+    if (memory == Memory::kHbm) {
+      consider(hbm_floor_[ap.buffer], Engine::kCount);
+      for (const auto& access : hbm_[ap.buffer]) {
+        if (access.high <= low || access.low >= high) continue;
+        if (access.is_write || is_write) consider(access.end, access.engine);
+      }
+      return ready_at;
+    }
+    const auto& blocks = memory == Memory::kPsum ? psum_ : sbuf_;
+    const int64_t base = layout_.base[ap.buffer];
+    for (int64_t block = (base + low) / kBlockBytes; block <= (base + high - 1) / kBlockBytes;
+         ++block) {
+      const AccessRecord& record = blocks[block];
+      consider(record.write_end, record.writer);
+      if (is_write) consider(record.read_end, Engine::kCount);
+    }
+    return ready_at;
+  }
+
+  void record(const AccessPattern& ap, bool is_write, Engine engine, double end) {
+    if (!ap.valid()) return;
+    int64_t low, high;
+    extent(program_, ap, &low, &high);
+    const Memory memory = program_.buffers[ap.buffer].memory;
+    if (memory == Memory::kHbm) {
+      auto& accesses = hbm_[ap.buffer];
+      accesses.push_back({low, high, end, is_write, engine});
+      if (accesses.size() > 512) {
+        hbm_floor_[ap.buffer] = std::max(hbm_floor_[ap.buffer], accesses.front().end);
+        accesses.pop_front();
+      }
+      return;
+    }
+    auto& blocks = memory == Memory::kPsum ? psum_ : sbuf_;
+    const int64_t base = layout_.base[ap.buffer];
+    for (int64_t block = (base + low) / kBlockBytes; block <= (base + high - 1) / kBlockBytes;
+         ++block) {
+      AccessRecord& entry = blocks[block];
+      if (is_write) {
+        entry.write_end = std::max(entry.write_end, end);
+        entry.writer = engine;
+      } else {
+        entry.read_end = std::max(entry.read_end, end);
+      }
+    }
+  }
+
+ private:
+  const Program& program_;
+  const Layout& layout_;
+  std::vector<AccessRecord> sbuf_, psum_;
+  std::vector<std::deque<HbmAccess>> hbm_;
+  std::vector<double> hbm_floor_;
+};
+
+double engine_ghz(const CoreProfile& profile, Engine engine) {
+  switch (engine) {
+    case Engine::kTensor:
+      return profile.tensor_ghz;
+    case Engine::kVector:
+      return profile.vector_ghz;
+    case Engine::kScalar:
+      return profile.scalar_ghz;
+    default:
+      return profile.gpsimd_ghz;
+  }
+}
+
+// The DMA engines' shared bandwidth as a calendar of busy intervals: a transfer takes the first
+// gap after its inputs are ready, so a store waiting on compute does not hold up later loads
+// (the hardware spreads DMAs over 16 queues).
+class DmaCalendar {
+ public:
+  double place(double ready, double length) {
+    auto it = busy_.upper_bound(ready);
+    if (it != busy_.begin()) {
+      auto previous = std::prev(it);
+      if (previous->second > ready) ready = previous->second;
+    }
+    while (it != busy_.end() && it->first < ready + length) {
+      ready = std::max(ready, it->second);
+      ++it;
+    }
+    double begin = ready, end = ready + length;
+    auto next = busy_.lower_bound(begin);
+    if (next != busy_.begin()) {
+      auto previous = std::prev(next);
+      if (previous->second >= begin) {
+        begin = previous->first;
+        busy_.erase(previous);
+      }
+    }
+    next = busy_.lower_bound(begin);
+    if (next != busy_.end() && next->first <= end) {
+      end = std::max(end, next->second);
+      busy_.erase(next);
+    }
+    busy_[begin] = end;
+    return ready;
+  }
+
+ private:
+  std::map<double, double> busy_;
+};
+
+// Length of the union of intervals.
+double covered(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  double total = 0, reach = -1;
+  for (const auto& [begin, end] : intervals) {
+    if (end <= reach) continue;
+    total += end - std::max(begin, reach);
+    reach = end;
+  }
+  return total;
+}
+
+}  // namespace
+
+double instruction_cost_ns(const Program& program, const Instruction& ins,
+                           const CoreProfile& profile) {
+  const AccessPattern& a = ins.src[0];
+  const int64_t floor_cycles = profile.min_instruction_cycles;
+  const int64_t fixed = profile.sbuf_access_cycles;
+  int64_t cycles = 0;
+  switch (ins.opcode) {
+    case Opcode::kMatmul: {
+      const int64_t m = a.free_size(), n = ins.src[1].free_size();
+      cycles = std::max(std::min(profile.matmul_min_stationary, m), n);
+      if (a.dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
+      break;
+    }
+    case Opcode::kTranspose: {
+      cycles = std::max(a.partitions(), std::min<int64_t>(64, a.free_size()));
+      if (a.dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
+      break;
+    }
+    case Opcode::kDmaCopy: {
+      const AccessPattern& dst = ins.dst;
+      const int64_t bytes =
+          std::max(a.elements() * dtype_size(a.dtype), dst.elements() * dtype_size(dst.dtype));
+      const int64_t chunk = std::max<int64_t>(
+          1, std::min(contiguous_bytes(program, a), contiguous_bytes(program, dst)));
+      const int64_t descriptors = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
+      const double lanes = static_cast<double>(std::min<int64_t>(profile.dma_engines, descriptors));
+      return (descriptors * profile.dma_descriptor_ns +
+              bytes / profile.dma_bytes_per_ns_per_engine) /
+             lanes;
+    }
+    case Opcode::kTensorTensor: {
+      const int64_t n = free_elements(a);
+      const bool one_in_psum = on_psum(program, a) || on_psum(program, ins.src[1]);
+      const bool fast_bf16 =
+          a.dtype == DType::kBFloat16 && ins.src[1].dtype == DType::kBFloat16 &&
+          ins.dst.dtype == DType::kBFloat16 &&
+          (ins.alu0 == AluOp::kAdd || ins.alu0 == AluOp::kSubtract || ins.alu0 == AluOp::kMultiply);
+      cycles = std::max(floor_cycles, (one_in_psum || fast_bf16) ? n : 2 * n) + fixed;
+      break;
+    }
+    case Opcode::kTensorReduce: {
+      const int64_t n = free_elements(a);
+      const bool half =
+          a.dtype == DType::kBFloat16 && (ins.alu0 == AluOp::kAdd || ins.alu0 == AluOp::kMax);
+      cycles = std::max(floor_cycles, half ? n / 2 : n) + fixed;
+      break;
+    }
+    case Opcode::kSelect:
+    case Opcode::kTensorTensorScan:
+      cycles = std::max(floor_cycles, 2 * free_elements(a)) + fixed;
+      break;
+    case Opcode::kActivation:
+      cycles = std::max(floor_cycles, free_elements(a)) + fixed +
+               (ins.alu1 != AluOp::kBypass ? profile.activation_reduce_cycles : 0);
+      break;
+    case Opcode::kIota:
+    case Opcode::kAffineSelect:
+      cycles = profile.iota_fixed_cycles + free_elements(ins.dst);
+      break;
+    case Opcode::kPartitionReduce:
+      // GpSimd's 8 cores hold 16 partitions each: the partitions are combined 16 at a time.
+      cycles = profile.iota_fixed_cycles + free_elements(a) * ((a.partitions() + 15) / 16);
+      break;
+    case Opcode::kMemset:
+      cycles = std::max(floor_cycles, free_elements(ins.dst)) + fixed;
+      break;
+    default:
+      cycles = std::max(floor_cycles, free_elements(a.valid() ? a : ins.dst)) + fixed;
+      break;
+  }
+  return static_cast<double>(cycles) / engine_ghz(profile, ins.engine);
+}
+
+Timeline schedule(const Program& program, const CoreProfile& profile, const Layout& layout) {
+  Timeline timeline;
+  timeline.instructions.resize(program.instructions.size());
+  DependencyTracker tracker(program, profile, layout);
+  double engine_free[static_cast<int>(Engine::kCount)] = {0, 0, 0, 0, 0};
+  const double sync_ns = profile.semaphore_wait_cycles / profile.gpsimd_ghz;
+  DmaCalendar dma;
+  std::vector<std::pair<double, double>> dma_in_flight;
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    const Instruction& ins = program.instructions[i];
+    const int engine = static_cast<int>(ins.engine);
+    double start = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
+    start = std::max(start, tracker.ready(ins.dst, true, ins.engine, sync_ns));
+    start = std::max(start, tracker.ready(ins.dst2, true, ins.engine, sync_ns));
+    for (const auto& src : ins.src)
+      start = std::max(start, tracker.ready(src, false, ins.engine, sync_ns));
+    const double cost = instruction_cost_ns(program, ins, profile);
+    double end = start + cost;
+    EngineSummary& summary = timeline.engines[engine];
+    if (ins.engine == Engine::kDma) {
+      // Bandwidth is taken for the transfer; the data lands after the fixed latency too.
+      start = dma.place(start, cost);
+      end = start + cost + profile.dma_fixed_ns;
+      dma_in_flight.emplace_back(start, end);
+      timeline.dma_bytes += ins.src[0].elements() * dtype_size(ins.src[0].dtype);
+    } else {
+      engine_free[engine] = end;
+      summary.busy_ns += cost;
+    }
+    if (ins.opcode == Opcode::kMatmul) {
+      timeline.matmul_flops += 2 * ins.src[0].elements() * ins.src[1].free_size();
+    }
+    summary.instructions += 1;
+    tracker.record(ins.dst, true, ins.engine, end);
+    tracker.record(ins.dst2, true, ins.engine, end);
+    for (const auto& src : ins.src) tracker.record(src, false, ins.engine, end);
+    timeline.instructions[i] = {start, end};
+    timeline.total_ns = std::max(timeline.total_ns, end);
+  }
+  timeline.engines[static_cast<int>(Engine::kDma)].busy_ns = covered(std::move(dma_in_flight));
+  for (auto& summary : timeline.engines) {
+    summary.utilization = timeline.total_ns > 0 ? summary.busy_ns / timeline.total_ns : 0.0;
+  }
+  return timeline;
+}
+
+std::string chrome_trace(const Program& program, const Timeline& timeline,
+                         const std::string& profile_name) {
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"profile\":\"" + profile_name +
+                    "\"},\"traceEvents\":[";
+  char buffer[512];
+  for (int e = 0; e < static_cast<int>(Engine::kCount); ++e) {
+    std::snprintf(buffer, sizeof(buffer),
+                  "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,"
+                  "\"args\":{\"name\":\"%s\"}}",
+                  e ? "," : "", e, engine_name(static_cast<Engine>(e)));
+    out += buffer;
+  }
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    const Instruction& ins = program.instructions[i];
+    const InstructionTiming& t = timeline.instructions[i];
+    std::snprintf(buffer, sizeof(buffer),
+                  ",{\"name\":\"%s\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.4f,\"dur\":%.4f,"
+                  "\"args\":{\"line\":%d,\"index\":%zu}}",
+                  opcode_name(ins.opcode), static_cast<int>(ins.engine), t.start_ns / 1000.0,
+                  (t.end_ns - t.start_ns) / 1000.0, ins.line, i);
+    out += buffer;
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace openneuron::sim

@@ -1,0 +1,21 @@
+"""OpenNeuron's NKI: write NeuronCore kernels with the public NKI API and run them on the
+simulated NeuronCore, with the hardware's rules enforced and trn2/trn3 latency estimated.
+
+``import nki`` / ``nki.language as nl`` / ``nki.isa as nisa`` give these modules when AWS's nki
+package is not installed (see alias.py); they are always reachable as ``openneuron.nki``.
+"""
+
+from openneuron.nki import isa, language  # noqa: F401
+from openneuron.nki.dtypes import DType as dtype  # noqa: F401
+from openneuron.nki.errors import KernelRuleError, KernelTraceError  # noqa: F401
+from openneuron.nki.kernel import (  # noqa: F401
+    Kernel,
+    LaunchResult,
+    benchmark,
+    estimate,
+    jit,
+    simulate,
+    simulate_kernel,
+)
+
+_is_openneuron_alias = True

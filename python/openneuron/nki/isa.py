@@ -1,0 +1,535 @@
+"""``nki.isa``: one call per NeuronCore instruction, destination first (current NKI API).
+
+Each call checks what it can see at trace time (argument kinds) and appends one instruction to
+the kernel's trace; the simulator checks the hardware rules and runs it.
+"""
+
+import numbers
+
+from openneuron.nki import trace as tr
+from openneuron.nki.tensor import NkiTensor
+
+
+class engine:
+    """Engines an instruction may be placed on."""
+
+    tensor = tr.TENSOR
+    vector = tr.VECTOR
+    scalar = tr.SCALAR
+    activation = tr.SCALAR
+    gpsimd = tr.GPSIMD
+    sync = tr.DMA
+    unknown = None
+
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+activation_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = None
+
+
+class nc_version:
+    gen2 = 2
+    gen3 = 3  # Trainium2
+    gen4 = 4  # Trainium3
+
+
+def get_nc_version():
+    return nc_version.gen4 if _trace().profile == "trn3" else nc_version.gen3
+
+
+class dge_mode:
+    none, swdge, hwdge, unknown = 0, 1, 2, 3
+
+
+class oob_mode:
+    error, skip = 0, 1
+
+
+class matmul_perf_mode:
+    none = "none"
+    double_row = "double_row"
+
+
+class reduce_cmd:
+    idle, reset, reduce, reset_reduce = 0, 1, 2, 3
+
+
+def _trace():
+    return tr.current()
+
+
+def alu_code(op) -> int:
+    """The ALU code of an operator given as an nl function, a NumPy ufunc or a name."""
+    if op is None:
+        return 0
+    code = getattr(op, "_alu", None)
+    if code is not None:
+        return code
+    from openneuron.nki import language as nl
+
+    name = getattr(op, "__name__", op if isinstance(op, str) else None)
+    name = {
+        "true_divide": "divide",
+        "bitwise_xor": "bitwise_xor",
+        "max": "maximum",
+        "min": "minimum",
+        "sum": "add",
+    }.get(name, name)
+    candidate = getattr(nl, name, None) if isinstance(name, str) else None
+    if candidate is not None and getattr(candidate, "_alu", None) is not None:
+        return candidate._alu
+    tr.fail("bad-operand", f"{op!r} is not an ALU operator")
+
+
+def activation_code(op) -> int:
+    code = getattr(op, "_act", None)
+    if code is not None:
+        return code
+    from openneuron.nki import language as nl
+
+    name = getattr(op, "__name__", op if isinstance(op, str) else None)
+    candidate = getattr(nl, name, None) if isinstance(name, str) else None
+    if candidate is not None and getattr(candidate, "_act", None) is not None:
+        return candidate._act
+    tr.fail("bad-operand", f"{op!r} is not an activation function of the Scalar engine")
+
+
+def _tensor(value, what):
+    if not isinstance(value, NkiTensor):
+        tr.fail("bad-operand", f"{what} must be a tensor, got {type(value).__name__}")
+    return value
+
+
+def _is_scalar(value):
+    return (
+        isinstance(value, numbers.Number) and not isinstance(value, bool) or isinstance(value, bool)
+    )
+
+
+def _note_reads(*tensors):
+    # A PSUM result read by another engine ends its accumulation group.
+    trace = _trace()
+    for t in tensors:
+        if isinstance(t, NkiTensor) and t.memory == tr.PSUM and trace.matmul_written:
+            index = t.buffer.index
+            trace.matmul_written = {k for k in trace.matmul_written if k[0] != index}
+
+
+def emit(
+    opcode,
+    engine_code,
+    dst=None,
+    dst2=None,
+    src0=None,
+    src1=None,
+    src2=None,
+    alu0=0,
+    alu1=0,
+    function=0,
+    flags=0,
+    reduce_dims=1,
+    pattern=(0, 0, 0, 0),
+    imm0=0.0,
+    imm1=0.0,
+    imm2=0.0,
+):
+    if opcode != tr.MATMUL:
+        _note_reads(src0, src1, src2)
+    return _trace().emit(
+        opcode,
+        engine_code,
+        dst=dst,
+        dst2=dst2,
+        src0=src0,
+        src1=src1,
+        src2=src2,
+        alu0=alu0,
+        alu1=alu1,
+        function=function,
+        flags=flags,
+        reduce_dims=reduce_dims,
+        pattern=tuple(pattern),
+        imm0=float(imm0),
+        imm1=float(imm1),
+        imm2=float(imm2),
+    )
+
+
+# ---------------------------------------------------------------- Tensor engine
+def nc_matmul(
+    dst,
+    stationary,
+    moving,
+    is_stationary_onezero=False,
+    is_moving_onezero=False,
+    is_transpose=False,
+    accumulate=None,
+    tile_position=(),
+    tile_size=(),
+    perf_mode=None,
+    name=None,
+    **_ignored,
+):
+    """dst[M,N] (+)= stationary[K,M].T @ moving[K,N]. With accumulate=None a matmul adds to
+    what an earlier matmul wrote to the same PSUM tile, until another engine reads it."""
+    _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
+    if is_transpose:
+        return nc_transpose(dst, moving)
+    trace = _trace()
+    key = (dst.buffer.index, dst.start_partition, dst.offset)
+    if accumulate is None:
+        accumulate = key in trace.matmul_written
+    trace.matmul_written.add(key)
+    return emit(
+        tr.MATMUL, tr.TENSOR, dst=dst, src0=stationary, src1=moving, flags=1 if accumulate else 0
+    )
+
+
+def nc_transpose(dst, data, engine=None, name=None, **_ignored):
+    """dst[F,P] = data[P,F]: on the Tensor engine into PSUM, or the Vector engine (≤ 32×32)."""
+    _tensor(dst, "dst"), _tensor(data, "data")
+    if engine is None:
+        engine = tr.TENSOR if dst.memory == tr.PSUM else tr.VECTOR
+    return emit(tr.TRANSPOSE, engine, dst=dst, src0=data)
+
+
+# ---------------------------------------------------------------- Scalar engine
+def activation(
+    dst,
+    op,
+    data,
+    bias=None,
+    scale=1.0,
+    reduce_op=None,
+    reduce_res=None,
+    reduce_cmd=None,
+    name=None,
+    **_ignored,
+):
+    """dst = op(data * scale + bias); with reduce_op, reduce_res[p] = reduction of the row."""
+    _tensor(dst, "dst"), _tensor(data, "data")
+    fields = dict(dst=dst, src0=data, function=activation_code(op))
+    if isinstance(bias, NkiTensor):
+        fields["src1"] = bias
+    elif bias is not None:
+        fields["imm1"] = float(bias)
+    if isinstance(scale, NkiTensor):
+        fields["src2"] = scale
+    else:
+        fields["imm0"] = float(scale)
+    if reduce_op is not None:
+        fields["alu1"] = alu_code(reduce_op)
+        fields["dst2"] = _tensor(reduce_res, "reduce_res")
+    return emit(tr.ACTIVATION, tr.SCALAR, **fields)
+
+
+def activation_reduce(
+    dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None, **_ignored
+):
+    return activation(
+        dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res
+    )
+
+
+# ---------------------------------------------------------------- Vector engine
+def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_ignored):
+    _tensor(dst, "dst"), _tensor(data1, "data1"), _tensor(data2, "data2")
+    return emit(
+        tr.TENSOR_TENSOR,
+        tr.VECTOR if engine is None else engine,
+        dst=dst,
+        src0=data1,
+        src1=data2,
+        alu0=alu_code(op),
+    )
+
+
+def tensor_scalar(
+    dst,
+    data,
+    op0,
+    operand0,
+    reverse0=False,
+    op1=None,
+    operand1=None,
+    reverse1=False,
+    engine=None,
+    name=None,
+    **_ignored,
+):
+    """dst = (data op0 operand0) op1 operand1; operands are numbers or [P,1] tiles."""
+    _tensor(dst, "dst"), _tensor(data, "data")
+    fields = dict(
+        dst=dst,
+        src0=data,
+        alu0=alu_code(op0),
+        alu1=alu_code(op1),
+        flags=(2 if reverse0 else 0) | (4 if reverse1 else 0),
+    )
+    if isinstance(operand0, NkiTensor):
+        fields["src1"] = operand0
+    else:
+        fields["imm0"] = float(operand0)
+    if op1 is not None:
+        if isinstance(operand1, NkiTensor):
+            fields["src2"] = operand1
+        else:
+            fields["imm1"] = float(operand1)
+    return emit(tr.TENSOR_SCALAR, tr.VECTOR if engine is None else engine, **fields)
+
+
+def scalar_tensor_tensor(
+    dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None, **_ignored
+):
+    """dst = (data op0 operand0) op1 operand1 with operand1 a tile: two Vector instructions,
+    the intermediate kept in fp32 (a scratch tile when dst is narrower)."""
+    from openneuron.nki.dtypes import float32
+
+    middle = dst
+    if dst.dtype is not float32:
+        scratch = _trace().new_buffer(None, tr.SBUF, float32, dst.shape)
+        middle = NkiTensor(scratch)
+    tensor_scalar(middle, data, op0, operand0, reverse0=reverse0)
+    if reverse1:
+        return tensor_tensor(dst, operand1, middle, op1)
+    return tensor_tensor(dst, middle, operand1, op1)
+
+
+def _reduce_view(data, axis):
+    """`data` with the reduced free axes moved last, and how many they are."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = sorted(a % data.ndim for a in axes)
+    if 0 in axes:
+        tr.fail(
+            "bad-operand",
+            "tensor_reduce reduces free axes only; the partition axis 0 "
+            "needs tensor_partition_reduce",
+        )
+    kept = [d for d in range(data.ndim) if d not in axes]
+    order = kept + axes
+    view = NkiTensor(
+        data.buffer,
+        data.dtype,
+        tuple(data.shape[d] for d in order),
+        tuple(data.strides[d] for d in order),
+        data.offset,
+        data.start_partition,
+    )
+    return view, len(axes)
+
+
+def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, **_ignored):
+    _tensor(dst, "dst"), _tensor(data, "data")
+    view, count = _reduce_view(data, axis)
+    return emit(
+        tr.TENSOR_REDUCE,
+        tr.VECTOR,
+        dst=dst,
+        src0=view,
+        alu0=alu_code(op),
+        reduce_dims=count,
+        flags=8 if negate else 0,
+    )
+
+
+def tensor_partition_reduce(dst, op, data, name=None, **_ignored):
+    return emit(
+        tr.PARTITION_REDUCE,
+        tr.GPSIMD,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(data, "data"),
+        alu0=alu_code(op),
+    )
+
+
+def tensor_tensor_scan(
+    dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None, **_ignored
+):
+    fields = dict(
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(data0, "data0"),
+        src1=_tensor(data1, "data1"),
+        alu0=alu_code(op0),
+        alu1=alu_code(op1),
+    )
+    if isinstance(initial, NkiTensor):
+        fields["src2"] = initial
+    else:
+        fields["imm0"] = float(initial)
+    return emit(tr.TENSOR_TENSOR_SCAN, tr.VECTOR, **fields)
+
+
+def tensor_copy(dst, src, engine=None, name=None, **_ignored):
+    return emit(
+        tr.TENSOR_COPY,
+        tr.VECTOR if engine is None else engine,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(src, "src"),
+    )
+
+
+def memset(dst, value, engine=None, name=None, **_ignored):
+    return emit(
+        tr.MEMSET,
+        tr.VECTOR if engine is None else engine,
+        dst=_tensor(dst, "dst"),
+        imm0=float(value),
+    )
+
+
+def reciprocal(dst, data, name=None, **_ignored):
+    from openneuron.nki import language as nl
+
+    return tensor_scalar(dst, data, nl.divide, 1.0, reverse0=True)
+
+
+def select(dst, predicate, on_true, on_false, name=None, **_ignored):
+    return emit(
+        tr.SELECT,
+        tr.VECTOR,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(predicate, "pred"),
+        src1=_tensor(on_true, "on_true"),
+        src2=_tensor(on_false, "on_false"),
+    )
+
+
+def bn_stats(dst, data, name=None, **_ignored):
+    return emit(tr.BN_STATS, tr.VECTOR, dst=_tensor(dst, "dst"), src0=_tensor(data, "data"))
+
+
+def bn_aggr(dst, data, name=None, **_ignored):
+    return emit(tr.BN_AGGR, tr.VECTOR, dst=_tensor(dst, "dst"), src0=_tensor(data, "data"))
+
+
+# ---------------------------------------------------------------- GpSimd engine
+def _pattern_steps(dst, pattern):
+    steps = [int(step) for step, _ in pattern]
+    counts = [int(count) for _, count in pattern]
+    if counts != list(dst.shape[1:]):
+        if dst.free_size == _product(counts) and dst._is_contiguous():
+            dst = dst.reshape([dst.partitions] + counts)
+        else:
+            tr.fail("shape-mismatch", f"pattern {pattern} does not describe dst {dst!r}")
+    if len(steps) > 4:
+        tr.fail("bad-operand", "a pattern has at most 4 free dimensions")
+    return dst, steps + [0] * (4 - len(steps))
+
+
+def _product(values):
+    result = 1
+    for v in values:
+        result *= v
+    return result
+
+
+def iota(dst, pattern, offset=0, channel_multiplier=0, name=None, **_ignored):
+    """dst[p, i...] = offset + channel_multiplier * p + Σ step_k * i_k."""
+    dst, steps = _pattern_steps(_tensor(dst, "dst"), pattern)
+    return emit(tr.IOTA, tr.GPSIMD, dst=dst, pattern=steps, imm0=offset, imm1=channel_multiplier)
+
+
+def affine_select(
+    dst,
+    pattern,
+    channel_multiplier,
+    on_true_tile,
+    on_false_value,
+    cmp_op=None,
+    offset=0,
+    name=None,
+    **_ignored,
+):
+    """dst = on_true_tile where (offset + channel_multiplier*p + Σ step*i) cmp_op 0, else
+    on_false_value."""
+    from openneuron.nki import language as nl
+
+    dst, steps = _pattern_steps(_tensor(dst, "dst"), pattern)
+    data = _tensor(on_true_tile, "on_true_tile")
+    if data.shape != dst.shape:
+        data = data.reshape(dst.shape)
+    return emit(
+        tr.AFFINE_SELECT,
+        tr.GPSIMD,
+        dst=dst,
+        src0=data,
+        pattern=steps,
+        alu0=alu_code(cmp_op if cmp_op is not None else nl.greater_equal),
+        imm0=offset,
+        imm1=channel_multiplier,
+        imm2=on_false_value,
+    )
+
+
+# ---------------------------------------------------------------- DMA
+def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, name=None, **_ignored):
+    if dst_rmw_op is not None:
+        tr.fail("unsupported", "dma_copy with dst_rmw_op (DMA compute) is not simulated")
+    return emit(tr.DMA_COPY, tr.DMA, dst=_tensor(dst, "dst"), src0=_tensor(src, "src"))
+
+
+def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
+    """dst = src with its two dimensions swapped, transposed by the DMA engines."""
+    _tensor(dst, "dst"), _tensor(src, "src")
+    shape = [s for s in src.shape if s != 1] if src.ndim > 2 else list(src.shape)
+    strides = (
+        [st for s, st in zip(src.shape, src.strides, strict=True) if s != 1]
+        if src.ndim > 2
+        else list(src.strides)
+    )
+    if len(shape) != 2:
+        tr.fail("unsupported", f"dma_transpose of a {src.ndim}-D view {list(src.shape)}")
+    view = NkiTensor(
+        src.buffer,
+        src.dtype,
+        (shape[1], shape[0]),
+        (strides[1], strides[0]),
+        src.offset,
+        src.start_partition,
+    )
+    if src.on_chip:
+        tr.fail("unsupported", "dma_transpose from SBUF is not simulated")
+    return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
+
+
+def tensor_scalar_reduce(
+    dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, name=None, **_ignored
+):
+    """dst = data op0 operand0, and reduce_res[p] = reduction of that row: two Vector
+    instructions."""
+    tensor_scalar(dst, data, op0, operand0, reverse0=reverse0)
+    return tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)))
+
+
+def _not_simulated(name):
+    def instruction(*args, **kwargs):
+        tr.fail("unsupported", f"nisa.{name} is not simulated yet")
+
+    instruction.__name__ = name
+    return instruction
+
+
+# Named so kernels import; each raises a KernelTraceError naming itself when called.
+for _name in (
+    "core_barrier",
+    "dma_compute",
+    "local_gather",
+    "max8",
+    "nc_find_index8",
+    "nc_match_replace8",
+    "nc_matmul_mx",
+    "nc_n_gather",
+    "nc_stream_shuffle",
+    "nonzero_with_count",
+    "quantize_mx",
+    "range_select",
+    "register_alloc",
+    "register_load",
+    "sendrecv",
+    "tensor_copy_predicated",
+):
+    globals()[_name] = _not_simulated(_name)
+del _name

@@ -1,0 +1,456 @@
+"""Launching kernels: ``@nki.jit``, ``kernel[lnc](...)``, ``nki.simulate`` and latency estimates.
+
+A launch traces the kernel once per program id into an instruction stream, encodes it and runs
+it on the simulated NeuronCore (``openneuron._C._sim_run``), which checks the rules, executes
+it and schedules it on the engines.
+"""
+
+import functools
+import inspect
+import json
+import os
+
+import numpy as np
+
+from openneuron.nki import trace as tr
+from openneuron.nki.dtypes import as_dtype
+from openneuron.nki.errors import KernelTraceError
+from openneuron.nki.tensor import NkiTensor
+
+_EMPTY_PATTERN = [-1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
+_SLOTS = ("dst", "dst2", "src0", "src1", "src2")
+
+
+def default_profile() -> str:
+    return os.environ.get("OPENNEURON_PROFILE", "trn2")
+
+
+def _sim():
+    from openneuron import _C
+
+    return _C
+
+
+def encode(trace):
+    """The trace as the simulator's (buffers, int64 words [n, 87], float64 immediates [n, 3])."""
+    rows, immediates = [], []
+    for opcode, engine, f in trace.instructions:
+        row = [
+            opcode,
+            -1 if engine is None else engine,
+            f["alu0"],
+            f["alu1"],
+            f["function"],
+            f["flags"],
+            f["reduce_dims"],
+            f["line"],
+            *f["pattern"],
+        ]
+        for slot in _SLOTS:
+            tensor = f[slot]
+            row += tensor.encode() if tensor is not None else _EMPTY_PATTERN
+        rows.append(row)
+        immediates.append((f["imm0"], f["imm1"], f["imm2"]))
+    for row in rows:
+        if row[1] == -1:
+            row[1] = tr.VECTOR
+    words = np.array(rows, dtype=np.int64).reshape(len(rows), 12 + 5 * 15)
+    imms = np.array(immediates, dtype=np.float64).reshape(len(rows), 3)
+    return [b.encode() for b in trace.buffers], words, imms
+
+
+def _host_array(value):
+    """A NumPy array for a kernel argument (NumPy array or CPU torch tensor), else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    module = type(value).__module__
+    if module.startswith("torch"):
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            tensor = value.detach()
+            if tensor.device.type != "cpu":
+                tensor = tensor.cpu()
+            if tensor.dtype == torch.bfloat16:
+                from openneuron.nki.dtypes import bfloat16
+
+                return tensor.contiguous().view(torch.int16).numpy().view(bfloat16.numpy)
+            return tensor.contiguous().numpy()
+    return None
+
+
+class LaunchResult:
+    """What one launch produced: outputs (as the kernel returned them), timing per core."""
+
+    def __init__(self, outputs, cores, instructions, traces):
+        self.outputs = outputs
+        self.cores = cores  # one timing dict per program id
+        self.instructions = instructions
+        self.traces = traces
+
+    @property
+    def latency_ns(self) -> float:
+        # Program ids run on separate cores at the same time.
+        return max(core["timing"]["total_ns"] for core in self.cores)
+
+    @property
+    def latency_ms(self) -> float:
+        return self.latency_ns / 1e6
+
+    def utilization(self, core=0) -> dict:
+        engines = self.cores[core]["timing"]["engines"]
+        return {name: e["utilization"] for name, e in engines.items()}
+
+    def trace_json(self, core=0) -> str:
+        return self.cores[core]["timing"].get("trace", "")
+
+    def save_trace(self, path, core=0):
+        with open(path, "w") as handle:
+            handle.write(self.trace_json(core))
+
+    def summary(self) -> dict:
+        core = self.cores[0]
+        return {
+            "latency_ms": self.latency_ms,
+            "instructions": self.instructions,
+            "utilization": self.utilization(),
+            "sbuf_peak_bytes_per_partition": core["sbuf_peak_bytes"],
+            "psum_peak_bytes_per_partition": core["psum_peak_bytes"],
+        }
+
+    def __repr__(self):
+        return f"LaunchResult({json.dumps(self.summary())})"
+
+
+class Kernel:
+    """A traced NKI kernel: ``kernel(*args)``, ``kernel[lnc](*args)``."""
+
+    def __init__(self, func, grid=(1,), **options):
+        self.func = func
+        self.grid = tuple(grid)
+        self.options = options
+        functools.update_wrapper(self, func)
+
+    def __getitem__(self, grid):
+        grid = grid if isinstance(grid, tuple) else (grid,)
+        return Kernel(self.func, tuple(int(g) for g in grid), **self.options)
+
+    def __call__(self, *args, **kwargs):
+        from openneuron.nki import torch_kernels
+
+        if torch_kernels.has_device_tensor(args, kwargs):
+            return torch_kernels.call_on_device(self, args, kwargs)
+        result = launch(self, args, kwargs)
+        return _like_inputs(result.outputs, args)
+
+    def launch(self, args, kwargs=None, **options):
+        return launch(self, args, kwargs or {}, **options)
+
+
+def jit(func=None, **options):
+    """``@nki.jit`` / ``@nki.jit(...)``: marks a kernel (options such as mode are accepted)."""
+    if func is None:
+        return lambda f: Kernel(f, **options)
+    if isinstance(func, Kernel):
+        return func
+    return Kernel(func, **options)
+
+
+def _as_kernel(kernel):
+    return kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+
+
+def _bind(trace, func, args, kwargs):
+    """Turns array arguments into HBM input tensors; returns (args, kwargs, flat host arrays
+    in argument order, their buffer indices)."""
+    names = list(inspect.signature(func).parameters)
+    arrays, indices = [], []
+
+    def convert(value, name):
+        array = _host_array(value)
+        if array is not None:
+            dtype = as_dtype(array.dtype)
+            shape = array.shape if array.ndim else (1,)
+            buffer = trace.new_buffer(name, tr.HBM, dtype, shape, initialized=True)
+            buffer.line = 0
+            host = np.ascontiguousarray(array)
+            if dtype.numpy != host.dtype:
+                host = host.astype(dtype.numpy)
+            arrays.append(host)
+            indices.append(buffer.index)
+            return NkiTensor(buffer)
+        if isinstance(value, (list, tuple)) and any(_host_array(v) is not None for v in value):
+            return type(value)(convert(v, f"{name}[{i}]") for i, v in enumerate(value))
+        return value
+
+    new_args = [convert(a, names[i] if i < len(names) else f"arg{i}") for i, a in enumerate(args)]
+    new_kwargs = {k: convert(v, k) for k, v in kwargs.items()}
+    return new_args, new_kwargs, arrays, indices
+
+
+def flat_arrays(args, kwargs):
+    """The array arguments in the order _bind numbers them."""
+    found = []
+    for value in list(args) + list(kwargs.values()):
+        if _host_array(value) is not None:
+            found.append(value)
+        elif isinstance(value, (list, tuple)) and any(_host_array(v) is not None for v in value):
+            found.extend(v for v in value if _host_array(v) is not None)
+    return found
+
+
+def _flatten(value, found):
+    if isinstance(value, NkiTensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _flatten(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _flatten(v, found)
+    return found
+
+
+def _view_array(tensor, arrays):
+    """The host array of an HBM view the kernel returned (a whole buffer, or a reshape)."""
+    whole = arrays[tensor.buffer.index]
+    if tensor.size == whole.size and tensor._is_contiguous() and tensor.offset == 0:
+        return whole.reshape(tensor.shape)
+    flat = whole.reshape(-1)
+    index = np.full(tensor.shape, tensor.offset, dtype=np.int64)
+    for d, (size, stride) in enumerate(zip(tensor.shape, tensor.strides, strict=True)):
+        shape = [1] * tensor.ndim
+        shape[d] = size
+        index = index + (np.arange(size) * stride).reshape(shape)
+    return flat[index]
+
+
+def _rebuild_views(value, views):
+    if isinstance(value, NkiTensor):
+        return views[id(value)]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_rebuild_views(v, views) for v in value)
+    if isinstance(value, dict):
+        return {k: _rebuild_views(v, views) for k, v in value.items()}
+    return value
+
+
+class _Program:
+    """One program id's trace, encoded for the simulator."""
+
+    def __init__(self, recording, input_indices):
+        self.recording = recording
+        self.input_indices = input_indices
+        self.buffers, self.words, self.immediates = encode(recording)
+        self.hbm = [b for b in recording.buffers if b.memory == tr.HBM]
+        inputs = set(input_indices)
+        self.created = [b for b in self.hbm if b.index not in inputs]
+        self.written_inputs = {
+            position
+            for position, index in enumerate(input_indices)
+            if any(
+                f["dst"] is not None and f["dst"].buffer.index == index
+                for _, _, f in recording.instructions
+            )
+        }
+
+
+class CompiledLaunch:
+    """A kernel traced for one signature (shapes, dtypes, constants): replayable on new
+    arrays of that signature without tracing again."""
+
+    def __init__(self, kernel, args, kwargs, profile):
+        self.profile = profile
+        func = kernel.func
+        self.source = os.path.basename(inspect.getsourcefile(func) or "<kernel>")
+        program_ids = [()]
+        for extent in kernel.grid:
+            program_ids = [ids + (i,) for ids in program_ids for i in range(extent)]
+        self.programs = []
+        self.returned = None
+        self.sample_inputs = None
+        for ids in program_ids:
+            recording = tr.Trace(self.source, ids, kernel.grid, profile)
+            with tr.tracing(recording):
+                call_args, call_kwargs, arrays, indices = _bind(recording, func, args, kwargs)
+                self.returned = func(*call_args, **call_kwargs)
+                for tensor in _flatten(self.returned, []):
+                    if tensor.memory != tr.HBM:
+                        raise KernelTraceError(
+                            "bad-return",
+                            0,
+                            f"{self.source}: the kernel returned {tensor!r}; a kernel returns "
+                            "HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
+                        )
+            self.sample_inputs = arrays
+            self.programs.append(_Program(recording, indices))
+        self.written_inputs = set().union(*(p.written_inputs for p in self.programs))
+
+    @property
+    def instructions(self) -> int:
+        return sum(len(p.recording.instructions) for p in self.programs)
+
+    def run(self, arrays, execute=True, reference=False, trace=False):
+        """Runs every program id on `arrays` (the kernel's array arguments in order).
+        Returns (LaunchResult, the input arrays as the kernel left them)."""
+        arrays = list(arrays)
+        carried = {}  # kernel-created HBM buffers by creation order, as earlier cores left them
+        cores, final = [], {}
+        for program in self.programs:
+            inputs = {
+                index: arrays[position] for position, index in enumerate(program.input_indices)
+            }
+            for order, buffer in enumerate(program.created):
+                buffer.initialized = order in carried
+                if order in carried:
+                    inputs[buffer.index] = carried[order]
+            buffers = [b.encode() for b in program.recording.buffers]
+            wanted = [b.index for b in program.hbm]
+            result = _sim()._sim_run(
+                self.profile,
+                self.source,
+                buffers,
+                program.words,
+                program.immediates,
+                {i: np.ascontiguousarray(a).reshape(-1).view(np.uint8) for i, a in inputs.items()},
+                wanted,
+                execute,
+                reference,
+                trace,
+            )
+            cores.append(result)
+            if execute:
+                final = {}
+                for b in program.hbm:
+                    raw = np.frombuffer(result["outputs"][b.index], dtype=np.uint8)
+                    final[b.index] = raw.view(b.dtype.numpy).reshape(b.shape).copy()
+                for order, buffer in enumerate(program.created):
+                    carried[order] = final[buffer.index]
+                for position, index in enumerate(program.input_indices):
+                    if position in program.written_inputs:
+                        arrays[position] = final[index]
+        outputs = None
+        if execute and self.returned is not None:
+            views = {id(t): _view_array(t, final) for t in _flatten(self.returned, [])}
+            outputs = _rebuild_views(self.returned, views)
+        launch_result = LaunchResult(
+            outputs, cores, self.instructions, [p.recording for p in self.programs]
+        )
+        return launch_result, arrays
+
+
+def launch(kernel, args, kwargs, profile=None, execute=True, reference=False, trace=False):
+    """Traces and runs `kernel` once per program id of its grid; returns a LaunchResult.
+    Array arguments the kernel wrote are updated in place."""
+    kernel = _as_kernel(kernel)
+    compiled = CompiledLaunch(kernel, args, kwargs, profile or default_profile())
+    result, arrays = compiled.run(compiled.sample_inputs, execute, reference, trace)
+    if execute and compiled.written_inputs:
+        _write_back(flat_arrays(args, kwargs), arrays, compiled.written_inputs)
+    return result
+
+
+def _write_back(originals, arrays, positions):
+    for position in positions:
+        value = originals[position]
+        if isinstance(value, np.ndarray):
+            value[...] = arrays[position].reshape(value.shape).astype(value.dtype)
+        else:
+            import torch
+
+            from openneuron.nki.torch_kernels import to_torch
+
+            with torch.no_grad():
+                value.copy_(to_torch(arrays[position]).reshape(value.shape))
+
+
+def _like_inputs(outputs, args):
+    """Outputs as torch tensors when the kernel was called with torch tensors."""
+    if any(type(a).__module__.startswith("torch") for a in args):
+        from openneuron.nki.torch_kernels import to_torch
+
+        return _map_arrays(outputs, to_torch)
+    return outputs
+
+
+def _map_arrays(value, fn):
+    if isinstance(value, np.ndarray):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_arrays(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_arrays(v, fn) for k, v in value.items()}
+    return value
+
+
+def simulate(kernel):
+    """``nki.simulate(kernel)(*arrays)``: runs on the simulated NeuronCore, returns NumPy
+    arrays (torch tensors when called with torch tensors)."""
+    kernel = _as_kernel(kernel)
+
+    def run(*args, **kwargs):
+        return _like_inputs(launch(kernel, args, kwargs).outputs, args)
+
+    return run
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """The older spelling: ``nki.simulate_kernel(kernel[grid], *arrays)``."""
+    return simulate(kernel)(*args, **kwargs)
+
+
+def estimate(kernel, *args, profile=None, execute=False, trace_path=None, **kwargs):
+    """Estimated latency of one launch on `profile` (default OPENNEURON_PROFILE or trn2):
+    a LaunchResult with latency, per-engine utilisation and, with trace_path, a Perfetto
+    trace written there. execute=False only times the instruction stream."""
+    result = launch(
+        kernel, args, kwargs, profile=profile, execute=execute, trace=trace_path is not None
+    )
+    if trace_path is not None:
+        result.save_trace(trace_path)
+    return result
+
+
+class _Latency:
+    def __init__(self, latency_us):
+        self._latency_us = latency_us
+
+    def get_latency_percentile(self, percentile=50):
+        return self._latency_us  # the model is deterministic: every percentile is the same
+
+
+class _BenchmarkResult:
+    def __init__(self, result):
+        self.nc_latency = _Latency(result.latency_ns / 1000.0)
+        self.launch = result
+
+
+class _BenchmarkedKernel:
+    def __init__(self, kernel, profile, save_trace_name):
+        self.kernel = _as_kernel(kernel)
+        self.profile = profile
+        self.save_trace_name = save_trace_name
+        self.benchmark_result = None
+
+    def __getitem__(self, grid):
+        return _BenchmarkedKernel(self.kernel[grid], self.profile, self.save_trace_name)
+
+    def __call__(self, *args, **kwargs):
+        result = estimate(
+            self.kernel,
+            *args,
+            profile=self.profile,
+            execute=True,
+            trace_path=self.save_trace_name,
+            **kwargs,
+        )
+        self.benchmark_result = _BenchmarkResult(result)
+        return _like_inputs(result.outputs, args)
+
+
+def benchmark(kernel=None, *, profile=None, save_trace_name=None, **_ignored):
+    """``nki.benchmark``: runs the kernel and records its estimated latency in
+    ``.benchmark_result.nc_latency.get_latency_percentile(50)`` (µs)."""
+    if kernel is None:
+        return lambda k: _BenchmarkedKernel(k, profile, save_trace_name)
+    return _BenchmarkedKernel(kernel, profile, save_trace_name)

@@ -1,0 +1,446 @@
+"""``nki.language``: tensors, memories, dtypes, loops, and tile-level math built on ``nki.isa``.
+
+Elementwise math and reductions allocate their result in SBUF and emit the instruction the
+hardware would use (Scalar engine for activations, Vector engine for two-input math and
+reductions, Tensor engine for matmul and transpose).
+"""
+
+import numbers
+
+from openneuron.nki import isa as nisa
+from openneuron.nki import trace as tr
+from openneuron.nki.dtypes import (  # noqa: F401  (re-exported as nl.<dtype>)
+    DType,
+    as_dtype,
+    bfloat16,
+    bool_,
+    float8_e4m3,
+    float8_e5m2,
+    float16,
+    float32,
+    int8,
+    int16,
+    int32,
+    tfloat32,
+    uint8,
+    uint16,
+    uint32,
+)
+from openneuron.nki.tensor import DynSlice, NkiTensor
+
+float8_e4m3fn = float8_e4m3
+bool = bool_  # noqa: A001  (NKI's name)
+dtype = DType
+tensor = NkiTensor
+range = range  # noqa: A001
+# Packed MX formats of NeuronCore-v4: named so kernels import, refused when allocated.
+float8_e4m3fn_x4 = DType("float8_e4m3fn_x4", -1, 4, True, "uint32")
+float8_e5m2_x4 = DType("float8_e5m2_x4", -1, 4, True, "uint32")
+float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", -1, 2, True, "uint16")
+
+
+class _Memory:
+    def __init__(self, name, code):
+        self.name = name
+        self.code = code
+
+    def __repr__(self):
+        return f"nl.{self.name}"
+
+
+sbuf = _Memory("sbuf", tr.SBUF)
+psum = _Memory("psum", tr.PSUM)
+hbm = _Memory("hbm", tr.HBM)
+shared_hbm = _Memory("shared_hbm", tr.HBM)
+private_hbm = _Memory("private_hbm", tr.HBM)
+
+
+class NKIObject:
+    """Base class kernels may derive their helper objects from (plain Python here)."""
+
+
+class tile_size:
+    pmax = 128
+    psum_fmax = 512
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    psum_min = 1
+    total_available_sbuf_size = 224 * 1024
+
+
+def ds(start, size, step=1):
+    return DynSlice(start, size, step)
+
+
+def par_dim(size):
+    return size
+
+
+# ---------------------------------------------------------------- loops and programs
+def affine_range(*args, **kwargs):
+    return range(*args)
+
+
+sequential_range = static_range = affine_range
+
+
+def dynamic_range(*args, **kwargs):
+    # Unrolled at trace time like the others; the trip count must be known here.
+    return range(*args)
+
+
+def program_id(axis=0):
+    ids = tr.current().program_id
+    return ids[axis] if axis < len(ids) else 0
+
+
+def num_programs(axes=0):
+    counts = tr.current().num_programs
+    if isinstance(axes, (tuple, list)):
+        result = 1
+        for a in axes:
+            result *= counts[a] if a < len(counts) else 1
+        return result
+    return counts[axes] if axes < len(counts) else 1
+
+
+def program_ndim():
+    return len(tr.current().num_programs)
+
+
+# ---------------------------------------------------------------- allocation
+def _memory(buffer):
+    if buffer is None:
+        return tr.SBUF
+    if isinstance(buffer, _Memory):
+        return buffer.code
+    tr.fail("bad-operand", f"buffer must be nl.sbuf, nl.psum or an HBM kind, got {buffer!r}")
+
+
+def ndarray(shape, dtype=float32, buffer=None, name=None, **_ignored):
+    """A new, uninitialised tensor (NaN until written; reading it before is an error)."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    dtype = as_dtype(dtype)
+    if dtype.code < 0:
+        tr.fail("unsupported", f"{dtype.name} (packed MX) tensors are not simulated yet")
+    memory = _memory(buffer)
+    if memory != tr.HBM and len(shape) < 2:
+        shape = shape + (1,)
+    trace = tr.current()
+    return NkiTensor(trace.new_buffer(name, memory, as_dtype(dtype), shape))
+
+
+empty = ndarray
+
+
+def full(shape, fill_value, dtype=float32, buffer=None, name=None, **_ignored):
+    result = ndarray(shape, dtype, buffer, name)
+    nisa.memset(result, fill_value)
+    return result
+
+
+def zeros(shape, dtype=float32, buffer=None, name=None, **kwargs):
+    return full(shape, 0.0, dtype, buffer, name)
+
+
+def ones(shape, dtype=float32, buffer=None, name=None, **kwargs):
+    return full(shape, 1.0, dtype, buffer, name)
+
+
+def ndarray_like(x, dtype=None, buffer=None, name=None):
+    return ndarray(x.shape, dtype or x.dtype, buffer or sbuf, name)
+
+
+empty_like = ndarray_like
+
+
+def zeros_like(x, dtype=None, buffer=None, name=None):
+    return zeros(x.shape, dtype or x.dtype, buffer or sbuf, name)
+
+
+def ones_like(x, dtype=None, buffer=None, name=None):
+    return ones(x.shape, dtype or x.dtype, buffer or sbuf, name)
+
+
+def full_like(x, fill_value, dtype=None, buffer=None, name=None):
+    return full(x.shape, fill_value, dtype or x.dtype, buffer or sbuf, name)
+
+
+# ---------------------------------------------------------------- movement
+def load(src, dtype=None, **_ignored):
+    """A new SBUF tile holding `src` (an HBM view), moved by DMA."""
+    result = ndarray(src.shape, dtype or src.dtype, sbuf)
+    nisa.dma_copy(result, src)
+    return result
+
+
+def store(dst, value, **_ignored):
+    """Writes an SBUF tile (or number) to `dst` (an HBM view) by DMA."""
+    if not isinstance(value, NkiTensor):
+        value = full(dst.shape, value, dst.dtype)
+    nisa.dma_copy(dst, value)
+
+
+def copy(x, dtype=None, **_ignored):
+    result = ndarray(x.shape, dtype or x.dtype, sbuf)
+    nisa.tensor_copy(result, x)
+    return result
+
+
+def _assign(view, value):
+    """`view[...] = value`: a DMA when either side is in HBM, else an engine copy."""
+    if not isinstance(value, NkiTensor):
+        nisa.memset(view, value)
+    elif view.memory == tr.HBM or value.memory == tr.HBM:
+        nisa.dma_copy(view, value)
+    elif value.shape != view.shape and value.size == view.size:
+        nisa.tensor_copy(view, value.reshape(view.shape) if value._is_contiguous() else value)
+    else:
+        nisa.tensor_copy(view, value)
+
+
+# ---------------------------------------------------------------- tensor engine
+def transpose(x, dtype=None, **_ignored):
+    """x[P,F] transposed on the Tensor engine, into PSUM."""
+    result = ndarray((x.free_size, x.partitions), dtype or x.dtype, psum)
+    nisa.nc_transpose(result, x.reshape(x.partitions, x.free_size) if x.ndim != 2 else x)
+    return result
+
+
+def matmul(x, y, transpose_x=False, **_ignored):
+    """x @ y into a new fp32 PSUM tile (x.T @ y when transpose_x: x is then [K, M]).
+    ``psum_tile += nl.matmul(...)`` accumulates into psum_tile with the same instruction."""
+    if not transpose_x:
+        x_t = copy(transpose(x))
+        x = x_t
+    result = ndarray((x.free_size, y.free_size), float32, psum)
+    index = nisa.nc_matmul(result, x, y, accumulate=False)
+    result.pending_matmul = index
+    return result
+
+
+def _accumulate(target, other):
+    """`target += other`: folds a fresh matmul into target's PSUM accumulation."""
+    trace = tr.current()
+    if (
+        isinstance(other, NkiTensor)
+        and other.pending_matmul is not None
+        and target.memory == tr.PSUM
+    ):
+        opcode, engine, fields = trace.instructions[other.pending_matmul]
+        fields["dst"] = target
+        key = (target.buffer.index, target.start_partition, target.offset)
+        accumulate = key in trace.matmul_written
+        trace.matmul_written.add(key)
+        fields["flags"] = 1 if accumulate else 0
+        other.pending_matmul = None
+        return target
+    nisa.tensor_tensor(target, target, other, add) if isinstance(
+        other, NkiTensor
+    ) else nisa.tensor_scalar(target, target, add, other)
+    return target
+
+
+# ---------------------------------------------------------------- elementwise math
+def _op(name, alu=None, act=None):
+    def function(*args, dtype=None, **kwargs):
+        if act is not None and (alu is None or len(args) == 1):
+            x = args[0]
+            result = ndarray(x.shape, dtype or x.dtype, sbuf)
+            nisa.activation(result, function, x)
+            return result
+        return _binary(function, args[0], args[1], dtype=dtype)
+
+    function.__name__ = name
+    function._alu = alu
+    function._act = act
+    return function
+
+
+def _result_dtype(a, b):
+    dtypes = [t.dtype for t in (a, b) if isinstance(t, NkiTensor)]
+    if float32 in dtypes:
+        return float32
+    return dtypes[0]
+
+
+def _binary(op, a, b, dtype=None):
+    a_tile, b_tile = isinstance(a, NkiTensor), isinstance(b, NkiTensor)
+    if not a_tile and not b_tile:
+        tr.fail("bad-operand", f"{op.__name__} needs at least one tensor")
+    reference = a if a_tile else b
+    if a_tile and b_tile and b.partitions == a.partitions and b.free_size == 1 and a.free_size > 1:
+        b_tile = False  # per-partition operand
+    elif (
+        a_tile and b_tile and a.partitions == b.partitions and a.free_size == 1 and b.free_size > 1
+    ):
+        a_tile = False
+        reference = b
+    out_dtype = dtype or _result_dtype(a, b)
+    result = ndarray(reference.shape, out_dtype, sbuf)
+    if a_tile and b_tile:
+        if a.shape != b.shape:
+            if a.partitions != b.partitions or a.free_size != b.free_size:
+                tr.fail(
+                    "shape-mismatch",
+                    f"{op.__name__} of {list(a.shape)} and "
+                    f"{list(b.shape)}: the hardware does not broadcast "
+                    "across partitions",
+                )
+            b = b.reshape(a.shape)
+        nisa.tensor_tensor(result, a, b, op)
+    elif a_tile:
+        nisa.tensor_scalar(result, a, op, b)
+    else:
+        nisa.tensor_scalar(result, b, op, a, reverse0=True)
+    return result
+
+
+# ALU codes follow the simulator's AluOp.
+add = _op("add", alu=1)
+subtract = _op("subtract", alu=2)
+multiply = _op("multiply", alu=3)
+divide = _op("divide", alu=4)
+maximum = _op("maximum", alu=5)
+minimum = _op("minimum", alu=6)
+power = _op("power", alu=7)
+mod = fmod = _op("mod", alu=8)
+abs_max = _op("abs_max", alu=9)
+equal = _op("equal", alu=10)
+not_equal = _op("not_equal", alu=11)
+greater_equal = _op("greater_equal", alu=12)
+greater = _op("greater", alu=13)
+less_equal = _op("less_equal", alu=14)
+less = _op("less", alu=15)
+logical_and = _op("logical_and", alu=16)
+logical_or = _op("logical_or", alu=17)
+logical_xor = _op("logical_xor", alu=18)
+bitwise_and = _op("bitwise_and", alu=19)
+bitwise_or = _op("bitwise_or", alu=20)
+bitwise_xor = _op("bitwise_xor", alu=21)
+
+# Activation codes follow the simulator's ActivationFunction.
+identity = _op("copy", act=0)
+exp = _op("exp", act=1)
+log = _op("log", act=2)
+tanh = _op("tanh", act=3)
+sigmoid = _op("sigmoid", act=4)
+relu = _op("relu", act=5)
+gelu = _op("gelu", act=6)
+gelu_apprx_tanh = _op("gelu_apprx_tanh", act=7)
+silu = _op("silu", act=8)
+sqrt = _op("sqrt", act=9)
+rsqrt = _op("rsqrt", act=10)
+reciprocal = _op("reciprocal", act=11)
+square = _op("square", act=12)
+abs = _op("abs", act=13)  # noqa: A001  (NKI's name)
+sin = _op("sin", act=14)
+cos = _op("cos", act=15)
+softplus = _op("softplus", act=16)
+erf = _op("erf", act=17)
+sign = _op("sign", act=18)
+negative = _op("negative", act=19)
+mish = _op("mish", act=20)
+arctan = _op("arctan", act=21)
+gelu_apprx_sigmoid = _op("gelu_apprx_sigmoid", act=22)
+gelu_apprx_sigmoid_dx = _op("gelu_apprx_sigmoid_dx", act=23)
+silu_dx = _op("silu_dx", act=24)
+
+
+def logical_not(x, dtype=None):
+    return _binary(equal, x, 0.0, dtype=dtype or x.dtype)
+
+
+def invert(x, dtype=None):
+    return _binary(bitwise_xor, x, -1, dtype=dtype)
+
+
+def where(condition, x, y, dtype=None):
+    ref = condition
+    if not isinstance(x, NkiTensor):
+        x = full(ref.shape, x, dtype or (y.dtype if isinstance(y, NkiTensor) else float32))
+    if not isinstance(y, NkiTensor):
+        y = full(ref.shape, y, dtype or x.dtype)
+    result = ndarray(ref.shape, dtype or x.dtype, sbuf)
+    nisa.select(result, condition, x, y)
+    return result
+
+
+# ---------------------------------------------------------------- reductions
+def _reduce(op, x, axis, dtype=None, keepdims=False, negate=False):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % x.ndim for a in axes)
+    if axes == (0,):
+        result = ndarray((1,) + x.shape[1:], dtype or x.dtype, sbuf)
+        nisa.tensor_partition_reduce(result, op, x)
+        return result
+    kept = [x.shape[d] for d in range(x.ndim) if d not in axes]
+    if keepdims:
+        shape = tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
+    else:
+        shape = tuple(kept) if len(kept) > 1 else (kept[0], 1)
+    result = ndarray(shape, dtype or x.dtype, sbuf)
+    flat = (
+        result.reshape(kept + ([1] if len(kept) == 1 else []))
+        if result.shape != tuple(kept)
+        else result
+    )
+    nisa.tensor_reduce(flat, op, x, axes, negate=negate)
+    return result
+
+
+def sum(x, axis, dtype=None, keepdims=False, **_ignored):  # noqa: A001
+    return _reduce(add, x, axis, dtype, keepdims)
+
+
+def max(x, axis, dtype=None, keepdims=False, **_ignored):  # noqa: A001
+    return _reduce(maximum, x, axis, dtype, keepdims)
+
+
+def min(x, axis, dtype=None, keepdims=False, **_ignored):  # noqa: A001
+    return _reduce(minimum, x, axis, dtype, keepdims)
+
+
+def prod(x, axis, dtype=None, keepdims=False, **_ignored):
+    return _reduce(multiply, x, axis, dtype, keepdims)
+
+
+def all(x, axis, dtype=None, keepdims=False, **_ignored):  # noqa: A001
+    return _reduce(logical_and, x, axis, dtype, keepdims)
+
+
+def any(x, axis, dtype=None, keepdims=False, **_ignored):  # noqa: A001
+    return _reduce(logical_or, x, axis, dtype, keepdims)
+
+
+def mean(x, axis, dtype=None, keepdims=False, **_ignored):
+    total = _reduce(add, x, axis, float32, keepdims)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    count = 1
+    for a in axes:
+        count *= x.shape[a % x.ndim]
+    result = ndarray(total.shape, dtype or x.dtype, sbuf)
+    nisa.tensor_scalar(result, total, multiply, 1.0 / count)
+    return result
+
+
+def softmax(x, axis=-1, dtype=None, **_ignored):
+    """exp(x - max) / sum along the free axis `axis` (Vector reduce, Scalar exp with a fused
+    row sum, Vector reciprocal and scale)."""
+    if (axis % x.ndim) != x.ndim - 1 or x.ndim != 2:
+        tr.fail("unsupported", "nl.softmax over the last axis of a 2-D tile only")
+    row_max = _reduce(maximum, x, 1, float32, negate=True)  # -max, as the bias
+    exps = ndarray(x.shape, float32, sbuf)
+    sums = ndarray((x.partitions, 1), float32, sbuf)
+    nisa.activation(exps, exp, x, bias=row_max, reduce_op=add, reduce_res=sums)
+    inverse = ndarray((x.partitions, 1), float32, sbuf)
+    nisa.reciprocal(inverse, sums)
+    result = ndarray(x.shape, dtype or x.dtype, sbuf)
+    nisa.tensor_scalar(result, exps, multiply, inverse)
+    return result
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Number)

@@ -1,0 +1,338 @@
+"""Tensors as a kernel sees them: views (access patterns) over an HBM, SBUF or PSUM buffer.
+
+On-chip tensors have the partition dimension first; its stride counts partitions and slicing it
+moves the start partition. HBM tensors are flat row-major memory. Slicing, integer indexing,
+``reshape`` and ``ap`` make new views without moving data.
+"""
+
+from openneuron.nki import trace as tr
+from openneuron.nki.dtypes import as_dtype
+
+
+class DynSlice:
+    """``nl.ds(start, size)``: `size` elements from `start`."""
+
+    def __init__(self, start, size, step=1):
+        self.start = int(start)
+        self.size = int(size)
+        self.step = int(step)
+
+
+def _row_major(shape, on_chip):
+    strides = [0] * len(shape)
+    stride = 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = stride
+        stride *= shape[d]
+    if on_chip and shape:
+        strides[0] = 1  # one partition per index
+    return strides
+
+
+class NkiTensor:
+    """A view: buffer, dtype, shape, strides (elements; partitions for on-chip dim 0), offset."""
+
+    __slots__ = (
+        "buffer",
+        "dtype",
+        "shape",
+        "strides",
+        "offset",
+        "start_partition",
+        "pending_matmul",
+        "__weakref__",
+    )
+
+    def __init__(self, buffer, dtype=None, shape=None, strides=None, offset=0, start_partition=0):
+        self.buffer = buffer
+        self.dtype = dtype or buffer.dtype
+        self.shape = tuple(buffer.shape if shape is None else shape)
+        on_chip = buffer.memory != tr.HBM
+        self.strides = tuple(_row_major(self.shape, on_chip) if strides is None else strides)
+        self.offset = offset
+        self.start_partition = start_partition
+        self.pending_matmul = None  # index of the nc_matmul that produced this fresh tile
+
+    # ---- description
+    @property
+    def on_chip(self) -> bool:
+        return self.buffer.memory != tr.HBM
+
+    @property
+    def memory(self) -> int:
+        return self.buffer.memory
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+    @property
+    def partitions(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def free_size(self) -> int:
+        size = 1
+        for s in self.shape[1:]:
+            size *= s
+        return size
+
+    @property
+    def size(self) -> int:
+        size = 1
+        for s in self.shape:
+            size *= s
+        return size
+
+    def __repr__(self) -> str:
+        return (
+            f"NkiTensor({self.buffer.name!r}, {tr.MEMORY_NAMES[self.memory]}, "
+            f"{self.dtype.name}, {list(self.shape)})"
+        )
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # ---- views
+    def _view(self, shape, strides, offset, start_partition, dtype=None):
+        return NkiTensor(self.buffer, dtype or self.dtype, shape, strides, offset, start_partition)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            at = key.index(Ellipsis)
+            fill = (slice(None),) * (self.ndim - len(key) + 1)
+            key = key[:at] + fill + key[at + 1 :]
+        if len(key) > self.ndim:
+            tr.fail("bad-index", f"{len(key)} indices for a {self.ndim}-D tensor {self!r}")
+        shape, strides = [], []
+        offset, start = self.offset, self.start_partition
+        for d in range(self.ndim):
+            k = key[d] if d < len(key) else slice(None)
+            size, stride = self.shape[d], self.strides[d]
+            partition_dim = d == 0 and self.on_chip
+            if isinstance(k, DynSlice):
+                begin, count, step = k.start, k.size, k.step
+                if begin < 0 or begin + (count - 1) * step >= size or count < 1:
+                    tr.fail(
+                        "out-of-bounds",
+                        f"nl.ds({begin}, {count}) outside dimension {d} of size {size} of {self!r}",
+                    )
+            elif isinstance(k, slice):
+                begin, stop, step = k.indices(size)
+                count = max(0, (stop - begin + (step - (1 if step > 0 else -1))) // step)
+                if count == 0:
+                    tr.fail(
+                        "out-of-bounds",
+                        f"empty slice {k} of dimension {d} (size {size}) of {self!r}",
+                    )
+            else:
+                index = int(k)
+                if index < 0:
+                    index += size
+                if not 0 <= index < size:
+                    tr.fail(
+                        "out-of-bounds",
+                        f"index {int(k)} outside dimension {d} of size {size} of {self!r}",
+                    )
+                if partition_dim:
+                    start += index * stride
+                    shape.append(1)
+                    strides.append(1)
+                else:
+                    offset += index * stride
+                continue
+            if partition_dim:
+                start += begin * stride
+            else:
+                offset += begin * stride
+            shape.append(count)
+            strides.append(stride * step)
+        if not shape:
+            shape, strides = [1], [1]
+        return self._view(tuple(shape), tuple(strides), offset, start)
+
+    def __setitem__(self, key, value):
+        from openneuron.nki import language as nl
+
+        nl._assign(self[key], value)
+
+    def _is_contiguous(self) -> bool:
+        first = 1 if self.on_chip else 0
+        expected = 1
+        for d in range(self.ndim - 1, first - 1, -1):
+            if self.shape[d] != 1 and self.strides[d] != expected:
+                return False
+            expected *= self.shape[d]
+        return True
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = [int(s) for s in shape]
+        if -1 in shape:
+            known = 1
+            for s in shape:
+                if s != -1:
+                    known *= s
+            shape[shape.index(-1)] = self.size // known
+        count = 1
+        for s in shape:
+            count *= s
+        if count != self.size:
+            tr.fail("shape-mismatch", f"cannot reshape {list(self.shape)} to {shape}")
+        if not self._is_contiguous():
+            tr.fail("bad-view", f"reshape needs a contiguous view, {self!r} is strided")
+        if self.on_chip and shape[0] != self.partitions:
+            tr.fail(
+                "bad-view",
+                f"reshape of an on-chip tile keeps its {self.partitions} partitions, got {shape}",
+            )
+        return self._view(
+            tuple(shape), tuple(_row_major(shape, self.on_chip)), self.offset, self.start_partition
+        )
+
+    view = reshape
+
+    def ap(
+        self,
+        pattern,
+        offset=0,
+        dtype=None,
+        scalar_offset=None,
+        vector_offset=None,
+        indirect_dim=None,
+        **_ignored,
+    ):
+        """An explicit access pattern: ``pattern`` is [[step, count], ...] in elements of
+        ``dtype``, ``offset`` from this view's first element. On-chip memory is addressed as
+        NKI does, partition-major: the first pair's step is a multiple of the partition pitch
+        (the buffer's elements per partition)."""
+        if scalar_offset is not None or vector_offset is not None:
+            tr.fail(
+                "unsupported",
+                "access patterns with a run-time offset (scalar_offset / "
+                "vector_offset: indexing by values in memory) are not simulated yet",
+            )
+        dtype = as_dtype(dtype) if dtype is not None else self.dtype
+        base = self.offset * self.dtype.itemsize
+        if base % dtype.itemsize:
+            tr.fail("bad-view", f"offset of {self!r} is not aligned to {dtype.name}")
+        shape = [int(count) for _, count in pattern]
+        strides = [int(step) for step, _ in pattern]
+        offset = base // dtype.itemsize + int(offset)
+        start = self.start_partition
+        if self.on_chip:
+            pitch = self.buffer.encode()[4] // dtype.itemsize
+            start += offset // pitch
+            offset %= pitch
+            step = strides[0]
+            if shape[0] == 1:
+                strides[0] = 1
+            elif step % pitch == 0 and step:
+                strides[0] = step // pitch
+            else:
+                tr.fail(
+                    "partition-stride",
+                    f"access pattern {pattern} on {self!r}: the "
+                    f"partition step {step} is not a multiple of the partition pitch {pitch}",
+                )
+        return self._view(tuple(shape), tuple(strides), offset, start, dtype)
+
+    def bitcast(self, dtype):
+        dtype = as_dtype(dtype)
+        ratio = self.dtype.itemsize / dtype.itemsize
+        if self.strides[-1] != 1 or self.shape[-1] * ratio != int(self.shape[-1] * ratio):
+            tr.fail("bad-view", f"cannot reinterpret {self!r} as {dtype.name}")
+        shape = self.shape[:-1] + (int(self.shape[-1] * ratio),)
+        strides = tuple(
+            int(s * ratio) if (d or not self.on_chip) else s
+            for d, s in enumerate(self.strides[:-1])
+        ) + (1,)
+        return self._view(shape, strides, int(self.offset * ratio), self.start_partition, dtype)
+
+    @property
+    def T(self):
+        if self.ndim != 2 or self.on_chip:
+            tr.fail("bad-view", "only 2-D HBM views can be transposed in place (.T)")
+        return self._view(self.shape[::-1], self.strides[::-1], self.offset, self.start_partition)
+
+    def encode(self):
+        """15 ints: buffer, dtype, start partition, offset, rank, sizes[5], strides[5]."""
+        if self.ndim > 5:
+            tr.fail(
+                "bad-operand",
+                f"{self!r} has {self.ndim} dimensions; the hardware walks "
+                "at most 5 (partition + 4 free)",
+            )
+        sizes = list(self.shape) + [1] * (5 - self.ndim)
+        strides = list(self.strides) + [0] * (5 - self.ndim)
+        return (
+            [self.buffer.index, self.dtype.code, self.start_partition, self.offset, self.ndim]
+            + sizes
+            + strides
+        )
+
+    # ---- arithmetic through nki.language
+    def _binary(self, other, op, reverse=False):
+        from openneuron.nki import language as nl
+
+        return (
+            nl._binary(getattr(nl, op), other, self)
+            if reverse
+            else nl._binary(getattr(nl, op), self, other)
+        )
+
+    def __add__(self, o):
+        return self._binary(o, "add")
+
+    def __radd__(self, o):
+        return self._binary(o, "add", True)
+
+    def __sub__(self, o):
+        return self._binary(o, "subtract")
+
+    def __rsub__(self, o):
+        return self._binary(o, "subtract", True)
+
+    def __mul__(self, o):
+        return self._binary(o, "multiply")
+
+    def __rmul__(self, o):
+        return self._binary(o, "multiply", True)
+
+    def __truediv__(self, o):
+        return self._binary(o, "divide")
+
+    def __rtruediv__(self, o):
+        return self._binary(o, "divide", True)
+
+    def __pow__(self, o):
+        return self._binary(o, "power")
+
+    def __gt__(self, o):
+        return self._binary(o, "greater")
+
+    def __ge__(self, o):
+        return self._binary(o, "greater_equal")
+
+    def __lt__(self, o):
+        return self._binary(o, "less")
+
+    def __le__(self, o):
+        return self._binary(o, "less_equal")
+
+    def __neg__(self):
+        from openneuron.nki import language as nl
+
+        return nl.negative(self)
+
+    def __iadd__(self, other):
+        from openneuron.nki import language as nl
+
+        return nl._accumulate(self, other)
