@@ -37,3 +37,7 @@ def _register_backend() -> None:
 
 
 _register_backend()
+
+from openneuron import distributed as _distributed  # noqa: E402
+
+_distributed.register()
