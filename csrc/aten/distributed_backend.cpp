@@ -797,7 +797,11 @@ void register_distributed_bindings(py::module_& module) {
            py::arg("transport"), py::arg("transport_factory"))
       .def_property_readonly(
           "options", [](NeuronBackend& backend) { return backend.getBackendOptions(); },
-          "The group's options (split_group copies them for the new group).");
+          "The group's options (split_group copies them for the new group).")
+      .def(
+          "perform_nocolor_split", [](NeuronBackend&, const py::object&) {},
+          "Called on ranks left out of a new group; each group's transport connects on its own, "
+          "so they have nothing to do.");
 }
 
 }  // namespace openneuron::bridge
