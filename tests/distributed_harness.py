@@ -65,8 +65,16 @@ def launch(target, world_size: int, result_dir, *args, env=None, deadline_s: flo
         )
         for rank in range(world_size)
     ]
-    for process in processes:
-        process.start()
+    # The children inherit the environment at start, before they import torch (which reads
+    # settings such as TORCH_DISTRIBUTED_DEBUG when it loads).
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        for process in processes:
+            process.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     end = time.monotonic() + deadline_s
     for process in processes:
         process.join(max(0.0, end - time.monotonic()))

@@ -188,7 +188,13 @@ class NeuronWork : public c10d::Work {
     if (!completion_->failed()) return nullptr;
     return dist_error(error_text(op_name_, completion_->error()));
   }
-  int sourceRank() const override { return source_rank_ ? *source_rank_ : -1; }
+  // The sender is known only once the message has arrived: blocks the host until then.
+  int sourceRank() const override {
+    if (!source_rank_) return -1;
+    completion_->wait_for(std::chrono::milliseconds(0));
+    raise_if_failed();
+    return *source_rank_;
+  }
   Tensors result() override { return outputs_; }
 
   void synchronize() override { block_current_stream(); }
@@ -580,7 +586,7 @@ class NeuronBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     auto completion = CollectiveQueue::for_device(queue_device_)
-                          .submit("barrier", nullptr, [this, opts] {
+                          .submit("barrier", nullptr, [this, self = keep_alive(), opts] {
                             transport_->barrier(opts)->wait();
                           });
     return finish_launch("barrier", c10d::OpType::BARRIER, completion, {}, -1, true);
@@ -703,12 +709,19 @@ class NeuronBackend : public c10d::Backend {
     auto& queue = CollectiveQueue::for_device(queue_device_);
     runtime::Stream* producer = device >= 0 ? &runtime::current_stream(device) : nullptr;
     buffers->record_on(queue.stream());
-    auto completion = queue.submit(op_name, producer, [buffers, run = std::move(run)] {
+    auto completion =
+        queue.submit(op_name, producer, [self = keep_alive(), buffers, run = std::move(run)] {
       buffers->copy_in();
       run();
       buffers->copy_out();
     });
     return finish_launch(op_name, type, completion, std::move(outputs), device, false);
+  }
+
+  // Queued work holds the backend (and so its transport) until it has run: a group destroyed
+  // while a send is still in flight finishes the send first.
+  c10::intrusive_ptr<NeuronBackend> keep_alive() {
+    return c10::intrusive_ptr<NeuronBackend>::unsafe_reclaim_from_nonowning(this);
   }
 
   using StartTransfer = std::function<c10::intrusive_ptr<c10d::Work>()>;
@@ -721,10 +734,11 @@ class NeuronBackend : public c10d::Backend {
     auto& queue = CollectiveQueue::for_device(queue_device_);
     runtime::Stream* producer = device >= 0 ? &runtime::current_stream(device) : nullptr;
     buffers->record_on(queue.stream());
-    auto completion = queue.submit_transfer(op_name, producer, [buffers, source, start] {
+    auto completion = queue.submit_transfer(op_name, producer, [self = keep_alive(), buffers,
+                                                                source, start] {
       buffers->copy_in();
       auto work = start();
-      return std::function<void()>([buffers, source, work] {
+      return std::function<void()>([self, buffers, source, work] {
         work->wait();
         if (source) *source = work->sourceRank();
         buffers->copy_out();
