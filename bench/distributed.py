@@ -108,7 +108,9 @@ def _ddp_rank(rank, world, steps, per_rank_batch):
     model = DistributedDataParallel(built.model) if world > 1 else built.model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.Generator().manual_seed(rank)
-    tokens = torch.randint(0, sizes["vocab"], (per_rank_batch, sizes["seq"]), generator=data).to(device)
+    tokens = torch.randint(0, sizes["vocab"], (per_rank_batch, sizes["seq"]), generator=data).to(
+        device
+    )
     times = []
     for step in range(steps + 2):
         torch.neuron.synchronize()

@@ -46,12 +46,15 @@ def _rank_main(target, rank, world_size, port, result_dir, env, args):
     os._exit(0)
 
 
-def launch(target, world_size: int, result_dir, *args, env=None, deadline_s: float = 90.0):
+def launch(
+    target, world_size: int, result_dir, *args, env=None, deadline_s: float = 90.0, watch=None
+):
     """Runs target(rank, world_size, *args) in world_size spawned processes.
 
     Returns one entry per rank: {"ok": True, "result": ...}, {"ok": False, "error": ...,
     "traceback": ...}, or {"ok": False, "error": "no report ..."} for a rank that died or was
-    still running at the deadline (it is then killed).
+    still running at the deadline (it is then killed). With `watch` (a rank), the others are
+    killed as soon as that rank has finished.
     """
     context = multiprocessing.get_context("spawn")
     port = free_port()
@@ -76,7 +79,7 @@ def launch(target, world_size: int, result_dir, *args, env=None, deadline_s: flo
         os.environ.clear()
         os.environ.update(saved)
     end = time.monotonic() + deadline_s
-    for process in processes:
+    for process in [processes[watch]] if watch is not None else processes:
         process.join(max(0.0, end - time.monotonic()))
     outcomes = []
     for rank, process in enumerate(processes):
@@ -87,9 +90,7 @@ def launch(target, world_size: int, result_dir, *args, env=None, deadline_s: flo
         if report.exists():
             outcomes.append(json.loads(report.read_text()))
         else:
-            outcomes.append(
-                {"ok": False, "error": f"no report (exit code {process.exitcode})"}
-            )
+            outcomes.append({"ok": False, "error": f"no report (exit code {process.exitcode})"})
     return outcomes
 
 

@@ -137,7 +137,9 @@ def scenario_collectives(rank: int, world: int) -> None:
         dist.scatter(out, [c.to(dev) for c in chunks] if rank == root else None, src=root)
         check(out, chunks[rank], f"scatter {dtype}")
 
-        lists = [[rank_input(r, shape, dtype, salt=20 + c) for c in range(world)] for r in range(world)]
+        lists = [
+            [rank_input(r, shape, dtype, salt=20 + c) for c in range(world)] for r in range(world)
+        ]
         for op in [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG]:
             out = torch.empty(shape, dtype=dtype, device=dev)
             dist.reduce_scatter(out, [t.to(dev) for t in lists[rank]], op=op)
@@ -360,12 +362,17 @@ def scenario_default_backend(rank: int, world: int) -> None:
 def _mlp_batches(batch, features, classes, steps, seed=1):
     data = torch.Generator().manual_seed(seed)
     return [
-        (torch.randn(batch, features, generator=data), torch.randint(0, classes, (batch,), generator=data))
+        (
+            torch.randn(batch, features, generator=data),
+            torch.randint(0, classes, (batch,), generator=data),
+        )
         for _ in range(steps)
     ]
 
 
-def _ddp_matches_single(rank, world, model_of, batches_of, loss_of, make_optimizer, tolerance, **ddp_kwargs):
+def _ddp_matches_single(
+    rank, world, model_of, batches_of, loss_of, make_optimizer, tolerance, **ddp_kwargs
+):
     """Trains DDP on this rank's half of each batch and a local model on the whole batch."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -386,7 +393,12 @@ def _ddp_matches_single(rank, world, model_of, batches_of, loss_of, make_optimiz
         loss_of(reference, *whole).backward()
         ref_opt.step()
     for (name, mine), theirs in zip(replica.named_parameters(), reference.parameters()):
-        torch.testing.assert_close(mine.detach().cpu(), theirs.detach().cpu(), **tolerance, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(
+            mine.detach().cpu(),
+            theirs.detach().cpu(),
+            **tolerance,
+            msg=lambda m, n=name: f"{n}: {m}",
+        )
 
 
 def scenario_ddp_mlp(rank: int, world: int) -> None:
@@ -395,8 +407,11 @@ def scenario_ddp_mlp(rank: int, world: int) -> None:
     def model_of():
         torch.manual_seed(0)
         return torch.nn.Sequential(
-            torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128),
-            torch.nn.ReLU(), torch.nn.Linear(128, 10),
+            torch.nn.Linear(64, 128),
+            torch.nn.ReLU(),
+            torch.nn.Linear(128, 128),
+            torch.nn.ReLU(),
+            torch.nn.Linear(128, 10),
         )
 
     def sgd(module):
@@ -410,7 +425,9 @@ def scenario_ddp_mlp(rank: int, world: int) -> None:
         dict(bucket_cap_mb=0.02, gradient_as_bucket_view=True),
         dict(static_graph=True),
     ):
-        _ddp_matches_single(rank, world, model_of, batches, classification_loss, sgd, tolerance, **options)
+        _ddp_matches_single(
+            rank, world, model_of, batches, classification_loss, sgd, tolerance, **options
+        )
 
     # no_sync: two micro-batches accumulate locally, the second all-reduces the sum.
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -423,20 +440,28 @@ def scenario_ddp_mlp(rank: int, world: int) -> None:
     per_rank = 16
     for micro in range(2):
         offset = micro * per_rank * world
-        local = (x[offset + rank * per_rank : offset + (rank + 1) * per_rank].to(dev),
-                 y[offset + rank * per_rank : offset + (rank + 1) * per_rank].to(dev))
+        local = (
+            x[offset + rank * per_rank : offset + (rank + 1) * per_rank].to(dev),
+            y[offset + rank * per_rank : offset + (rank + 1) * per_rank].to(dev),
+        )
         if micro == 0:
             with model.no_sync():
                 classification_loss(model, *local).backward()
             grad = next(model.parameters()).grad.clone()
         else:
             classification_loss(model, *local).backward()
-        whole = (x[offset : offset + per_rank * world].to(dev), y[offset : offset + per_rank * world].to(dev))
+        whole = (
+            x[offset : offset + per_rank * world].to(dev),
+            y[offset : offset + per_rank * world].to(dev),
+        )
         classification_loss(reference, *whole).backward()
     # After no_sync the first gradient was this rank's own, not the average.
     local_only = model_of().to(dev)
-    classification_loss(local_only, x[rank * per_rank : (rank + 1) * per_rank].to(dev),
-                        y[rank * per_rank : (rank + 1) * per_rank].to(dev)).backward()
+    classification_loss(
+        local_only,
+        x[rank * per_rank : (rank + 1) * per_rank].to(dev),
+        y[rank * per_rank : (rank + 1) * per_rank].to(dev),
+    ).backward()
     torch.testing.assert_close(grad.cpu(), next(local_only.parameters()).grad.cpu(), **tolerance)
     for mine, theirs in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(mine.grad.cpu(), theirs.grad.cpu(), **tolerance)
@@ -452,27 +477,39 @@ def scenario_ddp_gpt2(rank: int, world: int) -> None:
     def model_of():
         torch.manual_seed(0)
         config = transformers.GPT2Config(
-            vocab_size=sizes["vocab"], n_positions=128, n_embd=128, n_layer=2, n_head=4,
-            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+            vocab_size=sizes["vocab"],
+            n_positions=128,
+            n_embd=128,
+            n_layer=2,
+            n_head=4,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
         )
         return transformers.GPT2LMHeadModel(config).train()
 
     def batches():
         data = torch.Generator().manual_seed(1)
-        return [(torch.randint(0, sizes["vocab"], (2 * world, 32), generator=data),) for _ in range(2)]
+        return [
+            (torch.randint(0, sizes["vocab"], (2 * world, 32), generator=data),) for _ in range(2)
+        ]
 
     def adamw(module):
         return torch.optim.AdamW(module.parameters(), lr=1e-3)
 
     tolerance = dict(rtol=1e-3, atol=1e-4)  # the W3 workload's tolerance
-    _ddp_matches_single(rank, world, model_of, batches, causal_lm_loss, adamw, tolerance,
-                        bucket_cap_mb=1)
+    _ddp_matches_single(
+        rank, world, model_of, batches, causal_lm_loss, adamw, tolerance, bucket_cap_mb=1
+    )
 
 
 def _mlp_block(dim=16, hidden=32):
     torch.manual_seed(3)
     return torch.nn.Sequential(
-        torch.nn.LayerNorm(dim), torch.nn.Linear(dim, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, dim)
+        torch.nn.LayerNorm(dim),
+        torch.nn.Linear(dim, hidden),
+        torch.nn.GELU(),
+        torch.nn.Linear(hidden, dim),
     )
 
 
@@ -493,13 +530,17 @@ def scenario_tensor_parallel(rank: int, world: int) -> None:
     expected = reference(x.to(dev))
     expected.sum().backward()
 
-    tp = parallelize_module(_mlp_block().to(dev), mesh, {"1": ColwiseParallel(), "3": RowwiseParallel()})
+    tp = parallelize_module(
+        _mlp_block().to(dev), mesh, {"1": ColwiseParallel(), "3": RowwiseParallel()}
+    )
     out = tp(x.to(dev))
     out.sum().backward()
     torch.testing.assert_close(out.cpu(), expected.cpu(), rtol=1e-5, atol=1e-5)
     for (name, mine), theirs in zip(tp.named_parameters(), reference.parameters()):
         grad = mine.grad.full_tensor() if hasattr(mine.grad, "full_tensor") else mine.grad
-        torch.testing.assert_close(grad.cpu(), theirs.grad.cpu(), rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(
+            grad.cpu(), theirs.grad.cpu(), rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}"
+        )
 
     # Sequence parallel: the norm runs on sequence shards, the linears tensor-parallel.
     sp = parallelize_module(
@@ -514,7 +555,12 @@ def scenario_tensor_parallel(rank: int, world: int) -> None:
     seq = 8 // world * world
     local = x[:, rank * (seq // world) : (rank + 1) * (seq // world)].to(dev)
     out = sp(local)
-    torch.testing.assert_close(out.cpu(), expected[:, rank * (seq // world) : (rank + 1) * (seq // world)].detach().cpu(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        out.cpu(),
+        expected[:, rank * (seq // world) : (rank + 1) * (seq // world)].detach().cpu(),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def scenario_fsdp2_llama(rank: int, world: int) -> None:
@@ -529,9 +575,15 @@ def scenario_fsdp2_llama(rank: int, world: int) -> None:
     def model_of():
         torch.manual_seed(0)
         config = transformers.LlamaConfig(
-            vocab_size=sizes["vocab"], hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-            attention_dropout=0.0, attn_implementation="sdpa",
+            vocab_size=sizes["vocab"],
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            attention_dropout=0.0,
+            attn_implementation="sdpa",
         )
         return transformers.LlamaForCausalLM(config).to(dev).train()
 
@@ -558,7 +610,13 @@ def scenario_fsdp2_llama(rank: int, world: int) -> None:
         ref_opt.step()
     # bf16 parameters in compute: the W5 workload's tolerance.
     for (name, mine), theirs in zip(model.named_parameters(), reference.parameters()):
-        torch.testing.assert_close(mine.full_tensor().cpu(), theirs.detach().cpu(), rtol=2e-2, atol=2e-2, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(
+            mine.full_tensor().cpu(),
+            theirs.detach().cpu(),
+            rtol=2e-2,
+            atol=2e-2,
+            msg=lambda m, n=name: f"{n}: {m}",
+        )
 
 
 def scenario_fsdp2_cpu_offload(rank: int, world: int) -> None:
@@ -576,24 +634,35 @@ def scenario_fsdp2_cpu_offload(rank: int, world: int) -> None:
     reference(x[: per_rank * world].to(dev)).sum().backward()
     for mine, theirs in zip(model.parameters(), reference.parameters()):
         # FSDP averages the per-rank sums: the reference's sum over all ranks divided by world.
-        torch.testing.assert_close(mine.grad.full_tensor().cpu(), theirs.grad.cpu() / world, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            mine.grad.full_tensor().cpu(), theirs.grad.cpu() / world, rtol=1e-5, atol=1e-5
+        )
 
 
 def scenario_checkpoint_save(rank: int, world: int, directory: str) -> dict:
-    """Saves a tensor-parallel MLP with torch.distributed.checkpoint; rank 0 keeps the full state."""
+    """Saves a tensor-parallel MLP with torch.distributed.checkpoint; rank 0 keeps the full state
+    too."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
 
     dev = device()
     mesh = init_device_mesh("neuron", (world,))
-    model = parallelize_module(_mlp_block().to(dev), mesh, {"1": ColwiseParallel(), "3": RowwiseParallel()})
+    model = parallelize_module(
+        _mlp_block().to(dev), mesh, {"1": ColwiseParallel(), "3": RowwiseParallel()}
+    )
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.25)  # differ from a freshly built block
     state = model.state_dict()
     dcp.save(state, checkpoint_id=os.path.join(directory, "dcp"))
-    full = {k: (v.full_tensor() if hasattr(v, "full_tensor") else v).cpu() for k, v in state.items()}
+    full = {
+        k: (v.full_tensor() if hasattr(v, "full_tensor") else v).cpu() for k, v in state.items()
+    }
     if rank == 0:
         torch.save(full, os.path.join(directory, "full.pt"))
     return {"saved": sorted(state)}
@@ -670,19 +739,30 @@ def failure_dead_peer(rank: int, world: int, mode: str) -> dict:
         elapsed = time.monotonic() - started
         # The device stays usable after the failure.
         check(torch.ones(3, device=device()) + 1, torch.full((3,), 2.0), "compute after failure")
-        return {"raised": f"{type(error).__name__}: {error}", "elapsed_s": elapsed, "config": config}
+        return {
+            "raised": f"{type(error).__name__}: {error}",
+            "elapsed_s": elapsed,
+            "config": config,
+        }
     return {"raised": None, "elapsed_s": time.monotonic() - started, "config": config}
 
 
 def failure_mismatch(rank: int, world: int) -> dict:
-    """Collectives whose shapes, dtypes or kinds differ between ranks (TORCH_DISTRIBUTED_DEBUG=DETAIL)."""
+    """Collectives whose shapes, dtypes or kinds differ between ranks (run with
+    TORCH_DISTRIBUTED_DEBUG=DETAIL)."""
     init(rank, world, backend="neuron", timeout_s=10.0)
     dev = device()
     errors = {}
     cases = {
         "shape": lambda: dist.all_reduce(torch.ones(4 + rank, device=dev)),
-        "dtype": lambda: dist.all_reduce(torch.ones(4, device=dev, dtype=torch.float32 if rank == 0 else torch.int32)),
-        "op": lambda: dist.all_reduce(torch.ones(4, device=dev)) if rank == 0 else dist.broadcast(torch.ones(4, device=dev), src=0),
+        "dtype": lambda: dist.all_reduce(
+            torch.ones(4, device=dev, dtype=torch.float32 if rank == 0 else torch.int32)
+        ),
+        "op": lambda: (
+            dist.all_reduce(torch.ones(4, device=dev))
+            if rank == 0
+            else dist.broadcast(torch.ones(4, device=dev), src=0)
+        ),
     }
     for name, case in cases.items():
         try:

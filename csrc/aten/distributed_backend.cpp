@@ -5,11 +5,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 #include <pybind11/chrono.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
@@ -18,6 +13,11 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "aten/distributed_bindings.h"
@@ -202,11 +202,11 @@ class NeuronWork : public c10d::Work {
 
   bool wait(std::chrono::milliseconds timeout) override {
     if (host_wait_ || timeout != kNoTimeout) {
-      const bool finished = completion_->wait_for(timeout == kNoTimeout ? std::chrono::milliseconds(0)
-                                                                        : timeout);
+      const bool finished =
+          completion_->wait_for(timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout);
       if (!finished) {
-        TORCH_CHECK_WITH(DistBackendError, false, "neuron backend: ", op_name_, " did not finish within ",
-                         timeout.count(), " ms");
+        TORCH_CHECK_WITH(DistBackendError, false, "neuron backend: ", op_name_,
+                         " did not finish within ", timeout.count(), " ms");
       }
     }
     raise_if_failed();
@@ -311,9 +311,8 @@ class NeuronBackend : public c10d::Backend {
     auto found = std::find(ranks.begin(), ranks.end(), getRank());
     if (found == ranks.end()) return nullptr;
     const int group_rank = static_cast<int>(found - ranks.begin());
-    const std::string prefix = (options && !options->group_name.empty())
-                                   ? options->group_name
-                                   : std::string("split");
+    const std::string prefix =
+        (options && !options->group_name.empty()) ? options->group_name : std::string("split");
     auto split_store = c10::make_intrusive<c10d::PrefixStore>(prefix + "/neuron", store);
     const auto timeout = options ? options->timeout : timeout_;
     auto transport = factory_(split_store, group_rank, static_cast<int>(ranks.size()), timeout);
@@ -336,9 +335,8 @@ class NeuronBackend : public c10d::Backend {
     coalescing_ = false;
     auto all = Completion::all_of(coalesced_);
     coalesced_.clear();
-    return c10::make_intrusive<NeuronWork>(getRank(), c10d::OpType::COALESCED, "coalesced",
-                                           all, std::move(coalesced_outputs_),
-                                           coalesced_device_, false);
+    return c10::make_intrusive<NeuronWork>(getRank(), c10d::OpType::COALESCED, "coalesced", all,
+                                           std::move(coalesced_outputs_), coalesced_device_, false);
   }
 
   // ---- collectives ----
@@ -420,9 +418,8 @@ class NeuronBackend : public c10d::Backend {
                   });
   }
 
-  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
-      std::vector<Tensors>& outputs, Tensors& inputs,
-      const c10d::AllgatherOptions& opts) override {
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<Tensors>& outputs, Tensors& inputs,
+                                                     const c10d::AllgatherOptions& opts) override {
     auto buffers = std::make_shared<HostBuffers>("all_gather_coalesced");
     auto host_outputs = buffers->add_nested(outputs, Access::kWrite);
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
@@ -476,8 +473,10 @@ class NeuronBackend : public c10d::Backend {
                                                 const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1,
                 "neuron backend: reduce_scatter takes one output tensor and one input list");
-    TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "neuron backend: reduce_scatter "
-                "needs one input per rank (", getSize(), "), got ", inputs[0].size());
+    TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(),
+                "neuron backend: reduce_scatter "
+                "needs one input per rank (",
+                getSize(), "), got ", inputs[0].size());
     for (const auto& input : inputs[0]) {
       TORCH_CHECK(input.sizes() == outputs[0].sizes() && input.dtype() == outputs[0].dtype(),
                   "neuron backend: reduce_scatter inputs must match the output's shape ",
@@ -558,30 +557,27 @@ class NeuronBackend : public c10d::Backend {
     auto buffers = std::make_shared<HostBuffers>("all_to_all");
     auto host_outputs = buffers->add_all(outputs, Access::kWrite);
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
-    return launch("all_to_all", c10d::OpType::ALLTOALL, buffers, outputs,
-                  [this, host_outputs, host_inputs, opts]() mutable {
-                    std::vector<int64_t> input_splits, output_splits;
-                    for (const auto& t : host_inputs) input_splits.push_back(t.numel());
-                    for (const auto& t : host_outputs) output_splits.push_back(t.numel());
-                    auto packed_input = at::cat(flat_views(host_inputs));
-                    auto packed_output = at::empty({std::accumulate(output_splits.begin(),
-                                                                    output_splits.end(),
-                                                                    int64_t{0})},
-                                                   packed_input.options());
-                    // The transport may move the split vectors away: give it copies.
-                    auto sent_splits = input_splits;
-                    auto received_splits = output_splits;
-                    transport_
-                        ->alltoall_base(packed_output, packed_input, received_splits, sent_splits,
-                                        opts)
-                        ->wait();
-                    int64_t offset = 0;
-                    for (size_t i = 0; i < host_outputs.size(); ++i) {
-                      host_outputs[i].view(-1).copy_(
-                          packed_output.narrow(0, offset, output_splits[i]));
-                      offset += output_splits[i];
-                    }
-                  });
+    return launch(
+        "all_to_all", c10d::OpType::ALLTOALL, buffers, outputs,
+        [this, host_outputs, host_inputs, opts]() mutable {
+          std::vector<int64_t> input_splits, output_splits;
+          for (const auto& t : host_inputs) input_splits.push_back(t.numel());
+          for (const auto& t : host_outputs) output_splits.push_back(t.numel());
+          auto packed_input = at::cat(flat_views(host_inputs));
+          auto packed_output =
+              at::empty({std::accumulate(output_splits.begin(), output_splits.end(), int64_t{0})},
+                        packed_input.options());
+          // The transport may move the split vectors away: give it copies.
+          auto sent_splits = input_splits;
+          auto received_splits = output_splits;
+          transport_->alltoall_base(packed_output, packed_input, received_splits, sent_splits, opts)
+              ->wait();
+          int64_t offset = 0;
+          for (size_t i = 0; i < host_outputs.size(); ++i) {
+            host_outputs[i].view(-1).copy_(packed_output.narrow(0, offset, output_splits[i]));
+            offset += output_splits[i];
+          }
+        });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
@@ -598,30 +594,27 @@ class NeuronBackend : public c10d::Backend {
     check_peer("send", dst);
     auto buffers = std::make_shared<HostBuffers>("send");
     auto hosts = buffers->add_all(tensors, Access::kRead);
-    return launch_transfer("send", c10d::OpType::SEND, buffers, tensors, nullptr,
-                           [this, hosts, dst, tag]() mutable {
-                             return transport_->send(hosts, dst, tag);
-                           });
+    return launch_transfer(
+        "send", c10d::OpType::SEND, buffers, tensors, nullptr,
+        [this, hosts, dst, tag]() mutable { return transport_->send(hosts, dst, tag); });
   }
 
   c10::intrusive_ptr<c10d::Work> recv(Tensors& tensors, int src, int tag) override {
     check_peer("recv", src);
     auto buffers = std::make_shared<HostBuffers>("recv");
     auto hosts = buffers->add_all(tensors, Access::kWrite);
-    return launch_transfer("recv", c10d::OpType::RECV, buffers, tensors, nullptr,
-                           [this, hosts, src, tag]() mutable {
-                             return transport_->recv(hosts, src, tag);
-                           });
+    return launch_transfer(
+        "recv", c10d::OpType::RECV, buffers, tensors, nullptr,
+        [this, hosts, src, tag]() mutable { return transport_->recv(hosts, src, tag); });
   }
 
   c10::intrusive_ptr<c10d::Work> recvAnysource(Tensors& tensors, int tag) override {
     auto buffers = std::make_shared<HostBuffers>("recv_anysource");
     auto hosts = buffers->add_all(tensors, Access::kWrite);
     auto source = std::make_shared<int>(-1);
-    return launch_transfer("recv_anysource", c10d::OpType::RECVANYSOURCE, buffers, tensors,
-                           source, [this, hosts, tag]() mutable {
-                             return transport_->recvAnysource(hosts, tag);
-                           });
+    return launch_transfer(
+        "recv_anysource", c10d::OpType::RECVANYSOURCE, buffers, tensors, source,
+        [this, hosts, tag]() mutable { return transport_->recvAnysource(hosts, tag); });
   }
 
  private:
@@ -653,8 +646,8 @@ class NeuronBackend : public c10d::Backend {
   void check_splits(const char* op_name, const char* which, const at::Tensor& tensor,
                     const std::vector<int64_t>& splits) const {
     if (splits.empty()) {
-      TORCH_CHECK(tensor.dim() > 0 && tensor.size(0) % getSize() == 0, "neuron backend: ",
-                  op_name, " without split sizes needs the ", which,
+      TORCH_CHECK(tensor.dim() > 0 && tensor.size(0) % getSize() == 0, "neuron backend: ", op_name,
+                  " without split sizes needs the ", which,
                   "'s first dimension divisible by the world size ", getSize(), "; got shape ",
                   tensor.sizes());
       return;
@@ -711,10 +704,10 @@ class NeuronBackend : public c10d::Backend {
     buffers->record_on(queue.stream());
     auto completion =
         queue.submit(op_name, producer, [self = keep_alive(), buffers, run = std::move(run)] {
-      buffers->copy_in();
-      run();
-      buffers->copy_out();
-    });
+          buffers->copy_in();
+          run();
+          buffers->copy_out();
+        });
     return finish_launch(op_name, type, completion, std::move(outputs), device, false);
   }
 
@@ -734,16 +727,16 @@ class NeuronBackend : public c10d::Backend {
     auto& queue = CollectiveQueue::for_device(queue_device_);
     runtime::Stream* producer = device >= 0 ? &runtime::current_stream(device) : nullptr;
     buffers->record_on(queue.stream());
-    auto completion = queue.submit_transfer(op_name, producer, [self = keep_alive(), buffers,
-                                                                source, start] {
-      buffers->copy_in();
-      auto work = start();
-      return std::function<void()>([self, buffers, source, work] {
-        work->wait();
-        if (source) *source = work->sourceRank();
-        buffers->copy_out();
-      });
-    });
+    auto completion =
+        queue.submit_transfer(op_name, producer, [self = keep_alive(), buffers, source, start] {
+          buffers->copy_in();
+          auto work = start();
+          return std::function<void()>([self, buffers, source, work] {
+            work->wait();
+            if (source) *source = work->sourceRank();
+            buffers->copy_out();
+          });
+        });
     auto work = finish_launch(op_name, type, completion, std::move(outputs), device, false);
     if (source) static_cast<NeuronWork*>(work.get())->set_source_rank(source);
     return work;
@@ -793,7 +786,7 @@ HostFactory wrap_factory(py::function factory) {
 void register_distributed_bindings(py::module_& module) {
   py::class_<NeuronBackendOptions, c10d::Backend::Options,
              c10::intrusive_ptr<NeuronBackendOptions>>(module, "NeuronBackendOptions",
-                                                        "Options of a neuron backend group.")
+                                                       "Options of a neuron backend group.")
       .def("__deepcopy__", [](const NeuronBackendOptions& options, py::dict) {
         return c10::make_intrusive<NeuronBackendOptions>(options);
       });

@@ -47,8 +47,7 @@ void CollectiveQueue::wait_for_producer(runtime::Stream* producer) {
   ready.block(collectives_);
 }
 
-std::shared_ptr<Completion> CollectiveQueue::submit(const char* op_name,
-                                                    runtime::Stream* producer,
+std::shared_ptr<Completion> CollectiveQueue::submit(const char* op_name, runtime::Stream* producer,
                                                     std::function<void()> run) {
   auto completion = std::make_shared<Completion>();
   wait_for_producer(producer);
@@ -57,8 +56,7 @@ std::shared_ptr<Completion> CollectiveQueue::submit(const char* op_name,
 }
 
 std::shared_ptr<Completion> CollectiveQueue::submit_transfer(
-    const char* op_name, runtime::Stream* producer,
-    std::function<std::function<void()>()> start) {
+    const char* op_name, runtime::Stream* producer, std::function<std::function<void()>()> start) {
   auto completion = std::make_shared<Completion>();
   wait_for_producer(producer);
   collectives_.enqueue(op_name, [this, op_name, completion, start = std::move(start)] {

@@ -30,14 +30,16 @@ TEST(CollectiveQueue, CollectivesRunInSubmissionOrder) {
   std::vector<int> order;
   auto& queue = CollectiveQueue::for_device(0);
   std::shared_ptr<Completion> last;
-  for (int i = 0; i < 8; ++i) last = queue.submit("op", nullptr, [&order, i] { order.push_back(i); });
+  for (int i = 0; i < 8; ++i)
+    last = queue.submit("op", nullptr, [&order, i] { order.push_back(i); });
   ASSERT_TRUE(last->wait_for(2000ms));
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 TEST(CollectiveQueue, AFailingCollectiveFailsItsCompletionOnly) {
   auto& queue = CollectiveQueue::for_device(0);
-  auto failed = queue.submit("all_gather", nullptr, [] { throw std::runtime_error("size mismatch"); });
+  auto failed =
+      queue.submit("all_gather", nullptr, [] { throw std::runtime_error("size mismatch"); });
   auto next = queue.submit("all_reduce", nullptr, [] {});
   ASSERT_TRUE(next->wait_for(2000ms));
   EXPECT_EQ(failed->error(), "size mismatch");
