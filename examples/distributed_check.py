@@ -19,7 +19,9 @@ def main() -> None:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.neuron.set_device(local_rank % torch.neuron.device_count())
     device = torch.device("neuron", torch.neuron.current_device())
-    dist.init_process_group(timeout=datetime.timedelta(seconds=30))
+    # Named explicitly: with no backend, PyTorch 2.13 marks Gloo as the group's default backend
+    # when the accelerator's backend is not NCCL, which DDP's logger then fails to find.
+    dist.init_process_group("cpu:gloo,neuron:neuron", timeout=datetime.timedelta(seconds=30))
     rank, world = dist.get_rank(), dist.get_world_size()
 
     tensor = torch.full((1 << 16,), float(rank + 1), device=device)
