@@ -24,8 +24,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _rank_main(target, rank, world_size, port, result_dir, env, args):
+def _rank_main(target, rank, world_size, port, result_dir, env, args, stack_dump_s):
     faulthandler.enable()  # a crash prints its stack instead of only an exit code
+    # A rank still running shortly before the deadline prints where each thread is.
+    faulthandler.dump_traceback_later(stack_dump_s, exit=False)
     os.environ.update(env)
     os.environ.update(
         {
@@ -63,7 +65,16 @@ def launch(
     processes = [
         context.Process(
             target=_rank_main,
-            args=(target, rank, world_size, port, str(result_dir), dict(env or {}), args),
+            args=(
+                target,
+                rank,
+                world_size,
+                port,
+                str(result_dir),
+                dict(env or {}),
+                args,
+                max(1.0, deadline_s - 5),
+            ),
             daemon=True,
         )
         for rank in range(world_size)

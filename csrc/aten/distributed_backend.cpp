@@ -467,8 +467,8 @@ class NeuronBackend : public c10d::Backend {
                   });
   }
 
-  // Reduce-scatter: the transport reduces the concatenated inputs into one buffer, and each
-  // rank keeps its own chunk.
+  // Reduce-scatter runs on the transport's own reduce-scatter; a premultiplied sum scales a
+  // copy of the inputs first (they are read-only), an average divides the output after.
   c10::intrusive_ptr<c10d::Work> reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1,
@@ -488,9 +488,13 @@ class NeuronBackend : public c10d::Backend {
     auto host_inputs = buffers->add_all(inputs[0], Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
     return launch("reduce_scatter", c10d::OpType::REDUCE_SCATTER, buffers, outputs,
-                  [this, host_output, host_inputs, plan]() mutable {
-                    auto stacked = at::cat(flat_views(host_inputs));
-                    reduce_scatter_on_host(stacked, host_output, plan);
+                  [this, host_output, host_inputs, plan, opts]() mutable {
+                    Tensors outs{host_output};
+                    std::vector<Tensors> ins{scaled_copy(plan, host_inputs)};
+                    auto transport_opts = opts;
+                    transport_opts.reduceOp = plan.transport_op;
+                    transport_->reduce_scatter(outs, ins, transport_opts)->wait();
+                    average_after(plan, outs, getSize());
                   });
   }
 
@@ -505,8 +509,8 @@ class NeuronBackend : public c10d::Backend {
     auto host_input = buffers->add(input, Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
     return launch("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, buffers, {output},
-                  [this, host_output, host_input, plan]() mutable {
-                    reduce_scatter_on_host(host_input.clone(), host_output, plan);
+                  [this, host_output, host_input, plan, opts]() mutable {
+                    reduce_scatter_on_host(host_input, host_output, plan, opts);
                   });
   }
 
@@ -519,9 +523,9 @@ class NeuronBackend : public c10d::Backend {
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
     return launch("reduce_scatter_tensor_coalesced", c10d::OpType::COALESCED, buffers, outputs,
-                  [this, host_outputs, host_inputs, plan]() mutable {
+                  [this, host_outputs, host_inputs, plan, opts]() mutable {
                     for (size_t i = 0; i < host_outputs.size(); ++i) {
-                      reduce_scatter_on_host(host_inputs[i].clone(), host_outputs[i], plan);
+                      reduce_scatter_on_host(host_inputs[i], host_outputs[i], plan, opts);
                     }
                   });
   }
@@ -683,15 +687,23 @@ class NeuronBackend : public c10d::Backend {
     return plan;
   }
 
-  // Sums `stacked` (world size chunks) across ranks and writes this rank's chunk to `output`.
-  void reduce_scatter_on_host(at::Tensor stacked, at::Tensor output, const ReductionPlan& plan) {
-    Tensors whole{stacked};
-    scale_before(plan, whole);
-    c10d::AllreduceOptions opts;
-    opts.reduceOp = plan.transport_op;
-    transport_->allreduce(whole, opts)->wait();
-    auto mine = stacked.view(-1).narrow(0, output.numel() * getRank(), output.numel());
-    output.view(-1).copy_(mine);
+  // The inputs as the transport should reduce them: copies scaled by a premultiplied sum's
+  // factor, or the inputs themselves.
+  static Tensors scaled_copy(const ReductionPlan& plan, const Tensors& inputs) {
+    if (!plan.premul_tensor.defined() && plan.premul_factor == 1.0) return inputs;
+    Tensors copies;
+    for (const auto& input : inputs) copies.push_back(input.clone());
+    scale_before(plan, copies);
+    return copies;
+  }
+
+  // Reduces `input` (world size chunks) across ranks into this rank's chunk, `output`.
+  void reduce_scatter_on_host(const at::Tensor& input, at::Tensor output, const ReductionPlan& plan,
+                              const c10d::ReduceScatterOptions& opts) {
+    auto source = scaled_copy(plan, {input})[0];
+    auto transport_opts = opts;
+    transport_opts.reduceOp = plan.transport_op;
+    transport_->_reduce_scatter_base(output, source, transport_opts)->wait();
     average_after(plan, {output}, getSize());
   }
 
@@ -731,8 +743,9 @@ class NeuronBackend : public c10d::Backend {
         queue.submit_transfer(op_name, producer, [self = keep_alive(), buffers, source, start] {
           buffers->copy_in();
           auto work = start();
+          // Bounded by the group timeout: a peer that never sends or receives raises.
           return std::function<void()>([self, buffers, source, work] {
-            work->wait();
+            work->wait(self->timeout_);
             if (source) *source = work->sourceRank();
             buffers->copy_out();
           });
