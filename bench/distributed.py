@@ -100,7 +100,7 @@ def _ddp_rank(rank, world, steps, per_rank_batch):
     from bench.workloads import causal_lm_loss, get_workload
     from tests.distributed_scenarios import init
 
-    init(rank, world, timeout_s=300)
+    init(rank, world, backend="cpu:gloo,neuron:neuron", timeout_s=300)
     device = torch.device("neuron", torch.neuron.current_device())
     sizes = dict(get_workload("gpt2").sizes["benchmark"])
     sizes["batch"] = per_rank_batch
