@@ -1,8 +1,10 @@
 // PrivateUse1 hooks: availability, generators, pinned memory and pointer lookup.
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceGuard.h>
 
 #include "aten/generator.h"
+#include "aten/ops.h"
 #include "aten/runtime_errors.h"
 #include "runtime/pinned_host_memory.h"
 #include "runtime/runtime.h"
@@ -62,6 +64,11 @@ class NeuronHooks final : public at::PrivateUse1HooksInterface {
     return runtime::PinnedHostMemory::instance().is_pinned(data);
   }
   at::Allocator* getPinnedMemoryAllocator() const override { return host_allocator(); }
+
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t bytes) const override {
+    const c10::DeviceGuard guard(storage.device());
+    resize_storage_bytes(storage, bytes);
+  }
 };
 
 // Registered when the extension loads, before any neuron tensor exists.

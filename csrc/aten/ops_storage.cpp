@@ -29,20 +29,6 @@ void check_factory_options(std::optional<c10::Layout> layout, std::optional<bool
               "pin_memory applies to CPU tensors only, not to neuron tensors");
 }
 
-// Grows the storage to `bytes`, copying the old contents in stream order.
-void grow_storage(const c10::Storage& storage, size_t bytes) {
-  c10::DataPtr fresh = storage.allocator()->allocate(bytes);
-  const size_t old_bytes = storage.nbytes();
-  if (old_bytes > 0 && storage.data()) {
-    OPENNEURON_RUNTIME_CALL({
-      auto& stream = runtime::current_stream(fresh.device().index());
-      runtime::copy_device_to_device(stream, fresh.get(), stream, storage.data(), old_bytes);
-    });
-  }
-  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
-  storage.unsafeGetStorageImpl()->set_nbytes(bytes);
-}
-
 // Grows the tensor's storage when its sizes, strides and offset reach past the end.
 void ensure_storage_fits(const at::Tensor& self) {
   auto* impl = self.unsafeGetTensorImpl();
@@ -53,10 +39,24 @@ void ensure_storage_fits(const at::Tensor& self) {
   if (needed <= storage.nbytes()) return;
   TORCH_CHECK(storage.resizable(), "cannot resize a neuron tensor whose storage is not resizable");
   const c10::DeviceGuard guard(self.device());
-  grow_storage(storage, needed);
+  resize_storage_bytes(storage, needed);
 }
 
 }  // namespace
+
+void resize_storage_bytes(const c10::Storage& storage, size_t bytes) {
+  TORCH_CHECK(storage.resizable(), "cannot resize a neuron storage that is not resizable");
+  c10::DataPtr fresh = storage.allocator()->allocate(bytes);
+  const size_t kept = std::min(bytes, storage.nbytes());
+  if (kept > 0 && storage.data()) {
+    OPENNEURON_RUNTIME_CALL({
+      auto& stream = runtime::current_stream(fresh.device().index());
+      runtime::copy_device_to_device(stream, fresh.get(), stream, storage.data(), kept);
+    });
+  }
+  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
+  storage.unsafeGetStorageImpl()->set_nbytes(bytes);
+}
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,

@@ -3,6 +3,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "aten/device_allocator.h"
+#include "aten/distributed_bindings.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
 #include "aten/memory_history.h"
@@ -141,6 +142,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_strict", &set_strict_mode);
   m.def("_is_strict", &strict_mode);
   register_sim_bindings(m);
+
+  // Called by openneuron.distributed once torch.distributed has registered the c10d types.
+  m.def(
+      "_init_distributed",
+      [m]() mutable {
+        if (!py::hasattr(m, "NeuronBackend")) register_distributed_bindings(m);
+      },
+      "Adds NeuronBackend, the c10d backend for neuron tensors, to this module.");
 }
 
 }  // namespace openneuron::bridge

@@ -1,0 +1,67 @@
+#include "distributed/collective_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+namespace openneuron::distributed {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CollectiveQueue, RunsAfterTheProducersPendingWork) {
+  runtime::Stream producer(0, 7, false);
+  std::atomic<bool> produced{false};
+  producer.enqueue("slow_kernel", [&] {
+    std::this_thread::sleep_for(30ms);
+    produced = true;
+  });
+  std::atomic<bool> saw_input{false};
+  auto done = CollectiveQueue::for_device(0).submit("all_reduce", &producer,
+                                                    [&] { saw_input = produced.load(); });
+  ASSERT_TRUE(done->wait_for(2000ms));
+  EXPECT_TRUE(saw_input.load()) << "the collective ran before its input was written";
+  EXPECT_FALSE(done->failed());
+}
+
+TEST(CollectiveQueue, CollectivesRunInSubmissionOrder) {
+  std::vector<int> order;
+  auto& queue = CollectiveQueue::for_device(0);
+  std::shared_ptr<Completion> last;
+  for (int i = 0; i < 8; ++i)
+    last = queue.submit("op", nullptr, [&order, i] { order.push_back(i); });
+  ASSERT_TRUE(last->wait_for(2000ms));
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(CollectiveQueue, AFailingCollectiveFailsItsCompletionOnly) {
+  auto& queue = CollectiveQueue::for_device(0);
+  auto failed =
+      queue.submit("all_gather", nullptr, [] { throw std::runtime_error("size mismatch"); });
+  auto next = queue.submit("all_reduce", nullptr, [] {});
+  ASSERT_TRUE(next->wait_for(2000ms));
+  EXPECT_EQ(failed->error(), "size mismatch");
+  EXPECT_FALSE(next->failed());
+}
+
+TEST(CollectiveQueue, AnUnfinishedTransferDoesNotHoldBackLaterWork) {
+  auto& queue = CollectiveQueue::for_device(1);
+  auto released = std::make_shared<std::atomic<bool>>(false);
+  auto send = queue.submit_transfer("send", nullptr, [released] {
+    return std::function<void()>([released] {
+      while (!released->load()) std::this_thread::sleep_for(1ms);
+    });
+  });
+  // A receive submitted after the send starts while the send is still waiting for its peer.
+  auto recv = queue.submit_transfer("recv", nullptr, [released] {
+    released->store(true);
+    return std::function<void()>([] {});
+  });
+  ASSERT_TRUE(send->wait_for(2000ms)) << "the ring deadlocked";
+  ASSERT_TRUE(recv->wait_for(2000ms));
+}
+
+}  // namespace
+}  // namespace openneuron::distributed

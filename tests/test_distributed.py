@@ -1,0 +1,127 @@
+"""torch.distributed on neuron: the c10d backend across spawned processes.
+
+Each launch spawns 2 or 3 ranks on 127.0.0.1 and is bounded by a deadline; the 2-rank and 3-rank
+suites run once per session and each test checks one scenario's outcome. See
+distributed_scenarios.py for what the ranks do.
+"""
+
+import distributed_harness
+import distributed_scenarios
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(
+    not torch.distributed.is_available(), reason="this PyTorch build has no torch.distributed"
+)
+
+TWO_RANK_SCENARIOS = [
+    "default_backend",
+    "collectives",
+    "cpu_tensors",
+    "stream_ordering",
+    "work_semantics",
+    "p2p",
+    "groups",
+    "ddp_mlp",
+    "ddp_gpt2",
+    "tensor_parallel",
+    "fsdp2_llama",
+    "fsdp2_cpu_offload",
+    "checkpoint_save",
+]
+THREE_RANK_SCENARIOS = ["collectives", "cpu_tensors", "p2p", "groups", "staged_collectives"]
+
+
+def _run_suite(tmp_path_factory, world, names, backend, env=None):
+    directory = tmp_path_factory.mktemp(f"ranks{world}")
+    outcomes = distributed_harness.launch(
+        distributed_scenarios.run_suite,
+        world,
+        directory / "reports",
+        names,
+        backend,
+        str(directory),
+        env=env,
+        deadline_s=150,
+    )
+    return outcomes, directory
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    return _run_suite(tmp_path_factory, 2, TWO_RANK_SCENARIOS, "cpu:gloo,neuron:neuron")
+
+
+@pytest.fixture(scope="module")
+def three_ranks(tmp_path_factory):
+    # The neuron backend alone serves CPU tensors too; pinned-host staging forced.
+    return _run_suite(
+        tmp_path_factory, 3, THREE_RANK_SCENARIOS, "neuron", env={"OPENNEURON_DIST_STAGING": "1"}
+    )
+
+
+def _assert_scenario(suite, name):
+    outcomes, _ = suite
+    for rank, outcome in enumerate(outcomes):
+        assert outcome["ok"], distributed_harness.describe(outcomes)
+        status = outcome["result"][name]
+        assert status.startswith("ok"), f"rank {rank}: {name}: {status}"
+
+
+@pytest.mark.parametrize("name", TWO_RANK_SCENARIOS)
+def test_two_ranks(two_ranks, name):
+    _assert_scenario(two_ranks, name)
+
+
+@pytest.mark.parametrize("name", THREE_RANK_SCENARIOS)
+def test_three_ranks(three_ranks, name):
+    _assert_scenario(three_ranks, name)
+
+
+def test_checkpoint_saved_on_two_ranks_loads_on_one(two_ranks):
+    import torch.distributed.checkpoint as dcp
+
+    outcomes, directory = two_ranks
+    _assert_scenario(two_ranks, "checkpoint_save")
+    full = torch.load(directory / "full.pt")
+    # One process, no process group: the saved shards are resharded into whole tensors.
+    model = distributed_scenarios._mlp_block().to("neuron")
+    state = model.state_dict()
+    assert not torch.equal(state["1.weight"].cpu(), full["1.weight"])
+    dcp.load(state, checkpoint_id=str(directory / "dcp"), no_dist=True)
+    model.load_state_dict(state)
+    for key, expected in full.items():
+        torch.testing.assert_close(model.state_dict()[key].cpu(), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["killed", "stalled"])
+def test_a_dead_or_stalled_peer_makes_the_others_raise(tmp_path, mode):
+    timeout_s = 4.0
+    outcomes = distributed_harness.launch(
+        distributed_scenarios.failure_dead_peer, 2, tmp_path, mode, deadline_s=40, watch=0
+    )
+    survivor = outcomes[0]
+    assert survivor["ok"], distributed_harness.describe(outcomes)
+    result = survivor["result"]
+    assert result["config"] == "neuron:neuron", "the default backend for neuron is not neuron"
+    assert result["raised"], (
+        f"rank 0 returned normally from an all_reduce without its peer ({mode})"
+    )
+    # Within the group timeout (plus the time to notice), never a hang.
+    assert result["elapsed_s"] < timeout_s + 6, result
+
+
+def test_mismatched_collectives_raise_clear_errors(tmp_path):
+    outcomes = distributed_harness.launch(
+        distributed_scenarios.failure_mismatch,
+        2,
+        tmp_path,
+        env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+        deadline_s=60,
+    )
+    assert all(o["ok"] for o in outcomes), distributed_harness.describe(outcomes)
+    for outcome in outcomes:
+        errors = outcome["result"]
+        assert errors["shape"] and "4" in errors["shape"] and "5" in errors["shape"], errors
+        assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
+        assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
