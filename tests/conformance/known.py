@@ -9,7 +9,9 @@ Matching is strict both ways:
 - a listed pair must fail, and only with listed signatures: a failure with any other
   signature (another sample, another check, another exception) is an unexpected failure;
 - a listed pair that passes is an unexpected pass (remove the entry).
-Every entry carries a reason written by hand: what is wrong and why it is not fixed.
+Every entry carries a reason written by hand: what is wrong and why it is not fixed. An entry
+whose signatures are not yet recorded (an empty list) matches no failure, so the next sweep
+reports the pair until `--update-known-failures` records what it showed.
 """
 
 from __future__ import annotations

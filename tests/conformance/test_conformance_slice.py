@@ -101,7 +101,6 @@ def test_every_known_failure_has_a_reason_and_exists():
     for kind, name, dtype, entry in known.entries(known.load()):
         reason = entry["reason"].strip()
         assert reason and reason != known.PLACEHOLDER, f"{kind} {name} {dtype} has no reason"
-        assert entry["signatures"], f"{kind} {name} {dtype} lists no failure signature"
         assert name in (ops if kind == "op" else modules), f"{kind} {name} is not in the database"
 
 

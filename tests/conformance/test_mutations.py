@@ -144,11 +144,12 @@ def test_add_dropping_alpha_is_flagged(dtype):
 
 def test_attention_with_bfloat16_intermediates_is_flagged():
     op = "nn.functional.scaled_dot_product_attention"
-    assert check(op, torch.bfloat16).status in ("native", "fallback")
+    # The real kernel's forward values all pass (its known failure is in a few gradients).
+    real = check(op, torch.bfloat16)
+    assert not any("forward" in s for s in real.signatures), real.signatures
     with mutated("_scaled_dot_product_fused_attention_overrideable", attention_in_bfloat16):
         result = check(op, torch.bfloat16)
-    assert result.status == "fail", result
-    assert "forward" in result.reason, result.reason
+    assert any("forward: wrong values" in s for s in result.signatures), result
 
 
 # ---- record_stream -------------------------------------------------------------------------
