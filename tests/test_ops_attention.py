@@ -19,16 +19,19 @@ import openneuron
 # bfloat16: one bf16 rounding of fp32 results (2^-8 relative), plus the rounding of the
 #          saved output the backward reads; the CPU reference runs in fp32 on the same inputs.
 # float16: the same with 2^-11.
+# Measured (largest |error| / (atol + rtol * |expected|) over every case here, at the old
+# 1e-4 / 5e-2,3e-2 / 5e-3 bounds): float32 0.12, bfloat16 0.18, float16 0.16; the bounds below
+# leave about 2x headroom over those measurements.
 TOL = {
-    torch.float32: dict(atol=1e-4, rtol=1e-4),
-    torch.bfloat16: dict(atol=5e-2, rtol=3e-2),
-    torch.float16: dict(atol=5e-3, rtol=5e-3),
+    torch.float32: dict(atol=2.5e-5, rtol=2.5e-5),
+    torch.bfloat16: dict(atol=2e-2, rtol=1.2e-2),
+    torch.float16: dict(atol=2e-3, rtol=2e-3),
 }
 # Layer/RMS norm weight and bias gradients in 16-bit sum R rows of g * xhat, where xhat carries
 # the 16-bit rounding of the saved rstd (PyTorch's contract keeps the statistics in the input
 # dtype): ~sqrt(R) * 2^-9 absolute for R = 512 in bf16 (CPU's own bf16 kernel is ~8x worse).
 COLUMN_SUM_TOL = {
-    torch.float32: TOL[torch.float32],
+    torch.float32: dict(atol=1e-4, rtol=1e-4),
     torch.bfloat16: dict(atol=0.3, rtol=3e-2),
     torch.float16: dict(atol=4e-2, rtol=5e-3),
 }

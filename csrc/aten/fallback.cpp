@@ -35,7 +35,9 @@ bool accepts_host_indices(const std::string& name) {
   return name.rfind("aten::index", 0) == 0 || name.rfind("aten::_index_put_impl_", 0) == 0;
 }
 
-void check_devices(const std::string& name, const torch::jit::Stack& stack, size_t first,
+// Returns whether any argument is a neuron tensor; *device_out is its device (or the current
+// device when none is).
+bool check_devices(const std::string& name, const torch::jit::Stack& stack, size_t first,
                    c10::Device* device_out) {
   std::optional<c10::Device> device;
   std::optional<c10::Device> host_tensor;
@@ -73,6 +75,42 @@ void check_devices(const std::string& name, const torch::jit::Stack& stack, size
   }
   *device_out = device.value_or(c10::Device(
       c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(runtime::current_device())));
+  return device.has_value();
+}
+
+// Whether the op names a device explicitly (a factory's or to()'s device=): then a CPU result
+// is what the caller asked for.
+bool names_a_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first) {
+  const auto& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].name() == "device" && !stack[first + i].isNone()) return true;
+  }
+  return false;
+}
+
+// cpu_fallback puts results on the device of the first tensor argument, which is the CPU when
+// that argument is a wrapped number (torch.sub(1, x), 1 - x) or another 0-dim CPU tensor; as on
+// CUDA, results of an op with a neuron tensor argument belong on neuron.
+void keep_results_on_device(const c10::OperatorHandle& op, torch::jit::Stack& stack,
+                            c10::Device device) {
+  const size_t returns = op.schema().returns().size();
+  for (size_t i = stack.size() - returns; i < stack.size(); ++i) {
+    c10::IValue& value = stack[i];
+    if (value.isTensor()) {
+      const at::Tensor& result = value.toTensor();
+      if (result.defined() && result.is_cpu()) value = c10::IValue(result.to(device));
+    } else if (value.isTensorList()) {
+      std::vector<at::Tensor> results = value.toTensorList().vec();
+      bool moved = false;
+      for (at::Tensor& result : results) {
+        if (result.defined() && result.is_cpu()) {
+          result = result.to(device);
+          moved = true;
+        }
+      }
+      if (moved) value = c10::IValue(c10::List<at::Tensor>(results));
+    }
+  }
 }
 
 // Mixes a Philox (seed, offset) pair into a seed for a host generator.
@@ -135,9 +173,17 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK_NOT_IMPLEMENTED(!strict_mode(), "neuron: ", name,
                               " has no native kernel and OPENNEURON_STRICT=1 forbids running it "
                               "on the host (CPU fallback)");
+  // A view's result must alias its input; a host run would return a copy instead.
+  for (const c10::Argument& result : op.schema().returns()) {
+    TORCH_CHECK_NOT_IMPLEMENTED(result.alias_info() == nullptr || result.alias_info()->isWrite(),
+                                "neuron: ", name,
+                                " is a view op without a native kernel; running it on the host "
+                                "would return a copy instead of a view");
+  }
   const size_t first = stack->size() - op.schema().arguments().size();
   c10::Device device(c10::DeviceType::PrivateUse1, 0);
-  check_devices(name, *stack, first, &device);
+  const bool has_device_tensor = check_devices(name, *stack, first, &device);
+  const bool results_on_device = has_device_tensor && !names_a_device(op, *stack, first);
   if (record_fallback(name)) {
     TORCH_WARN("neuron: ", name,
                " has no native kernel for these inputs and runs on the host "
@@ -162,6 +208,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   at::native::cpu_fallback(op, stack);
   for (auto& [on_device, on_host] : written_back) on_device.copy_(on_host);
+  if (results_on_device) keep_results_on_device(op, *stack, device);
 }
 
 }  // namespace openneuron::bridge

@@ -1,5 +1,8 @@
 #include "aten/op_helpers.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+
 #include "aten/tensor_views.h"
 
 namespace openneuron::bridge {
@@ -36,6 +39,68 @@ bool all_native_dtypes(std::initializer_list<const at::Tensor*> tensors) {
 kernels::Scalar kernel_scalar(const at::Scalar& value) {
   if (value.isIntegral(/*includeBool=*/true)) return kernels::Scalar::from_int(value.toLong());
   return kernels::Scalar::from_double(value.toDouble());
+}
+
+std::vector<int64_t> elementwise_output_strides(at::IntArrayRef shape,
+                                                const std::vector<at::Tensor>& operands) {
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  // Each operand's strides over the broadcast shape, 0 along broadcast dimensions.
+  std::vector<std::vector<int64_t>> strides;
+  for (const at::Tensor& t : operands) {
+    if (!t.defined()) continue;
+    std::vector<int64_t> s(ndim, 0);
+    const int64_t offset = ndim - t.dim();
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      s[offset + d] = (t.size(d) == 1 && shape[offset + d] != 1) ? 0 : t.stride(d);
+    }
+    strides.push_back(std::move(s));
+  }
+  // perm[0] is the fastest-moving dimension; start from row-major order.
+  std::vector<int64_t> perm(ndim);
+  for (int64_t k = 0; k < ndim; ++k) perm[k] = ndim - 1 - k;
+  // 1: dim0 goes after dim1; -1: before; 0: undecided (TensorIterator's rule).
+  auto should_swap = [&](int64_t dim0, int64_t dim1) {
+    for (const auto& s : strides) {
+      const int64_t s0 = s[dim0], s1 = s[dim1];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      if (shape[dim0] > shape[dim1]) return 1;
+    }
+    return 0;
+  };
+  for (int64_t i = 1; i < ndim; ++i) {
+    int64_t dim1 = i;
+    for (int64_t dim0 = i - 1; dim0 >= 0; --dim0) {
+      const int comparison = should_swap(perm[dim0], perm[dim1]);
+      if (comparison > 0) {
+        std::swap(perm[dim0], perm[dim1]);
+        dim1 = dim0;
+      } else if (comparison < 0) {
+        break;
+      }
+    }
+  }
+  std::vector<int64_t> out(ndim);
+  int64_t next = 1;
+  for (int64_t k = 0; k < ndim; ++k) {
+    out[perm[k]] = next;
+    next *= shape[perm[k]];
+  }
+  return out;
+}
+
+at::Tensor empty_elementwise_output(at::IntArrayRef shape, const std::vector<at::Tensor>& operands,
+                                    const at::TensorOptions& options) {
+  const std::vector<int64_t> strides = elementwise_output_strides(shape, operands);
+  bool row_major = true;
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[d] != expected) row_major = false;
+    expected *= shape[d];
+  }
+  if (row_major) return at::empty(shape, options);
+  return at::empty_strided(shape, strides, options);
 }
 
 Operand::Operand(const at::Tensor& tensor, at::IntArrayRef shape, at::ScalarType host_dtype) {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <vector>
 
 #include "kernels/scalar.h"
 #include "kernels/tensor_view.h"
@@ -21,6 +22,17 @@ c10::Device check_same_device(const char* op, std::initializer_list<const at::Te
 bool all_native_dtypes(std::initializer_list<const at::Tensor*> tensors);
 
 kernels::Scalar kernel_scalar(const at::Scalar& value);
+
+// The strides PyTorch's TensorIterator (and so every meta kernel built on it) gives a new
+// output of an elementwise op over operands broadcast to shape: dimensions ordered as the
+// operands' strides order them (the first operand that tells two dimensions apart decides),
+// so a transposed or channels-last input gives an output laid out the same way.
+std::vector<int64_t> elementwise_output_strides(at::IntArrayRef shape,
+                                                const std::vector<at::Tensor>& operands);
+
+// A new tensor of shape with those strides.
+at::Tensor empty_elementwise_output(at::IntArrayRef shape, const std::vector<at::Tensor>& operands,
+                                    const at::TensorOptions& options);
 
 // An operand broadcast to an output shape. A 0-dim CPU tensor is captured by value, converted
 // to `host_dtype` (the op's compute dtype), so the queued kernel never reads host memory the

@@ -1,10 +1,15 @@
 // Scaled dot-product attention on the device through PyTorch's PrivateUse1 hooks:
 // _fused_sdp_choice picks the "overrideable" backend for native dtypes (math otherwise),
 // and the overrideable forward/backward run the blocked attention kernels.
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "aten/generator.h"
@@ -71,6 +76,27 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
   return shapes_ok && dtypes_ok && layout_ok ? kSdpOverrideable : kSdpMath;
 }
 
+namespace {
+
+// The forward output's layout, as the meta kernel (alloc_with_matching_layout): like query when
+// the shapes agree, else query's dimension order (a (B, S, H, D)-major query gives a
+// (B, S, H, D)-major output), so views the compiled graph takes of it stay valid.
+at::Tensor output_like_query(const at::Tensor& query, at::IntArrayRef shape) {
+  if (query.sizes().equals(shape)) return at::empty_like(query);
+  std::array<int64_t, 4> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::array<int64_t, 4> strides{};
+  int64_t next = 1;
+  for (int k = 3; k >= 0; --k) {
+    strides[order[k]] = next;
+    next *= shape[order[k]];
+  }
+  return at::empty_strided(shape, strides, query.options());
+}
+
+}  // namespace
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
            at::Tensor, at::Tensor>
 sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
@@ -90,7 +116,7 @@ sdpa_overrideable(const at::Tensor& query, const at::Tensor& key, const at::Tens
   OPENNEURON_NATIVE_OP("aten::_scaled_dot_product_fused_attention_overrideable");
   const c10::DeviceGuard guard(device);
   const int64_t batch = query.size(0), heads = query.size(1), q_len = query.size(2);
-  at::Tensor out = at::empty({batch, heads, q_len, value.size(3)}, query.options());
+  at::Tensor out = output_like_query(query, {batch, heads, q_len, value.size(3)});
   at::Tensor lse = at::empty({batch, heads, q_len}, query.options().dtype(at::kFloat));
   uint64_t seed = 0, offset = 0;
   if (dropout_p > 0.0) {
@@ -143,13 +169,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
   OPENNEURON_NATIVE_OP("aten::_scaled_dot_product_fused_attention_overrideable_backward");
   const c10::DeviceGuard guard(device);
   at::Tensor grad_q, grad_k, grad_v, grad_bias;
-  if (grad_input_mask[0]) grad_q = at::empty(query.sizes(), query.options());
-  if (grad_input_mask[1]) grad_k = at::empty(key.sizes(), key.options());
-  if (grad_input_mask[2]) grad_v = at::empty(value.sizes(), value.options());
+  // Laid out like the inputs, as the meta kernel's empty_like.
+  if (grad_input_mask[0]) grad_q = at::empty_like(query);
+  if (grad_input_mask[1]) grad_k = at::empty_like(key);
+  if (grad_input_mask[2]) grad_v = at::empty_like(value);
   const bool want_bias = grad_input_mask[3] && bias != nullptr && bias->is_floating_point();
   if (want_bias) {
-    grad_bias = at::empty({query.size(0), query.size(1), query.size(2), key.size(2)},
-                          query.options().dtype(bias->scalar_type()));
+    const std::array<int64_t, 4> full = {query.size(0), query.size(1), query.size(2), key.size(2)};
+    grad_bias = bias->sizes().equals(full)
+                    ? at::empty_like(*bias)
+                    : at::empty(full, query.options().dtype(bias->scalar_type()));
   }
   const kernels::AttentionParams params = attention_params(
       query, scale, is_causal, dropout_p, host_u64(philox_seed), host_u64(philox_offset));
@@ -175,6 +204,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
                                 want_bias ? &gb : nullptr, go_view, q_view, k_view, v_view,
                                 out_view, lse_view, has_mask ? &m_view : nullptr, params);
   });
+  // A broadcast bias (e.g. (1, H, S, S) for a batch) gets its gradient in its own shape, as
+  // the meta kernel promises (a traced graph squeezes or views it by that shape).
+  if (want_bias && !grad_bias.sizes().equals(bias->sizes())) {
+    grad_bias = at::sum_to(grad_bias, bias->sizes());
+  }
   return {grad_q, grad_k, grad_v, grad_bias};
 }
 

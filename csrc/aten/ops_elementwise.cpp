@@ -84,7 +84,8 @@ at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
   const c10::DeviceGuard guard(device);
   const at::ScalarType result = binary_result_type(op, a, b);
   const auto shape = at::infer_size(a.sizes(), b.sizes());
-  at::Tensor out = at::empty(shape, at::TensorOptions().dtype(result).device(device));
+  at::Tensor out =
+      empty_elementwise_output(shape, {a, b}, at::TensorOptions().dtype(result).device(device));
   launch_binary(name, op, a, b, alpha, out);
   return out;
 }
@@ -203,7 +204,7 @@ at::Tensor relu(const at::Tensor& self) {
   }
   OPENNEURON_NATIVE_OP("aten::relu");
   const c10::DeviceGuard guard(self.device());
-  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::Tensor out = empty_elementwise_output(self.sizes(), {self}, self.options());
   launch_relu(self, out);
   return out;
 }
@@ -251,7 +252,10 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
     return OPENNEURON_FALLBACK(threshold_backward, grad_output, self, threshold);
   }
   const c10::DeviceGuard guard(self.device());
-  at::Tensor grad_input = at::empty({0}, grad_output.options());
+  // Laid out as the CPU kernel's TensorIterator (self before grad_output) and the meta kernel.
+  at::Tensor grad_input =
+      empty_elementwise_output(at::infer_size(grad_output.sizes(), self.sizes()),
+                               {self, grad_output}, grad_output.options());
   return threshold_backward_out(grad_output, self, threshold, grad_input);
 }
 

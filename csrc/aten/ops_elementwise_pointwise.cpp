@@ -119,6 +119,11 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
     resolved.result = ResultRule::Common;
   }
 
+  if (has_out && (spec_.op == PointwiseOp::IsPosInf || spec_.op == PointwiseOp::IsNegInf)) {
+    TORCH_CHECK(args[num_args - 1].toTensor().scalar_type() == at::kBool,
+                spec_.op == PointwiseOp::IsPosInf ? "isposinf" : "isneginf",
+                " does not support non-boolean outputs.");
+  }
   // Native only for device-native dtypes the op supports; everything else runs on the host.
   at::native::ResultTypeState state{};
   for (size_t k = 0; k < operands.size(); ++k) {
@@ -206,7 +211,8 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                 " can't be cast to the desired output type ", out.scalar_type());
     at::native::resize_output(out, shape);
   } else {
-    out = at::empty(shape, at::TensorOptions().dtype(result).device(device));
+    out =
+        empty_elementwise_output(shape, operands, at::TensorOptions().dtype(result).device(device));
   }
 
   if (out.numel() > 0) {

@@ -52,9 +52,12 @@ std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self,
   at::native::resize_output(values, self.sizes());
   at::native::resize_output(indices, self.sizes());
   if (self.numel() == 0) return {values, indices};
+  // The kernel writes values while it reads self: sort(y, out=(y, i)) sorts a copy.
+  const at::Tensor source =
+      values.is_alias_of(self) || indices.is_alias_of(self) ? self.clone() : self;
   const kernels::TensorView values_view = view_of(values);
   const kernels::TensorView indices_view = view_of(indices);
-  const kernels::TensorView in_view = view_of(self);
+  const kernels::TensorView in_view = view_of(source);
   const int d = static_cast<int>(wrapped);
   // Radix sorting is stable, which also satisfies stable=False.
   stream_for(values).enqueue(
@@ -69,8 +72,10 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::opti
   }
   OPENNEURON_NATIVE_OP("aten::sort.stable");
   const c10::DeviceGuard guard(self.device());
-  at::Tensor values = at::empty(self.sizes(), self.options());
-  at::Tensor indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
+  // Laid out like self, as the meta kernel (and CPU) do.
+  at::Tensor values = empty_elementwise_output(self.sizes(), {self}, self.options());
+  at::Tensor indices =
+      empty_elementwise_output(self.sizes(), {self}, self.options().dtype(at::kLong));
   sort_stable_out(self, stable, dim, descending, values, indices);
   return {values, indices};
 }
@@ -94,9 +99,11 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k,
   at::native::resize_output(values, shape);
   at::native::resize_output(indices, shape);
   if (values.numel() == 0) return {values, indices};
+  const at::Tensor source =
+      values.is_alias_of(self) || indices.is_alias_of(self) ? self.clone() : self;
   const kernels::TensorView values_view = view_of(values);
   const kernels::TensorView indices_view = view_of(indices);
-  const kernels::TensorView in_view = view_of(self);
+  const kernels::TensorView in_view = view_of(source);
   const int d = static_cast<int>(wrapped);
   stream_for(values).enqueue(
       "aten::topk", [=] { kernels::topk(values_view, indices_view, in_view, d, k, largest); });
@@ -185,7 +192,22 @@ at::Tensor& cat_into(const at::ITensorListRef& tensors, int64_t dim, at::Tensor&
     ++position;
   }
   shape[wrapped] = total;
-  at::native::resize_output(out, shape);
+  if (allocate) {
+    // As the meta kernel: the inputs' common suggested memory format (channels-last inputs
+    // give a channels-last result), else contiguous.
+    std::optional<at::MemoryFormat> format;
+    for (const at::Tensor& t : inputs) {
+      const at::MemoryFormat f = t.suggest_memory_format();
+      if (f == at::MemoryFormat::Contiguous || (format && *format != f)) {
+        format = at::MemoryFormat::Contiguous;
+        break;
+      }
+      format = f;
+    }
+    out = at::empty(shape, out.options().memory_format(format));
+  } else {
+    at::native::resize_output(out, shape);
+  }
   int64_t offset = 0;
   for (const at::Tensor& t : inputs) {
     if (t.dim() == 1 && t.numel() == 0) continue;
@@ -325,18 +347,23 @@ at::Tensor& arange_start_out(const at::Scalar& start, const at::Scalar& end, con
   OPENNEURON_NATIVE_OP("aten::arange.start_out");
   const c10::DeviceGuard guard(out.device());
   const bool integral = at::isIntegralType(out.scalar_type(), /*includeBool=*/false);
-  const double xstart = start.toDouble(), xend = end.toDouble(), xstep = step.toDouble();
+  // As PyTorch's CPU arange: integer results take start and step truncated to int64 (the
+  // accumulation type); only an int64 result also counts its length in integers (arange(3.1)
+  // has 3 int64 elements but 4 int32 ones).
+  const double xstart = integral ? static_cast<double>(start.toLong()) : start.toDouble();
+  const double xend = integral ? static_cast<double>(end.toLong()) : end.toDouble();
+  const double xstep = integral ? static_cast<double>(step.toLong()) : step.toDouble();
   TORCH_CHECK(xstep > 0 || xstep < 0, "step must be nonzero");
   TORCH_CHECK(std::isfinite(xstart) && std::isfinite(xend), "unsupported range: ", xstart, " -> ",
               xend);
   TORCH_CHECK(((xstep > 0) && (xend >= xstart)) || ((xstep < 0) && (xend <= xstart)),
               "upper bound and larger bound inconsistent with step sign");
   int64_t size;
-  if (integral && start.isIntegral(false) && end.isIntegral(false) && step.isIntegral(false)) {
+  if (out.scalar_type() == at::kLong) {
     const int64_t s = start.toLong(), e = end.toLong(), st = step.toLong();
     size = (e - s + st - (st > 0 ? 1 : -1)) / st;
   } else {
-    size = static_cast<int64_t>(std::ceil((xend - xstart) / xstep));
+    size = static_cast<int64_t>(std::ceil((end.toDouble() - start.toDouble()) / step.toDouble()));
   }
   TORCH_CHECK(size >= 0, "invalid size, possible overflow?");
   if (out.numel() != size) out.resize_({size});
@@ -344,10 +371,8 @@ at::Tensor& arange_start_out(const at::Scalar& start, const at::Scalar& end, con
   const kernels::TensorView view = view_of(out);
   kernels::Scalar kstart = kernel_scalar(start), kstep = kernel_scalar(step);
   if (integral) {
-    kstart = kernels::Scalar::from_int(start.isIntegral(false) ? start.toLong()
-                                                               : static_cast<int64_t>(xstart));
-    kstep = kernels::Scalar::from_int(step.isIntegral(false) ? step.toLong()
-                                                             : static_cast<int64_t>(xstep));
+    kstart = kernels::Scalar::from_int(start.toLong());
+    kstep = kernels::Scalar::from_int(step.toLong());
   }
   stream_for(out).enqueue("aten::arange", [=] { kernels::arange(view, kstart, kstep); });
   return out;

@@ -1,6 +1,9 @@
 // Registrations of the core native kernels (storage, copies, first arithmetic) and of the
 // host fallback for every op without a native kernel. Each kernel family has its own
 // register_<family>.cpp beside this file.
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
 
 #include "aten/fallback.h"
@@ -15,6 +18,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(as_strided));
   m.impl("view", TORCH_FN(view));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  // View ops with per-backend kernels: PyTorch's own metadata-only kernels, so they alias
+  // (the host fallback would return a copy).
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage_offset));
   m.impl("set_.source_Storage", TORCH_FN(set_source_storage));

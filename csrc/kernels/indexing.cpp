@@ -235,6 +235,8 @@ void accumulate_block(char* self, const int64_t* self_strides, const char* value
         const int64_t so = row.strides[0] / static_cast<int64_t>(sizeof(T));
         const int64_t sv = row.strides[1] / static_cast<int64_t>(sizeof(T));
         if constexpr (std::is_same_v<T, bool>) {
+          // bool: o + v * alpha is o || (v && alpha), so alpha=False leaves self unchanged.
+          if (alpha.i == 0) return;
           for (int64_t j = 0; j < n; ++j) o[j * so] = o[j * so] || v[j * sv];
         } else if (unit) {
           for (int64_t j = 0; j < n; ++j) {

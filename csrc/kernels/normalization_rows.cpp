@@ -276,18 +276,21 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
             const double sum_wg = sums_wg[k], sum_wg_xhat = sums_wg_xhat[k];
             const float a = rms ? 0.0f : static_cast<float>(sum_wg / d);
             const float bq = static_cast<float>(sum_wg_xhat / d);
+            // One element per row: x - mean is exactly 0, so is dL/dx; the formula below would
+            // leave w*g - mean(w*g) rounding residue (an fma keeps w*g unrounded) times rstd.
+            const float rs_grad = !rms && d == 1 ? 0.0f : rs;
             T* dst = row_of<T>(*grad_input, r);
             if constexpr (!std::is_same_v<T, float>) {  // fp32 results, then one rounding pass
               for (int64_t i = 0; i < d; ++i) {
                 const float xhat = (x[i] - mu) * rs;
-                result_buffer[i] = rs * (w[i] * g[i] - a - xhat * bq);
+                result_buffer[i] = rs_grad * (w[i] * g[i] - a - xhat * bq);
               }
               store_results(dst, result_buffer, d);
             } else {
               if (want_columns) {  // one pass for the row's gradient and its column terms
                 for (int64_t i = 0; i < d; ++i) {
                   const float xhat = (x[i] - mu) * rs;
-                  dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
+                  dst[i] = cast_value<T>(rs_grad * (w[i] * g[i] - a - xhat * bq));
                   col_w[i] += static_cast<double>(g[i]) * xhat;
                   col_b[i] += g[i];
                 }
@@ -295,7 +298,7 @@ void backward_typed(const TensorView* grad_input, const TensorView& grad_out,
               }
               for (int64_t i = 0; i < d; ++i) {
                 const float xhat = (x[i] - mu) * rs;
-                dst[i] = cast_value<T>(rs * (w[i] * g[i] - a - xhat * bq));
+                dst[i] = cast_value<T>(rs_grad * (w[i] * g[i] - a - xhat * bq));
               }
             }
           }

@@ -34,7 +34,13 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const TensorView& xv,
   const std::array<TensorView, 1> in{xv};
   switch (op) {
     case PointwiseOp::Abs:
-      map<C, C>(out, in, [](C a) { return a < C(0) ? wrap_neg(a) : a; });
+      // fabs for floats: abs(-0.0) is +0.0 (a < 0 is false for -0.0).
+      map<C, C>(out, in, [](C a) {
+        if constexpr (std::is_floating_point_v<C>)
+          return std::fabs(a);
+        else
+          return a < C(0) ? wrap_neg(a) : a;
+      });
       return true;
     case PointwiseOp::Neg:
       map<C, C>(out, in, [](C a) { return wrap_neg(a); });

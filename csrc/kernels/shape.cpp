@@ -1,6 +1,7 @@
 #include "kernels/shape.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -51,7 +52,9 @@ void linspace(const TensorView& out, Scalar start, Scalar end) {
         data[i * stride] = cast_value<T>(v);
       }
     } else {
-      const double s = start.to_double(), e = end.to_double();
+      // As PyTorch's CPU linspace: start and end are first converted to the integer type
+      // (truncated), the step and each value computed in double and truncated on store.
+      const double s = std::trunc(start.to_double()), e = std::trunc(end.to_double());
       const double step = (e - s) / static_cast<double>(n - 1);
       for (int64_t i = 0; i < n; ++i) {
         const double v = i < halfway ? s + step * static_cast<double>(i)

@@ -6,7 +6,8 @@ the database's list). The pairs run in two worker processes (a crash or hang on 
 only its own pair); each pair is then one test here:
 
 - a pair not in known_failures.json must pass (native or fallback);
-- a pair in known_failures.json must still fail (strict: remove the entry when it passes);
+- a listed pair must fail with exactly the listed signatures (known.judge), else it is an
+  unexpected failure or pass;
 - a pair the CPU itself cannot run (no samples ran) is skipped with that reason.
 
 The full sweep is `python -m tests.conformance.report` (see README.md beside this file).
@@ -79,14 +80,13 @@ def slice_results(tmp_path_factory) -> dict[tuple[str, str, str], dict]:
 @pytest.mark.parametrize("item", ITEMS, ids=["-".join(it) for it in ITEMS])
 def test_conformance(item, slice_results):
     result = slice_results[item]
-    listed = known.reason_for(known.load(), *item)
     if result["status"] == "skip":
         pytest.skip(f"the CPU ran no sample: {result['reason']}")
-    if listed is not None:
-        assert result["status"] == "fail", (
-            f"unexpected pass ({result['status']}): remove {item} from known_failures.json"
-        )
-        pytest.xfail(f"known failure: {listed}")
+    entry = known.entry_for(known.load(), *item)
+    if entry is not None:
+        verdict = known.judge(known.load(), result)
+        assert verdict == "expected", f"{verdict}: {result['reason']}"
+        pytest.xfail(f"known failure: {entry['reason']}")
     assert result["status"] in ("native", "fallback"), "\n".join(result["failures"])
 
 
@@ -98,9 +98,29 @@ def test_slice_names_exist():
 
 def test_every_known_failure_has_a_reason_and_exists():
     ops, modules = ops_by_name(), modules_by_name()
-    for kind, name, dtype, reason in known.entries(known.load()):
-        assert reason.strip(), f"{kind} {name} {dtype} has no reason"
+    for kind, name, dtype, entry in known.entries(known.load()):
+        reason = entry["reason"].strip()
+        assert reason and reason != known.PLACEHOLDER, f"{kind} {name} {dtype} has no reason"
         assert name in (ops if kind == "op" else modules), f"{kind} {name} is not in the database"
+
+
+def test_a_listed_pair_failing_differently_is_unexpected():
+    entry = {"reason": "r", "signatures": ["sample 3: forward: wrong values"]}
+    known_list = {"ops": {"x": {"float32": entry}}, "modules": {}}
+
+    def result(status, *failures):
+        return {"kind": "op", "name": "x", "dtype": "float32", "status": status,
+                "reason": failures[0] if failures else "",
+                "signatures": [known.signature(f) for f in failures]}  # fmt: skip
+
+    same = result("fail", "sample 3: forward: Tensor-likes are not close! | Mismatched 1")
+    other_sample = result("fail", "sample 4: forward: Tensor-likes are not close! | x")
+    other_check = result("fail", "sample 3: grad[0]: Tensor-likes are not close! | x")
+    raised = result("fail", "sample 3: forward raised RuntimeError: boom")
+    assert known.judge(known_list, same) == "expected"
+    for r in (other_sample, other_check, raised):
+        assert known.judge(known_list, r) == "unexpected failure", r
+    assert known.judge(known_list, result("native")) == "unexpected pass"
 
 
 def test_every_harness_exemption_has_a_reason():

@@ -1,13 +1,19 @@
-"""The float64 arbiter of module checks: a value that differs from CPU beyond tolerance passes
-only if every element is at least as close to the float64 result as the CPU's element."""
+"""The float64 arbiter (arbiter.py): a value that differs from the CPU's beyond tolerance
+passes only if every element is at least as close to the float64 result as the CPU's element,
+infinite CPU elements are matched exactly, and ops depending on dtype limits are never
+arbitrated."""
 
 import torch
 
-from tests.conformance.harness import _Float64Arbiter
+from tests.conformance import harness
+from tests.conformance.arbiter import DTYPE_LIMIT_OPS, closer_than_cpu
+from tests.conformance.catalog import ops_by_name
+
+INF = float("inf")
 
 
 def _closer(actual, expected, exact):
-    return _Float64Arbiter._closer(actual, expected, exact, rtol=1.3e-6, atol=1e-5)
+    return closer_than_cpu(actual, expected, exact, rtol=1.3e-6, atol=1e-5)
 
 
 def test_closer_than_cpu_everywhere_passes():
@@ -24,6 +30,24 @@ def test_farther_than_cpu_at_one_element_fails():
     assert not _closer(neuron, cpu, exact)
 
 
+def test_infinite_cpu_element_with_finite_float64_must_match_exactly():
+    # CPU overflows to inf at float32, float64 does not: the bound |cpu - exact| is infinite,
+    # so without the exact-match rule any value would pass there.
+    exact = torch.tensor([1.0, 1e39], dtype=torch.float64)
+    cpu = torch.tensor([1.0 + 1e-3, INF])
+    assert _closer(torch.tensor([1.0, INF]), cpu, exact)
+    assert not _closer(torch.tensor([1.0, 0.0]), cpu, exact)
+    assert not _closer(torch.tensor([1.0, -INF]), cpu, exact)
+    assert not _closer(torch.tensor([1.0, 3e38]), cpu, exact)
+
+
+def test_neuron_infinite_where_cpu_is_finite_fails():
+    # nan_to_num leaving inf: CPU gives float32's max, float64 gives float64's max.
+    exact = torch.tensor([1.7976931348623157e308], dtype=torch.float64)
+    cpu = torch.tensor([3.4028234663852886e38])
+    assert not _closer(torch.tensor([INF]), cpu, exact)
+
+
 def test_nan_pattern_dtype_and_shape_must_agree():
     exact = torch.tensor([1.0, float("nan")], dtype=torch.float64)
     cpu = torch.tensor([1.0, float("nan")])
@@ -38,3 +62,30 @@ def test_tuples_compare_elementwise():
     cpu = (torch.tensor([1.0]), torch.tensor([5.01]))
     assert _closer((torch.tensor([1.0]), torch.tensor([5.0])), cpu, exact)
     assert not _closer((torch.tensor([1.1]), torch.tensor([5.0])), cpu, exact)
+
+
+def test_float64_results_are_never_arbitrated():
+    exact = torch.tensor([1.0], dtype=torch.float64)
+    assert not _closer(exact + 1e-9, exact + 1e-3, exact)
+
+
+def test_comparer_records_each_decision_and_skips_dtype_limit_ops():
+    exact = torch.tensor([2.0], dtype=torch.float64)
+    cpu, neuron = torch.tensor([2.001]), torch.tensor([2.0])
+    result = harness.Result("op", "x", "float32", "skip")
+    harness._Comparer(1.3e-6, 1e-5, True, result, check_device=False)(
+        neuron, cpu, lambda: exact, "forward"
+    )
+    assert result.decided_by == {"float64 arbiter": 1} and "forward" in result.arbitrated
+    refusing = harness._Comparer(1.3e-6, 1e-5, True, result, check_device=False, arbitrate=False)
+    try:
+        refusing(neuron, cpu, lambda: exact, "forward")
+    except harness.CheckFailure:
+        pass
+    else:
+        raise AssertionError("a comparer with arbitration off accepted a value off the CPU's")
+
+
+def test_dtype_limit_ops_exist_in_the_database():
+    ops = ops_by_name()
+    assert all(name in ops and reason for name, reason in DTYPE_LIMIT_OPS.items())

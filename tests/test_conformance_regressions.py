@@ -1,0 +1,177 @@
+"""Regression tests for bugs the conformance suites found, each against PyTorch CPU.
+
+Each test names the bug it guards; the conformance sweep found them first (OpInfo samples,
+PyTorch's upstream device-generic tests), these pin them with the smallest input.
+"""
+
+import warnings
+
+import pytest
+import torch
+
+import openneuron  # noqa: F401  (registers the device)
+
+DEV = "neuron"
+
+
+def _both(fn):
+    """fn("cpu") and fn("neuron"), the latter brought to the CPU after checking its device."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = fn("cpu")
+        actual = fn(DEV)
+    return actual, expected
+
+
+# ---- creation ops -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.float32])
+@pytest.mark.parametrize(
+    "args", [(3.1,), (0.5, 7.9, 2.2), (10, 2.5, -2), (-3.7, 4.2, 1.5), (1, 4)]
+)  # fmt: skip
+def test_arange_length_and_values_match_cpu(args, dtype):
+    # arange(3.1, dtype=int64) had 4 elements on neuron (CPU: 3); int32 has 4 on CPU too.
+    actual, expected = _both(lambda d: torch.arange(*args, dtype=dtype, device=d))
+    assert actual.device.type == DEV
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8])
+@pytest.mark.parametrize("ends", [(-3.5, 7.3), (0.9, 10.9), (1, 50), (2.5, 0.2)])
+def test_linspace_integer_dtypes_truncate_like_cpu(ends, dtype):
+    if dtype == torch.uint8 and min(ends) < 0:
+        pytest.skip("negative bounds do not convert to uint8 on the CPU either")
+    # CPU converts start and end to the integer type before computing the step.
+    actual, expected = _both(lambda d: torch.linspace(*ends, 13, dtype=dtype, device=d))
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+
+
+# ---- indexing -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [False, True])
+def test_index_add_bool_honours_alpha(alpha):
+    def run(d):
+        x = torch.tensor([[True, False], [False, False], [False, True]], device=d)
+        src = torch.ones(2, 2, dtype=torch.bool, device=d)
+        index = torch.tensor([0, 1], device=d)
+        return x.index_add(0, index, src, alpha=alpha)
+
+    actual, expected = _both(run)
+    assert torch.equal(actual.cpu(), expected)
+
+
+def test_sort_into_its_own_input():
+    # sort(y, out=(y, idx)) read values the kernel had already overwritten.
+    def run(d):
+        y = torch.tensor([[3.0, 1.0, 2.0, -1.0], [0.5, 9.0, -4.0, 2.0]], device=d)
+        idx = torch.empty(0, dtype=torch.long, device=d)
+        torch.sort(y, dim=1, out=(y, idx))
+        return y, idx
+
+    (y, idx), (y_cpu, idx_cpu) = _both(run)
+    assert torch.equal(y.cpu(), y_cpu) and torch.equal(idx.cpu(), idx_cpu)
+
+
+# ---- elementwise --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_abs_of_negative_zero_is_positive_zero(dtype):
+    out = torch.tensor([-0.0, 0.0, -2.0], dtype=dtype, device=DEV).abs().cpu()
+    assert not torch.signbit(out).any(), out
+
+
+@pytest.mark.parametrize("op", [torch.isposinf, torch.isneginf])
+def test_isposinf_isneginf_refuse_non_bool_out(op):
+    x = torch.tensor([1.0, float("inf"), -float("inf")], device=DEV)
+    with pytest.raises(RuntimeError, match="does not support non-boolean outputs"):
+        op(x, out=torch.empty(3, dtype=torch.int64, device=DEV))
+    out = torch.empty(3, dtype=torch.bool, device=DEV)
+    op(x, out=out)
+    assert torch.equal(out.cpu(), op(x.cpu()))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: 1 - x,
+        lambda x: torch.sub(1, x),
+        lambda x: torch.mul(2, x),
+        lambda x: torch.div(1, x),
+        lambda x: torch.maximum(torch.tensor(0.0, dtype=x.dtype), x),
+    ],
+    ids=["rsub", "sub_scalar_first", "mul_scalar_first", "div_scalar_first", "maximum_cpu_0dim"],
+)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
+def test_host_fallback_results_stay_on_the_device(fn, dtype):
+    # The host fallback put results on the device of the first tensor argument: the CPU for
+    # a wrapped number or a 0-dim CPU tensor.
+    x = torch.tensor([0.5, -2.0, 4.0], dtype=dtype)
+    try:
+        expected = fn(x)
+    except RuntimeError:
+        pytest.skip("the CPU does not define this op at this dtype")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        actual = fn(x.to(DEV))
+    assert actual.device.type == DEV
+    torch.testing.assert_close(actual.cpu(), expected)
+
+
+def test_bartlett_and_multilabel_soft_margin_loss_float64_on_device():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        window = torch.signal.windows.bartlett(7, dtype=torch.float64, device=DEV)
+        x = torch.randn(3, 4, dtype=torch.float64)
+        target = (torch.rand(3, 4) > 0.5).to(torch.float64)
+        loss = torch.nn.functional.multilabel_soft_margin_loss(x.to(DEV), target.to(DEV))
+    assert window.device.type == DEV and loss.device.type == DEV
+    torch.testing.assert_close(window.cpu(), torch.signal.windows.bartlett(7, dtype=torch.float64))
+    torch.testing.assert_close(
+        loss.cpu(), torch.nn.functional.multilabel_soft_margin_loss(x, target)
+    )
+
+
+# ---- views --------------------------------------------------------------------------------
+
+
+def test_complex_views_alias_their_input():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64, device=DEV)
+        real_view = torch.view_as_real(z)
+        real, imag = z.real, z.imag
+    for view in (real_view, real, imag):
+        assert view.untyped_storage().data_ptr() == z.untyped_storage().data_ptr()
+    assert real.stride() == (2,) and imag.storage_offset() == 1
+
+
+def test_view_as_complex_needs_unit_last_stride():
+    x = torch.randn(4, 2, device=DEV).t().contiguous().t()  # last stride 4
+    with pytest.raises(RuntimeError, match="stride"):
+        torch.view_as_complex(x)
+    z = torch.view_as_complex(torch.randn(3, 2, device=DEV))
+    assert z.dtype == torch.complex64 and z.shape == (3,)
+
+
+def test_unfold_is_a_view():
+    x = torch.arange(10.0, device=DEV)
+    windows = x.unfold(0, 4, 3)
+    assert windows.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    assert windows.stride() == (3, 1)
+    torch.testing.assert_close(windows.cpu(), torch.arange(10.0).unfold(0, 4, 3))
+
+
+# ---- normalization ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layer_norm_over_one_element_rows_has_zero_input_gradient(dtype):
+    # With one element per row, x - mean is exactly 0, so is dL/dx (neuron gave 6.2e-5).
+    x = torch.randn(5, 1, dtype=dtype, device=DEV, requires_grad=True)
+    w = torch.randn(1, dtype=dtype, device=DEV, requires_grad=True)
+    y = torch.nn.functional.layer_norm(x, (1,), w, None)
+    (grad,) = torch.autograd.grad(y, x, torch.randn_like(y))
+    assert torch.equal(grad.cpu(), torch.zeros(5, 1, dtype=dtype))
