@@ -119,9 +119,9 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
     resolved.result = ResultRule::Common;
   }
 
-  if (has_out && (spec_.op == PointwiseOp::IsPosInf || spec_.op == PointwiseOp::IsNegInf)) {
+  if (has_out && (spec.op == PointwiseOp::IsPosInf || spec.op == PointwiseOp::IsNegInf)) {
     TORCH_CHECK(args[num_args - 1].toTensor().scalar_type() == at::kBool,
-                spec_.op == PointwiseOp::IsPosInf ? "isposinf" : "isneginf",
+                spec.op == PointwiseOp::IsPosInf ? "isposinf" : "isneginf",
                 " does not support non-boolean outputs.");
   }
   // Native only for device-native dtypes the op supports; everything else runs on the host.

@@ -12,7 +12,6 @@ import functools
 import itertools
 import os
 import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -29,13 +28,7 @@ KNOWN_OPTIONS = {
     "cache": "bool, default True: use the on-disk cache of compiled graphs",
 }
 _graph_counter = itertools.count()
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+_warn_once = cache.warn_once
 
 
 def _debug_dir() -> Path | None:

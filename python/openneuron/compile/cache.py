@@ -24,7 +24,8 @@ _memory: dict[str, object] = {}
 _warned: set[str] = set()
 
 
-def _warn_once(key: str, message: str) -> None:
+def warn_once(key: str, message: str) -> None:
+    """Warns with `message` the first time `key` is seen (until clear_memory())."""
     if key not in _warned:
         _warned.add(key)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
@@ -90,7 +91,7 @@ def disk_get(key: str) -> tuple[str | None, str | None]:
 
 
 def report_bad_entry(key: str, reason: str) -> None:
-    _warn_once(
+    warn_once(
         f"bad:{key}:{reason}",
         f"openneuron compile cache: entry {key[:16]} is {reason}; recompiling",
     )
@@ -109,7 +110,7 @@ def disk_put(key: str, optimised_ir: str) -> None:
             temporary = f.name
         os.replace(temporary, directory / f"{key}.ir")  # readers never see a partial entry
     except OSError as error:
-        _warn_once(
+        warn_once(
             f"unwritable:{directory}",
             f"openneuron compile cache: cannot write {directory} ({error}); "
             "caching compiled graphs in memory only",
