@@ -7,6 +7,8 @@
 #include "aten/generator.h"
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/library_calls.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::bridge {
@@ -88,6 +90,25 @@ PYBIND11_MODULE(_C, m) {
     result["device_memory_bytes"] = config.device_memory_bytes;
     result["profile_hbm_bytes"] = config.profile.hbm_bytes;
     result["launch_blocking"] = config.launch_blocking;
+    return result;
+  });
+
+  m.def("_cpu_capability", [] {
+    namespace kernels = openneuron::kernels;
+    py::dict result;
+    result["capability"] = kernels::cpu_isa_name(kernels::cpu_isa());
+    result["detected"] = kernels::cpu_isa_name(kernels::detected_cpu_isa());
+    result["kernels"] = kernels::use_avx512_kernels() ? "avx512" : "avx2";
+    result["onednn"] = kernels::dnnl_effective_isa_name();
+    return result;
+  });
+  m.def("_library_call_counts", [] {
+    namespace kernels = openneuron::kernels;
+    const auto counts = kernels::library_call_counts();
+    py::dict result;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      result[py::str(kernels::library_call_name(static_cast<kernels::LibraryCall>(i)))] = counts[i];
+    }
     return result;
   });
 

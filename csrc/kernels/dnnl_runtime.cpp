@@ -8,10 +8,15 @@
 #include <memory>
 #include <new>
 
+#include "kernels/cpu_isa.h"
+
 namespace openneuron::kernels {
 
 dnnl::engine& dnnl_engine() {
-  static dnnl::engine instance(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine instance = [] {
+    cap_dnnl_isa();  // before oneDNN picks any kernel
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return instance;
 }
 
