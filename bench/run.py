@@ -29,9 +29,16 @@ def sync(device: str) -> None:
         torch.neuron.synchronize()
 
 
-def median_seconds(fn: Callable[[], None], device: str, repeats: int, warmup: int = 2) -> float:
+def median_seconds(
+    fn: Callable[[], None], device: str, repeats: int, warmup: int = 2, budget: float = 20.0
+) -> float:
+    """Median of `repeats` timed runs after `warmup` ones; a case slower than `budget`
+    seconds in all stops early (torch's bf16 mm under the AVX2 cap takes ~1 minute a call)."""
+    began = time.perf_counter()
     for _ in range(warmup):
         fn()
+        if time.perf_counter() - began > budget:
+            break
     sync(device)
     samples = []
     for _ in range(repeats):
@@ -39,6 +46,8 @@ def median_seconds(fn: Callable[[], None], device: str, repeats: int, warmup: in
         fn()
         sync(device)
         samples.append(time.perf_counter() - start)
+        if time.perf_counter() - began > budget:
+            break
     return statistics.median(samples)
 
 

@@ -7,13 +7,17 @@ products on several streams, starts pinned host<->device copies with non_blockin
 then ends without synchronizing, in one of these ways (cycled by the child's index):
 
 - main returns normally while the work is queued;
-- main returns while a second thread is still enqueueing work;
-- a thread other than main calls the C library's exit() while main still runs Python;
+- main returns while a second (non-daemon) thread is still enqueueing work;
+- a thread other than main queues work and calls the C library's exit() while main waits
+  for it, so static destructors run with the stream workers busy;
 - the interpreter exits through sys.exit() from main right after raising inside a stream
   context.
 
 A run fails when any child aborts (a signal, or "terminate called" on stderr), hangs past
-the timeout, exits with a nonzero status, or prints a traceback.
+the timeout, exits with a nonzero status, or prints a traceback. (A daemon thread still
+inside a torch op when the interpreter finalizes aborts with "terminate called" on plain CPU
+tensors too: CPython ends it with pthread_exit inside torch's GIL-releasing guard, so that
+case is not one of the scenarios.)
 """
 
 import argparse
@@ -50,13 +54,19 @@ back.copy_(device_copy, non_blocking=True)
 queue_work(6)
 
 if scenario == "enqueueing_thread":
-    threading.Thread(target=queue_work, args=(1000,), daemon=True).start()
+    threading.Thread(target=queue_work, args=(40,)).start()
     time.sleep(0.005)
 elif scenario == "exit_from_thread":
     libc = ctypes.CDLL(None)
     libc.exit.argtypes = [ctypes.c_int]
-    threading.Thread(target=lambda: libc.exit(0)).start()
-    queue_work(1000)  # main keeps enqueueing until the process is gone
+
+    def queue_then_exit():
+        queue_work(20)
+        libc.exit(0)
+
+    worker = threading.Thread(target=queue_then_exit)
+    worker.start()
+    worker.join()
 elif scenario == "sys_exit_in_stream":
     try:
         with torch.neuron.stream(streams[0]):

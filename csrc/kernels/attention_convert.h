@@ -1,9 +1,9 @@
-// Private helper of the per-ISA attention and row-norm kernels (isa_variant.h): contiguous runs of float16/bfloat16
-// widened to / rounded from fp32 sixteen at a time (float16 with the CPU's conversion
-// instructions, bfloat16 with integer rounding). Results equal float_conversions.h's (round
-// to nearest even, overflow to inf, NaN quieted / canonical for bfloat16); only a
-// signalling float16 NaN widens to a quiet NaN here. Explicit vectors avoid the per-call
-// peeling of auto-vectorised loops, which dominates on rows of a few hundred elements.
+// Private helper of the per-ISA attention and row-norm kernels (isa_variant.h): contiguous runs of
+// float16/bfloat16 widened to / rounded from fp32 sixteen at a time (float16 with the CPU's
+// conversion instructions, bfloat16 with integer rounding). Results equal float_conversions.h's
+// (round to nearest even, overflow to inf, NaN quieted / canonical for bfloat16); only a signalling
+// float16 NaN widens to a quiet NaN here. Explicit vectors avoid the per-call peeling of
+// auto-vectorised loops, which dominates on rows of a few hundred elements.
 #pragma once
 
 #include <cstdint>

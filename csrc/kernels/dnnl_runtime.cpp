@@ -13,11 +13,12 @@
 namespace openneuron::kernels {
 
 dnnl::engine& dnnl_engine() {
-  static dnnl::engine instance = [] {
+  // Never destroyed: stream workers may still run a kernel while static destructors run.
+  static auto* instance = [] {
     cap_dnnl_isa();  // before oneDNN picks any kernel
-    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
-  return instance;
+  return *instance;
 }
 
 dnnl::stream& dnnl_thread_stream() {

@@ -13,7 +13,7 @@
 #undef OPENNEURON_ISA_NAMESPACE
 
 // Calls `function` (a name inside the ISA namespaces) from the copy for the current ISA.
-#define OPENNEURON_ISA_CALL(function, ...)                                  \
+#define OPENNEURON_ISA_CALL(function, ...)                                         \
   (use_avx512_kernels() ? ::openneuron::kernels::isa_avx512::function(__VA_ARGS__) \
                         : ::openneuron::kernels::isa_avx2::function(__VA_ARGS__))
 
@@ -35,8 +35,8 @@ void attention_backward(const TensorView* grad_q, const TensorView* grad_k,
                         const TensorView& grad_out, const TensorView& q, const TensorView& k,
                         const TensorView& v, const TensorView& out, const TensorView& lse,
                         const TensorView* mask, const AttentionParams& params) {
-  OPENNEURON_ISA_CALL(attention_backward, grad_q, grad_k, grad_v, grad_mask, grad_out, q, k, v,
-                      out, lse, mask, params);
+  OPENNEURON_ISA_CALL(attention_backward, grad_q, grad_k, grad_v, grad_mask, grad_out, q, k, v, out,
+                      lse, mask, params);
 }
 
 namespace attention_blocks {
@@ -44,8 +44,8 @@ namespace attention_blocks {
 void block_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                 int64_t a_col_stride, const float* b, int64_t ldb, float* c, int64_t ldc,
                 bool accumulate) {
-  OPENNEURON_ISA_CALL(attention_blocks::block_gemm, m, n, k, a, a_row_stride, a_col_stride, b,
-                      ldb, c, ldc, accumulate);
+  OPENNEURON_ISA_CALL(attention_blocks::block_gemm, m, n, k, a, a_row_stride, a_col_stride, b, ldb,
+                      c, ldc, accumulate);
 }
 
 void transpose_16x16(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
@@ -106,8 +106,8 @@ void backward(const TensorView* grad_input, const TensorView& grad_out, const Te
               const std::vector<float>& w, const std::vector<float>& mean,
               const std::vector<float>& rstd, bool rms, bool want_columns, std::vector<double>& gw,
               std::vector<double>& gb) {
-  OPENNEURON_ISA_CALL(normalization_rows::backward, grad_input, grad_out, input, w, mean, rstd,
-                      rms, want_columns, gw, gb);
+  OPENNEURON_ISA_CALL(normalization_rows::backward, grad_input, grad_out, input, w, mean, rstd, rms,
+                      want_columns, gw, gb);
 }
 
 }  // namespace normalization_rows

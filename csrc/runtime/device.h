@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -31,6 +32,9 @@ class Device {
 
   // Waits for every stream of the device; throws the first queued error found.
   void synchronize();
+
+  // Stream::halt for every stream of the device (at process exit), sharing one deadline.
+  void halt_streams(std::chrono::milliseconds timeout);
 
  private:
   const int index_;

@@ -303,7 +303,7 @@ TEST_P(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
   }
   std::vector<uint16_t> narrowed(values.size());
   attention_blocks::narrow_half(values.data(), narrowed.data(),
-                                 static_cast<int64_t>(values.size()));
+                                static_cast<int64_t>(values.size()));
   for (size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(narrowed[i], float_to_half_bits(values[i])) << "bits " << float_to_bits(values[i]);
   }
@@ -334,7 +334,7 @@ TEST_P(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
   }
   std::vector<uint16_t> narrowed(values.size());
   attention_blocks::narrow_bfloat16(values.data(), narrowed.data(),
-                                     static_cast<int64_t>(values.size()));
+                                    static_cast<int64_t>(values.size()));
   for (size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(narrowed[i], float_to_bfloat16_bits(values[i]))
         << "bits " << float_to_bits(values[i]);
@@ -343,7 +343,7 @@ TEST_P(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
   for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint16_t>(i);
   std::vector<float> widened(codes.size());
   attention_blocks::widen_bfloat16(codes.data(), widened.data(),
-                                    static_cast<int64_t>(codes.size()));
+                                   static_cast<int64_t>(codes.size()));
   for (size_t i = 0; i < codes.size(); ++i) {
     ASSERT_EQ(float_to_bits(widened[i]), float_to_bits(bfloat16_bits_to_float(codes[i])));
   }

@@ -36,7 +36,6 @@ struct ConvProblem {
   bool native_on_avx2 = true;
 };
 
-
 void PrintTo(const ConvProblem& c, std::ostream* os) { *os << c.name; }
 
 Conv2dParams params_of(const ConvProblem& c) {

@@ -82,7 +82,8 @@ TEST(CpuIsa, CapAlsoCapsOneDnn) {
   if (available_cpu_isa() == CpuIsa::kAvx2) {
     EXPECT_EQ(effective & ~isa_bits(dnnl::cpu_isa::avx2), 0u) << dnnl_effective_isa_name();
   } else {
-    EXPECT_EQ(effective & isa_bits(dnnl::cpu_isa::avx512_core), isa_bits(dnnl::cpu_isa::avx512_core))
+    EXPECT_EQ(effective & isa_bits(dnnl::cpu_isa::avx512_core),
+              isa_bits(dnnl::cpu_isa::avx512_core))
         << dnnl_effective_isa_name();
   }
 }

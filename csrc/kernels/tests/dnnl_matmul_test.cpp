@@ -75,9 +75,9 @@ uint64_t calls(LibraryCall call) { return library_call_counts()[static_cast<size
 // dnnl_gemm accepts only brgemm primitives, which oneDNN 2.6 has from AVX-512 on.
 bool brgemm_matmul_available() { return cpu_isa() >= CpuIsa::kAvx512; }
 
-#define SKIP_WITHOUT_BRGEMM()                                                              \
-  if (!brgemm_matmul_available())                                                          \
-  GTEST_SKIP() << "oneDNN 2.6 has no brgemm matmul at " << cpu_isa_name(cpu_isa())          \
+#define SKIP_WITHOUT_BRGEMM()                                                      \
+  if (!brgemm_matmul_available())                                                  \
+  GTEST_SKIP() << "oneDNN 2.6 has no brgemm matmul at " << cpu_isa_name(cpu_isa()) \
                << " (gemm runs on OpenBLAS there: Gemm.UsesOneDnnWhereItHasKernelsElseOpenBlas)"
 
 TEST(DnnlMatmul, RunsContiguousFloat32) {
@@ -172,9 +172,9 @@ TEST(OpenBlasGemm, SplitsByRowsAndColumnsForEveryTranspose) {
                    double(tb ? b[j * ldb + p] : b[p * ldb + j]);
           }
           const double want = 0.5 * sum + 2.0 * c0[i * ldc + j];
-          ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + s.k)) << s.m << "x" << s.n << "x" << s.k
-                                                              << " trans " << trans << " [" << i
-                                                              << "," << j << "]";
+          ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + s.k))
+              << s.m << "x" << s.n << "x" << s.k << " trans " << trans << " [" << i << "," << j
+              << "]";
         }
       }
     }

@@ -191,7 +191,8 @@ TEST_P(NormalizationRowsTest, ZeroRowsAndZeroLength) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, NormalizationRowsTest, testing::kernel_isas(), testing::isa_test_name);
+INSTANTIATE_TEST_SUITE_P(Isa, NormalizationRowsTest, testing::kernel_isas(),
+                         testing::isa_test_name);
 
 }  // namespace
 }  // namespace openneuron::kernels
