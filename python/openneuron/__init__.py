@@ -34,7 +34,15 @@ def _check_baseline_isa() -> None:
 
 _check_baseline_isa()
 
-from openneuron import _C  # noqa: F401  (loading it registers guard, hooks, allocators, kernels)
+try:
+    from openneuron import _C  # noqa: F401  (loading it registers guard, hooks, allocators, kernels)
+except ImportError as error:  # the wheel's runtime libraries come from the system
+    if "libdnnl" in str(error) or "libopenblas" in str(error):
+        raise ImportError(
+            f"{error}: openneuron needs oneDNN 2.x and OpenBLAS from the system"
+            " (Debian: apt-get install libdnnl2 libopenblas0-pthread)"
+        ) from error
+    raise
 from openneuron import device as _device_module
 from openneuron import printing as _printing
 from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, strict
