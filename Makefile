@@ -5,13 +5,46 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test bench bench-compile fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-compile fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
 
 test: build
 	$(MAKE) test-cpp test-python lint
+
+# Every test as an AVX2-only CPU would run it: our kernels, oneDNN and OpenBLAS capped at
+# AVX2 (and torch's own CPU kernels, MKL and oneDNN likewise, for the comparisons).
+AVX2_CAP := OPENNEURON_MAX_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell \
+	ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
+test-avx2: build
+	$(AVX2_CAP) $(MAKE) test-cpp test-python
+
+# The C++ suites under ASan+UBSan, and the runtime and kernel suites under TSan, each in its
+# own build tree (build-asan, build-tsan; the bridge is not built there). Suppressions, each
+# with its reason, are in scripts/sanitizers/.
+SANITIZER_CMAKE = cmake -S . -G Ninja -DOPENNEURON_BUILD_BRIDGE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+JOBS ?= 2
+test-sanitize: venv
+	$(SANITIZER_CMAKE) -B build-asan -DOPENNEURON_SANITIZE=address,undefined
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/lsan.supp \
+	ctest --test-dir build-asan --output-on-failure -j 2
+
+test-tsan: venv
+	$(SANITIZER_CMAKE) -B build-tsan -DOPENNEURON_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/scripts/sanitizers/tsan.supp \
+	ctest --test-dir build-tsan --output-on-failure -j 2
+
+# A wheel in dist/ (pip wheel --no-build-isolation, reusing build/), and a test that installs
+# it into a fresh virtual environment beside torch 2.13.0 and runs a smoke test there.
+wheel: venv
+	$(PYTHON) -m pip wheel --no-build-isolation --no-deps -w dist .
+
+test-wheel: wheel
+	$(PYTHON) -m pytest tests/wheel_install_check.py -q
 
 # Not a test: neuron eager against PyTorch CPU eager, side by side; prints tables, writes JSON.
 bench: build

@@ -1,6 +1,7 @@
 """Side-by-side benchmark: `neuron` eager against PyTorch CPU eager, in one process.
 
     make bench            # or: .venv/bin/python bench/run.py [--quick] [--json PATH]
+    .venv/bin/python bench/run.py --max-cpu-isa avx2   # as on an AVX2-only CPU (both sides)
 
 Prints a table per section and writes JSON (default bench/results/latest.json). Ratios are
 CPU time / neuron time (or neuron rate / CPU rate): above 1.0 means neuron is faster. Timings
@@ -28,9 +29,16 @@ def sync(device: str) -> None:
         torch.neuron.synchronize()
 
 
-def median_seconds(fn: Callable[[], None], device: str, repeats: int, warmup: int = 2) -> float:
+def median_seconds(
+    fn: Callable[[], None], device: str, repeats: int, warmup: int = 2, budget: float = 20.0
+) -> float:
+    """Median of `repeats` timed runs after `warmup` ones; a case slower than `budget`
+    seconds in all stops early (torch's bf16 mm under the AVX2 cap takes ~1 minute a call)."""
+    began = time.perf_counter()
     for _ in range(warmup):
         fn()
+        if time.perf_counter() - began > budget:
+            break
     sync(device)
     samples = []
     for _ in range(repeats):
@@ -38,7 +46,34 @@ def median_seconds(fn: Callable[[], None], device: str, repeats: int, warmup: in
         fn()
         sync(device)
         samples.append(time.perf_counter() - start)
+        if time.perf_counter() - began > budget:
+            break
     return statistics.median(samples)
+
+
+# What --max-cpu-isa avx2 sets, before torch loads: our kernels and oneDNN, OpenBLAS, and on
+# the torch side ATen's kernels, MKL and torch's bundled oneDNN.
+AVX2_CAP = {
+    "OPENNEURON_MAX_CPU_ISA": "avx2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OPENBLAS_CORETYPE": "Haswell",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+}
+
+
+def library_calls() -> dict:
+    import openneuron
+
+    return dict(openneuron._C._library_call_counts())
+
+
+def libraries_since(before: dict) -> str:
+    """The dense-math libraries neuron called since `before` (library_calls()), by count."""
+    after = library_calls()
+    used = {name: after[name] - before.get(name, 0) for name in after}
+    names = [f"{name}:{count}" for name, count in sorted(used.items()) if count]
+    return " ".join(names) if names else "own kernels"
 
 
 def dispatch_overhead(quick: bool) -> list[dict]:
@@ -61,17 +96,23 @@ def dispatch_overhead(quick: bool) -> list[dict]:
 
 def gemm(quick: bool) -> list[dict]:
     rows = []
-    sizes = [1024] if quick else [1024, 2048]
-    for n in sizes:
+    # Square products, and a transformer-sized one (tokens x hidden by hidden x 4*hidden/...).
+    sizes = [(1024, 1024, 1024)] if quick else [(1024, 1024, 1024), (2048, 2048, 2048)]
+    sizes.append((288, 192, 768))
+    for m, n, k in sizes:
+        shape = f"{m}^3" if m == n == k else f"{m}x{n}x{k}"
         for dtype in (torch.float32, torch.bfloat16):
-            row = {"case": f"mm {n}^3 {str(dtype).replace('torch.', '')}"}
+            row = {"case": f"mm {shape} {str(dtype).replace('torch.', '')}"}
             for device in ("cpu", "neuron"):
-                a = torch.randn(n, n, dtype=dtype, device=device)
-                b = torch.randn(n, n, dtype=dtype, device=device)
+                a = torch.randn(m, k, dtype=dtype, device=device)
+                b = torch.randn(k, n, dtype=dtype, device=device)
+                before = library_calls()
                 seconds = median_seconds(
                     lambda a=a, b=b: torch.mm(a, b), device, repeats=3 if quick else 5
                 )
-                row[f"{device}_gflops"] = 2 * n**3 / seconds / 1e9
+                if device == "neuron":
+                    row["neuron_library"] = libraries_since(before)
+                row[f"{device}_gflops"] = 2 * m * n * k / seconds / 1e9
             row["ratio"] = row["neuron_gflops"] / row["cpu_gflops"]
             row["target"] = ">= 0.9"
             rows.append(row)
@@ -108,6 +149,7 @@ def workloads(quick: bool) -> list[dict]:
             built = workload.build(device, size="small" if quick else "benchmark")
             counter = iter(range(1_000_000))
             openneuron.clear_op_tracking()
+            before = library_calls()
             seconds = median_seconds(
                 lambda built=built, counter=counter: built.step(next(counter)),
                 device,
@@ -115,6 +157,7 @@ def workloads(quick: bool) -> list[dict]:
             )
             row[f"{device}_ms_per_step"] = seconds * 1e3
             if device == "neuron":
+                row["neuron_library"] = libraries_since(before)
                 row["fallback_ops"] = sorted(openneuron.get_fallback_ops())
         row["ratio"] = row["cpu_ms_per_step"] / row["neuron_ms_per_step"]
         row["target"] = ">= 1.0 geomean, none below 0.8"
@@ -150,8 +193,16 @@ def machine() -> dict:
                 break
     except OSError:
         pass
+    import openneuron
+
+    details = openneuron.cpu_capability_details()
+    capped = {name: os.environ[name] for name in AVX2_CAP if name in os.environ}
     return {
         "cpu_model": cpu_model,
+        "neuron_isa": f"{details['capability']} (kernels {details['kernels']},"
+        f" oneDNN {details['onednn']})",
+        "torch_isa": torch.backends.cpu.get_cpu_capability(),
+        "caps": " ".join(f"{k}={v}" for k, v in capped.items()) or "none",
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
@@ -169,7 +220,15 @@ def main() -> None:
     parser.add_argument(
         "--markdown", type=Path, help="also write the tables as Markdown (docs/performance.md)"
     )
+    parser.add_argument(
+        "--max-cpu-isa",
+        choices=["avx2"],
+        help="cap both sides at this ISA, as on a CPU without AVX-512 (sets AVX2_CAP's variables)",
+    )
     args = parser.parse_args()
+    if args.max_cpu_isa and any(os.environ.get(k) != v for k, v in AVX2_CAP.items()):
+        # The caps must be in place before torch, MKL, oneDNN and OpenBLAS load: start over.
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_CAP})
 
     import openneuron  # noqa: F401  (registers the device even with autoload disabled)
 
@@ -218,6 +277,11 @@ def markdown_report(results: dict, arguments: str) -> str:
         " runs on the same host CPU, so this compares the two software stacks on equal hardware.",
         "",
         "Ratios are CPU time / neuron time (or neuron rate / CPU rate): above 1 favours neuron.",
+        "",
+        f"Vector ISA: neuron {machine_info['neuron_isa']}; torch CPU"
+        f" {machine_info['torch_isa']}; caps in effect: {machine_info['caps']}."
+        " `neuron_library` counts the dense-math library calls neuron made during the row's"
+        " timing (`own kernels` when none).",
     ]
     for name, rows in results["sections"].items():
         if not rows:

@@ -11,6 +11,8 @@
 #include "aten/runtime_errors.h"
 #include "runtime/device_profile.h"
 #include "aten/sim_binding.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/library_calls.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::bridge {
@@ -115,6 +117,25 @@ PYBIND11_MODULE(_C, m) {
     }
     return result;
   });
+  m.def("_cpu_capability", [] {
+    namespace kernels = openneuron::kernels;
+    py::dict result;
+    result["capability"] = kernels::cpu_isa_name(kernels::cpu_isa());
+    result["detected"] = kernels::cpu_isa_name(kernels::detected_cpu_isa());
+    result["kernels"] = kernels::use_avx512_kernels() ? "avx512" : "avx2";
+    result["onednn"] = kernels::dnnl_effective_isa_name();
+    return result;
+  });
+  m.def("_library_call_counts", [] {
+    namespace kernels = openneuron::kernels;
+    const auto counts = kernels::library_call_counts();
+    py::dict result;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      result[py::str(kernels::library_call_name(static_cast<kernels::LibraryCall>(i)))] = counts[i];
+    }
+    return result;
+  });
+
   m.def("_memory_stats", &memory_stats);
   register_memory_history(m);
   register_profiler_bindings(m);

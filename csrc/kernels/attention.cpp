@@ -18,11 +18,14 @@
 #include "kernels/attention_convert.h"
 #include "kernels/dense_float.h"
 #include "kernels/element_types.h"
+#include "kernels/isa_kernels.h"
+#include "kernels/isa_variant.h"
 #include "kernels/parallel.h"
 #include "kernels/philox.h"
 #include "kernels/row_io.h"
 
-namespace openneuron::kernels {
+OPENNEURON_ISA_BEGIN
+namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE {
 namespace {
 
 using attention_blocks::block_gemm;
@@ -571,4 +574,5 @@ void attention_backward(const TensorView* grad_q, const TensorView* grad_k,
   }
 }
 
-}  // namespace openneuron::kernels
+}  // namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE
+OPENNEURON_ISA_END

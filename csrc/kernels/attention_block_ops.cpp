@@ -7,18 +7,18 @@
 #include <cmath>
 #include <limits>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
+#include "kernels/attention_convert.h"
+#include "kernels/isa_kernels.h"
+#include "kernels/isa_variant.h"
 #include "kernels/vector_exp.h"
 
-namespace openneuron::kernels::attention_blocks {
+OPENNEURON_ISA_BEGIN
+namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE::attention_blocks {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
 
 constexpr int kTileRows = 6;
 constexpr int kTileVectors = 4;  // 64 fp32 columns
@@ -36,11 +36,11 @@ constexpr int64_t kTileColumns = 16 * kTileVectors;
 #define ONEURON_TILE_ROW(r, statement_template)                              \
   statement_template(r, 0) statement_template(r, 1) statement_template(r, 2) \
       statement_template(r, 3)
-#define ONEURON_TILE_ALL(statement_template)                                          \
-  ONEURON_TILE_ROW(0, statement_template)                                             \
-  ONEURON_TILE_ROW(1, statement_template) ONEURON_TILE_ROW(2, statement_template)     \
-      ONEURON_TILE_ROW(3, statement_template) ONEURON_TILE_ROW(4, statement_template) \
-          ONEURON_TILE_ROW(5, statement_template)
+#define ONEURON_TILE_ALL(statement_template)                                      \
+  ONEURON_TILE_ROW(0, statement_template)                                         \
+  ONEURON_TILE_ROW(1, statement_template)                                         \
+  ONEURON_TILE_ROW(2, statement_template) ONEURON_TILE_ROW(3, statement_template) \
+      ONEURON_TILE_ROW(4, statement_template) ONEURON_TILE_ROW(5, statement_template)
 #define ONEURON_TILE_LOAD(r, v) \
   ONEURON_TILE_FOR(r, v, c##r##v = _mm512_maskz_loadu_ps(mask, c + r * ldc + 16 * v))
 #define ONEURON_TILE_STORE(r, v) \
@@ -131,7 +131,7 @@ float lanes_sum(__m512 lanes) {
   return total;
 }
 
-#endif  // __AVX512F__
+#endif  // OPENNEURON_KERNEL_AVX512
 
 }  // namespace
 
@@ -139,7 +139,7 @@ void block_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_s
                 int64_t a_col_stride, const float* b, int64_t ldb, float* c, int64_t ldc,
                 bool accumulate) {
   if (m <= 0 || n <= 0) return;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   // Column strips outermost: one strip of b (k x 64) stays in L1 while every row tile uses it.
   for (int64_t j0 = 0; j0 < n; j0 += kTileColumns) {
     const int64_t columns = std::min(kTileColumns, n - j0);
@@ -172,7 +172,7 @@ void block_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_s
 }
 
 void transpose_16x16(const float* src, int64_t src_ld, float* dst, int64_t dst_ld) {
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   // Four shuffle stages: 1-element, 2-element, then two 128-bit lane interleaves. (Masked
   // forms with an all-ones mask: GCC 12 warns about the plain ones' undefined sources.)
   __m512 r[16], t[16];
@@ -212,7 +212,7 @@ void transpose_16x16(const float* src, int64_t src_ld, float* dst, int64_t dst_l
 float row_max(const float* x, int64_t n) {
   int64_t j = 0;
   float best = kNegInf;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   __m512 lanes = _mm512_set1_ps(kNegInf);
   for (; j + 16 <= n; j += 16)
     lanes = _mm512_mask_max_ps(lanes, 0xFFFF, lanes, _mm512_loadu_ps(x + j));
@@ -225,7 +225,7 @@ float row_max(const float* x, int64_t n) {
 float exp_shifted_sum(float* x, int64_t n, float shift) {
   int64_t j = 0;
   float total = 0.0f;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   __m512 lanes = _mm512_setzero_ps();
   for (; j + 16 <= n; j += 16) {
     alignas(64) float block[16];
@@ -254,7 +254,7 @@ void scale_row(float* x, int64_t n, float factor) {
 float dot(const float* x, const float* y, int64_t n) {
   int64_t j = 0;
   float total = 0.0f;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   __m512 lanes = _mm512_setzero_ps();
   for (; j + 16 <= n; j += 16) {
     lanes = _mm512_fmadd_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(y + j), lanes);
@@ -265,4 +265,21 @@ float dot(const float* x, const float* y, int64_t n) {
   return total;
 }
 
-}  // namespace openneuron::kernels::attention_blocks
+void widen_half(const uint16_t* src, float* dst, int64_t n) {
+  attention_convert::widen_half(src, dst, n);
+}
+
+void narrow_half(const float* src, uint16_t* dst, int64_t n) {
+  attention_convert::narrow_half(src, dst, n);
+}
+
+void widen_bfloat16(const uint16_t* src, float* dst, int64_t n) {
+  attention_convert::widen_bfloat16(src, dst, n);
+}
+
+void narrow_bfloat16(const float* src, uint16_t* dst, int64_t n) {
+  attention_convert::narrow_bfloat16(src, dst, n);
+}
+
+}  // namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE::attention_blocks
+OPENNEURON_ISA_END

@@ -33,4 +33,11 @@ void scale_row(float* x, int64_t n, float factor);
 // sum_j x[j] * y[j] for j < n.
 float dot(const float* x, const float* y, int64_t n);
 
+// Runs of float16/bfloat16 bits widened to / rounded from fp32 (attention_convert.h's
+// vectorised forms, for tests): equal to float_conversions.h's per-element results.
+void widen_half(const uint16_t* src, float* dst, int64_t n);
+void narrow_half(const float* src, uint16_t* dst, int64_t n);
+void widen_bfloat16(const uint16_t* src, float* dst, int64_t n);
+void narrow_bfloat16(const float* src, uint16_t* dst, int64_t n);
+
 }  // namespace openneuron::kernels::attention_blocks

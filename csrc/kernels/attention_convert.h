@@ -1,25 +1,23 @@
-// Private helper of the attention and row-norm kernels: contiguous runs of float16/bfloat16
-// widened to / rounded from fp32 sixteen at a time (float16 with the CPU's conversion
-// instructions, bfloat16 with integer rounding). Results equal float_conversions.h's (round
-// to nearest even, overflow to inf, NaN quieted / canonical for bfloat16); only a
-// signalling float16 NaN widens to a quiet NaN here. Explicit vectors avoid the per-call
-// peeling of auto-vectorised loops, which dominates on rows of a few hundred elements.
+// Private helper of the per-ISA attention and row-norm kernels (isa_variant.h): contiguous runs of
+// float16/bfloat16 widened to / rounded from fp32 sixteen at a time (float16 with the CPU's
+// conversion instructions, bfloat16 with integer rounding). Results equal float_conversions.h's
+// (round to nearest even, overflow to inf, NaN quieted / canonical for bfloat16); only a signalling
+// float16 NaN widens to a quiet NaN here. Explicit vectors avoid the per-call peeling of
+// auto-vectorised loops, which dominates on rows of a few hundred elements.
 #pragma once
 
 #include <cstdint>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "kernels/float_conversions.h"
+#include "kernels/isa_variant.h"
 
-namespace openneuron::kernels::attention_convert {
+OPENNEURON_ISA_BEGIN
+namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE::attention_convert {
 
 // dst[i] = float(src[i]) for i < n; src holds float16 bits.
 inline void widen_half(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   for (; i + 16 <= n; i += 16) {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
     // Masked forms with an all-ones mask: GCC 12 warns about the plain ones' undefined sources.
@@ -32,7 +30,7 @@ inline void widen_half(const uint16_t* src, float* dst, int64_t n) {
 // dst[i] = float16 bits of src[i] rounded to nearest even, for i < n.
 inline void narrow_half(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   for (; i + 16 <= n; i += 16) {
     const __m256i bits =
         _mm512_mask_cvtps_ph(_mm256_setzero_si256(), 0xFFFF, _mm512_loadu_ps(src + i),
@@ -46,7 +44,7 @@ inline void narrow_half(const float* src, uint16_t* dst, int64_t n) {
 // dst[i] = float(src[i]) for i < n; src holds bfloat16 bits.
 inline void widen_bfloat16(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   for (; i + 16 <= n; i += 16) {
     const __m512i wide =
         _mm512_mask_cvtepu16_epi32(_mm512_setzero_si512(), 0xFFFF,
@@ -57,7 +55,7 @@ inline void widen_bfloat16(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = bfloat16_bits_to_float(src[i]);
 }
 
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
 // Sixteen fp32 values rounded to bfloat16 bits (nearest even, NaN -> 0x7FC0).
 inline __m256i narrow_bfloat16_vector(__m512 values) {
   const __m512i rounding_bias = _mm512_set1_epi32(0x7FFF);
@@ -77,7 +75,7 @@ inline __m256i narrow_bfloat16_vector(__m512 values) {
 // dst[i] = bfloat16 bits of src[i] rounded to nearest even (NaN -> 0x7FC0), for i < n.
 inline void narrow_bfloat16(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   for (; i + 16 <= n; i += 16) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
                         narrow_bfloat16_vector(_mm512_loadu_ps(src + i)));
@@ -86,4 +84,5 @@ inline void narrow_bfloat16(const float* src, uint16_t* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = float_to_bfloat16_bits(src[i]);
 }
 
-}  // namespace openneuron::kernels::attention_convert
+}  // namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE::attention_convert
+OPENNEURON_ISA_END

@@ -18,6 +18,7 @@
 #include "kernels/cast.h"
 #include "kernels/dense_float.h"
 #include "kernels/dnnl_runtime.h"
+#include "kernels/library_calls.h"
 #include "kernels/parallel_views.h"
 
 namespace openneuron::kernels {
@@ -587,6 +588,7 @@ bool dnnl_conv2d_forward(const TensorView& out, const TensorView& input, const T
   if (native_dtype(dtype) && input.dtype == dtype && weight.dtype == dtype && describable(&out) &&
       describable(&input) && describable(&weight) &&
       forward_native(out, input, weight, bias, params)) {
+    count_library_call(LibraryCall::kOneDnnConvolution);
     return true;
   }
   // float16 (no oneDNN kernel on this class of CPU), odd layouts and bf16 problems without a
@@ -599,6 +601,7 @@ bool dnnl_conv2d_forward(const TensorView& out, const TensorView& input, const T
     return false;
   }
   result.commit();
+  count_library_call(LibraryCall::kOneDnnConvolution);
   return true;
 }
 
@@ -620,6 +623,7 @@ bool dnnl_conv2d_backward(const TensorView* grad_input, const TensorView* grad_w
   if (direct &&
       backward_native({grad_input, grad_weight, grad_bias != nullptr, grad_out, input, weight},
                       grad_bias, params)) {
+    count_library_call(LibraryCall::kOneDnnConvolution);
     return true;
   }
   // float16, odd layouts and bf16 problems without a native bf16 kernel: dense fp32 copies in,
@@ -644,6 +648,7 @@ bool dnnl_conv2d_backward(const TensorView* grad_input, const TensorView* grad_w
   if (!backward_native(views, grad_bias, params)) return false;
   if (input_result) input_result->commit();
   if (weight_result) weight_result->commit();
+  count_library_call(LibraryCall::kOneDnnConvolution);
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/cast.h"
 #include "kernels/dense_float.h"
 #include "kernels/dnnl_runtime.h"
+#include "kernels/library_calls.h"
 #include "kernels/parallel_views.h"
 
 namespace openneuron::kernels {
@@ -218,6 +219,7 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
     }
   });
   // On failure the BLAS path recomputes out from scratch (it reads bias, never out).
+  if (!failed) count_library_call(LibraryCall::kOneDnnMatmul);
   return !failed;
 }
 

@@ -8,11 +8,17 @@
 #include <memory>
 #include <new>
 
+#include "kernels/cpu_isa.h"
+
 namespace openneuron::kernels {
 
 dnnl::engine& dnnl_engine() {
-  static dnnl::engine instance(dnnl::engine::kind::cpu, 0);
-  return instance;
+  // Never destroyed: stream workers may still run a kernel while static destructors run.
+  static auto* instance = [] {
+    cap_dnnl_isa();  // before oneDNN picks any kernel
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return *instance;
 }
 
 dnnl::stream& dnnl_thread_stream() {

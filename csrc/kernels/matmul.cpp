@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/blas_threads.h"
+#include "kernels/blas_gemm.h"
 #include "kernels/cast.h"
 #include "kernels/dnnl_matmul.h"
 #include "kernels/element_types.h"
@@ -94,19 +94,15 @@ void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int6
                   a, lda, b, ldb, static_cast<float>(beta), c, ldc)) {
     return;
   }
-  single_threaded_blas();
-  cblas_sgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), static_cast<float>(alpha), a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), static_cast<float>(beta), c, static_cast<int>(ldc));
+  openblas_sgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, static_cast<float>(alpha),
+                 a, lda, b, ldb, static_cast<float>(beta), c, ldc);
 }
 
 void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n, int64_t k,
                double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
                double beta, double* c, int64_t ldc) {
-  single_threaded_blas();
-  cblas_dgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+  openblas_dgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, alpha, a, lda, b, ldb, beta,
+                 c, ldc);
 }
 
 template <typename C>

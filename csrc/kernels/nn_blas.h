@@ -1,12 +1,10 @@
 // Private helper for the nn kernels: row-major fp32 sgemm on dense matrices (oneDNN, with
-// single-threaded OpenBLAS where oneDNN declines).
+// OpenBLAS where oneDNN declines).
 #pragma once
-
-#include <cblas.h>
 
 #include <cstdint>
 
-#include "kernels/blas_threads.h"
+#include "kernels/blas_gemm.h"
 #include "kernels/dnnl_matmul.h"
 
 namespace openneuron::kernels {
@@ -23,11 +21,7 @@ inline void nn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
     return;
   }
   if (dense_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-  single_threaded_blas();
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+  openblas_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace openneuron::kernels

@@ -7,22 +7,21 @@
 #include <cmath>
 #include <type_traits>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "kernels/attention_convert.h"
 #include "kernels/dense_float.h"
 #include "kernels/element_types.h"
+#include "kernels/isa_kernels.h"
+#include "kernels/isa_variant.h"
 #include "kernels/parallel.h"
 
-namespace openneuron::kernels::normalization_rows {
+OPENNEURON_ISA_BEGIN
+namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE::normalization_rows {
 namespace {
 
 // Rows per parallel_for grain: a few rows amortise the dispatch on short rows.
 int64_t row_grain(int64_t d) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(d, 1)); }
 
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
 // fp32 -> fp64 lanes (the masked form: GCC 12's plain _mm512_cvtps_pd trips -Wuninitialized).
 __m512d to_double(__m256 x) { return _mm512_mask_cvtps_pd(_mm512_setzero_pd(), 0xFF, x); }
 
@@ -35,7 +34,7 @@ double lanes_sum(__m512d lanes) {
 }
 #endif
 
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
 // Elements per fp32 partial: each lane adds at most 8 terms in fp32 before the partial joins
 // the double total (a conversion per element would cost more than the arithmetic).
 constexpr int64_t kPartialBlock = 128;
@@ -58,7 +57,7 @@ void grouped_reduction(const float* const x[kRowGroup], int64_t n, const float* 
                        bool deviations, double out[kRowGroup]) {
   int64_t i = 0;
   for (int k = 0; k < kRowGroup; ++k) out[k] = 0.0;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   __m512d lanes[kRowGroup];
   __m512 shifts[kRowGroup];
   for (int k = 0; k < kRowGroup; ++k) {
@@ -101,7 +100,7 @@ void weighted_grad_sums(const float* w, const float* g, const float* x, float mu
                         int64_t n, double* sum_wg, double* sum_wg_xhat) {
   int64_t i = 0;
   double total_wg = 0.0, total_wgx = 0.0;
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
   const __m256 m = _mm256_set1_ps(mu), r = _mm256_set1_ps(rs);
   __m512d acc_wg = _mm512_setzero_pd(), acc_wgx = _mm512_setzero_pd();
   __m512d acc_wg2 = _mm512_setzero_pd(), acc_wgx2 = _mm512_setzero_pd();
@@ -196,7 +195,7 @@ void forward_typed(const TensorView& out, const TensorView& input, const float* 
         const float* x = x_rows[k];
         const float muf = static_cast<float>(mean[r]), rs = static_cast<float>(rstd[r]);
         T* y = row_of<T>(out, r);
-#if defined(__AVX512F__)
+#if OPENNEURON_KERNEL_AVX512
         if constexpr (std::is_same_v<T, BFloat16>) {  // normalise and round in registers
           const __m512 m = _mm512_set1_ps(rms ? 0.0f : muf), s = _mm512_set1_ps(rs);
           uint16_t* y_bits = reinterpret_cast<uint16_t*>(y);
@@ -378,4 +377,5 @@ void backward(const TensorView* grad_input, const TensorView& grad_out, const Te
   }
 }
 
-}  // namespace openneuron::kernels::normalization_rows
+}  // namespace openneuron::kernels::OPENNEURON_ISA_NAMESPACE::normalization_rows
+OPENNEURON_ISA_END

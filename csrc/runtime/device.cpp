@@ -1,5 +1,6 @@
 #include "runtime/device.h"
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/errors.h"
@@ -26,6 +27,21 @@ Stream& Device::next_pool_stream() {
   // Unsigned, so the index stays in range when the counter wraps after 2^31 calls.
   int index = static_cast<int>(static_cast<unsigned>(next_pool_index_.fetch_add(1)) % kPoolSize);
   return stream(1 + index);
+}
+
+void Device::halt_streams(std::chrono::milliseconds timeout) {
+  std::array<Stream*, kPoolSize + 1> existing{};
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (Stream* stream : existing) {
+    if (stream == nullptr) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    stream->halt(std::max(left, std::chrono::milliseconds(0)));
+  }
 }
 
 void Device::wait_idle() {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -35,6 +36,8 @@ class Device {
   // Waits for every stream of the device without raising queued errors (they stay for the
   // next synchronize).
   void wait_idle();
+  // Stream::halt for every stream of the device (at process exit), sharing one deadline.
+  void halt_streams(std::chrono::milliseconds timeout);
 
  private:
   const int index_;

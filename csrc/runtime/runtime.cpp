@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -15,6 +17,17 @@ namespace {
 std::atomic<Runtime*> g_runtime{nullptr};
 std::atomic<bool> g_bad_fork{false};
 std::mutex g_init_mutex;
+
+// At exit, before the static objects that kernels use are destroyed (they were created
+// before the runtime, so their destructors run after this handler): queued work that has
+// not started is dropped, and the kernels running now get a bounded time to finish.
+void halt_streams_at_exit() {
+  if (Runtime* runtime = g_runtime.load()) {
+    for (int i = 0; i < runtime->device_count(); ++i) {
+      runtime->device(i).halt_streams(std::chrono::milliseconds(2000));
+    }
+  }
+}
 
 void mark_child_after_fork() {
   // Worker threads do not survive fork(); the child must start afresh with spawn.
@@ -47,8 +60,10 @@ Runtime& Runtime::get() {
   if (Runtime* runtime = g_runtime.load()) return *runtime;
   auto* runtime = new Runtime(config_from_environment());  // leaked on purpose: see header
   static std::once_flag fork_handler_installed;
-  std::call_once(fork_handler_installed,
-                 [] { pthread_atfork(nullptr, nullptr, mark_child_after_fork); });
+  std::call_once(fork_handler_installed, [] {
+    pthread_atfork(nullptr, nullptr, mark_child_after_fork);
+    std::atexit(halt_streams_at_exit);
+  });
   g_runtime.store(runtime, std::memory_order_release);
   return *runtime;
 }

@@ -96,7 +96,7 @@ void Stream::end_inline() {
     running_.store(false, std::memory_order_release);
     // Another thread may have queued work meanwhile; the worker held off while we ran.
     wake_worker = !queue_.empty() && worker_sleeping_;
-    if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
+    if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();
   }
   if (wake_worker) work_ready_.notify_one();
 }
@@ -104,7 +104,7 @@ void Stream::end_inline() {
 void Stream::run_worker() {
   std::unique_lock<std::mutex> lock(mutex_);
   // Work can start only when queued and nothing runs inline on a caller's thread.
-  const auto runnable = [this] { return !queue_.empty() && !busy(); };
+  const auto runnable = [this] { return !queue_.empty() && !busy() && !halted_; };
   for (;;) {
     if (!runnable() && !stopping_) {
       lock.unlock();
@@ -116,8 +116,8 @@ void Stream::run_worker() {
       work_ready_.wait(lock, [&] { return stopping_ || runnable(); });
       worker_sleeping_ = false;
     }
-    if (queue_.empty()) return;  // stopping with nothing left to do
-    if (busy()) {                // stopping while work runs inline: let it finish first
+    if (queue_.empty() || halted_) return;  // stopping with nothing left to do, or halted
+    if (busy()) {                           // stopping while work runs inline: let it finish first
       worker_sleeping_ = true;
       work_ready_.wait(lock, [this] { return !busy(); });
       worker_sleeping_ = false;
@@ -140,7 +140,7 @@ void Stream::run_worker() {
     task.work = nullptr;  // release captured state outside the lock
     lock.lock();
     running_.store(false, std::memory_order_release);
-    if (queue_.empty() && idle_waiters_ > 0) became_idle_.notify_all();
+    if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();
   }
 }
 
@@ -185,6 +185,14 @@ void Stream::synchronize() {
     first_error_.clear();
     throw QueuedWorkError(message);
   }
+}
+
+bool Stream::halt(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  halted_ = true;
+  if (worker_.joinable() && worker_.get_id() == std::this_thread::get_id()) return true;
+  work_ready_.notify_all();
+  return became_idle_.wait_for(lock, timeout, [this] { return !busy(); });
 }
 
 bool Stream::query() const {

@@ -67,6 +67,11 @@ class Stream {
   // True when no queued work is pending or running.
   bool query() const;
 
+  // For process exit: the worker starts no further queued work (it stays queued, never run),
+  // and the call waits up to `timeout` for the task running now. Enqueueing still works
+  // but nothing more runs. Returns false if the running task did not finish in time.
+  bool halt(std::chrono::milliseconds timeout);
+
  private:
   struct Task {
     const char* op_name;
@@ -102,6 +107,7 @@ class Stream {
   std::condition_variable became_idle_;
   std::deque<Task> queue_;
   bool stopping_ = false;
+  bool halted_ = false;
   // Notifications cost a futex call: send them only to threads that are actually asleep.
   bool worker_sleeping_ = false;
   int idle_waiters_ = 0;

@@ -17,7 +17,32 @@ def _autoload() -> None:
 
 import torch
 
-from openneuron import _C  # noqa: F401  (loading it registers guard, hooks, allocators, kernels)
+
+def _check_baseline_isa() -> None:
+    """The native code is built for x86-64-v3: refuse clearly, not with SIGILL, without it."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next((line.split() for line in cpuinfo if line.startswith("flags")), None)
+    except OSError:
+        return
+    missing = [f for f in ("avx2", "fma", "f16c", "bmi2") if flags and f not in flags]
+    if missing:
+        raise ImportError(
+            f"openneuron needs an x86-64-v3 CPU (AVX2, FMA, F16C, BMI2); this one lacks {missing}"
+        )
+
+
+_check_baseline_isa()
+
+try:
+    from openneuron import _C  # noqa: F401  (loading it registers guard, hooks, allocators, kernels)
+except ImportError as error:  # the wheel's runtime libraries come from the system
+    if "libdnnl" in str(error) or "libopenblas" in str(error):
+        raise ImportError(
+            f"{error}: openneuron needs oneDNN 2.x and OpenBLAS from the system"
+            " (Debian: apt-get install libdnnl2 libopenblas0-pthread)"
+        ) from error
+    raise
 from openneuron import device as _device_module
 from openneuron import printing as _printing
 from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, strict
@@ -25,6 +50,8 @@ from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fall
 __all__ = [
     "clear_op_tracking",
     "compile_metrics",
+    "cpu_capability",
+    "cpu_capability_details",
     "get_executed_ops",
     "get_fallback_ops",
     "reset_compile_metrics",
@@ -67,6 +94,23 @@ def _route_default_compile_backend() -> None:
 
     call._routes_neuron = True
     wrapper.__call__ = call
+
+
+def cpu_capability() -> str:
+    """The vector ISA level the kernels were chosen for at load time: ``"avx2"``,
+    ``"avx512"`` or ``"avx512_bf16"`` (the CPU's best, capped by ``OPENNEURON_MAX_CPU_ISA``)."""
+    return _C._cpu_capability()["capability"]
+
+
+def cpu_capability_details() -> dict:
+    """``cpu_capability()`` with what lies behind it: the CPU's own level (``detected``),
+    the kernel build in use (``kernels``) and the ISA oneDNN's JIT kernels use (``onednn``)."""
+    return dict(_C._cpu_capability())
+
+
+# A malformed OPENNEURON_MAX_CPU_ISA fails here, naming the accepted values, rather than
+# inside the first kernel.
+cpu_capability()
 
 
 def _register_backend() -> None:

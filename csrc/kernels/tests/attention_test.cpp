@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "kernels/attention_block_ops.h"
-#include "kernels/attention_convert.h"
 #include "kernels/philox.h"
+#include "kernels/tests/per_isa_test.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -239,7 +239,9 @@ void run_problem(const Problem& p, uint32_t seed_value) {
 
 // ---------------------------------------------------------------- block helpers
 
-TEST(AttentionBlocksTest, BlockGemmMatchesReferenceForEveryTileShape) {
+class AttentionBlocksTest : public testing::PerIsaTest {};
+
+TEST_P(AttentionBlocksTest, BlockGemmMatchesReferenceForEveryTileShape) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t m : {1, 5, 6, 7, 13, 64}) {
@@ -279,7 +281,7 @@ TEST(AttentionBlocksTest, BlockGemmMatchesReferenceForEveryTileShape) {
   }
 }
 
-TEST(AttentionBlocksTest, Transpose16x16) {
+TEST_P(AttentionBlocksTest, Transpose16x16) {
   std::vector<float> src(16 * 20), dst(18 * 16, -1.0f);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
   attention_blocks::transpose_16x16(src.data(), 20, dst.data(), 18);
@@ -289,7 +291,7 @@ TEST(AttentionBlocksTest, Transpose16x16) {
   }
 }
 
-TEST(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
+TEST_P(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
   // A sweep over fp32 bit patterns (all exponents, mantissas, signs, inf/NaN) and every
   // float16 code, through the vector path (runs of 16) and the scalar tail.
   std::vector<float> values;
@@ -300,15 +302,15 @@ TEST(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
     values.push_back(special);
   }
   std::vector<uint16_t> narrowed(values.size());
-  attention_convert::narrow_half(values.data(), narrowed.data(),
-                                 static_cast<int64_t>(values.size()));
+  attention_blocks::narrow_half(values.data(), narrowed.data(),
+                                static_cast<int64_t>(values.size()));
   for (size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(narrowed[i], float_to_half_bits(values[i])) << "bits " << float_to_bits(values[i]);
   }
   std::vector<uint16_t> codes(65536 + 5);
   for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint16_t>(i);
   std::vector<float> widened(codes.size());
-  attention_convert::widen_half(codes.data(), widened.data(), static_cast<int64_t>(codes.size()));
+  attention_blocks::widen_half(codes.data(), widened.data(), static_cast<int64_t>(codes.size()));
   for (size_t i = 0; i < codes.size(); ++i) {
     const float want = half_bits_to_float(codes[i]);
     if (want != want) {  // NaN: signalling payloads come back quieted
@@ -320,7 +322,7 @@ TEST(AttentionBlocksTest, HalfConversionsMatchTheScalarOnes) {
   }
 }
 
-TEST(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
+TEST_P(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
   std::vector<float> values;
   for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 65521) {
     values.push_back(bits_to_float(static_cast<uint32_t>(bits)));
@@ -331,8 +333,8 @@ TEST(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
     values.push_back(bits_to_float(bits));
   }
   std::vector<uint16_t> narrowed(values.size());
-  attention_convert::narrow_bfloat16(values.data(), narrowed.data(),
-                                     static_cast<int64_t>(values.size()));
+  attention_blocks::narrow_bfloat16(values.data(), narrowed.data(),
+                                    static_cast<int64_t>(values.size()));
   for (size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(narrowed[i], float_to_bfloat16_bits(values[i]))
         << "bits " << float_to_bits(values[i]);
@@ -340,14 +342,14 @@ TEST(AttentionBlocksTest, BFloat16ConversionsMatchTheScalarOnes) {
   std::vector<uint16_t> codes(65536 + 5);
   for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint16_t>(i);
   std::vector<float> widened(codes.size());
-  attention_convert::widen_bfloat16(codes.data(), widened.data(),
-                                    static_cast<int64_t>(codes.size()));
+  attention_blocks::widen_bfloat16(codes.data(), widened.data(),
+                                   static_cast<int64_t>(codes.size()));
   for (size_t i = 0; i < codes.size(); ++i) {
     ASSERT_EQ(float_to_bits(widened[i]), float_to_bits(bfloat16_bits_to_float(codes[i])));
   }
 }
 
-TEST(AttentionBlocksTest, RowHelpers) {
+TEST_P(AttentionBlocksTest, RowHelpers) {
   std::vector<float> x = {1.0f, -3.0f, 2.5f, 0.0f, 7.0f, -1.0f, 2.0f, 3.0f, 4.0f,
                           5.0f, 6.0f,  0.5f, 1.5f, 2.5f, 3.5f,  4.5f, 6.5f, -8.0f};
   EXPECT_EQ(attention_blocks::row_max(x.data(), 18), 7.0f);
@@ -375,7 +377,9 @@ TEST(AttentionBlocksTest, RowHelpers) {
 
 // ---------------------------------------------------------------- forward + backward
 
-TEST(AttentionKernelTest, BlockBoundariesFp32) {
+class AttentionKernelTest : public testing::PerIsaTest {};
+
+TEST_P(AttentionKernelTest, BlockBoundariesFp32) {
   // Lengths just around the 64-query and 128-key blocks, and several blocks of each.
   for (auto [l, s] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 1}, {63, 127}, {64, 128}, {65, 129}, {130, 257}, {7, 300}}) {
@@ -389,7 +393,7 @@ TEST(AttentionKernelTest, BlockBoundariesFp32) {
   }
 }
 
-TEST(AttentionKernelTest, HeadDimsAroundTheTileWidth) {
+TEST_P(AttentionKernelTest, HeadDimsAroundTheTileWidth) {
   for (auto [e, ev] :
        std::vector<std::pair<int64_t, int64_t>>{{64, 64}, {17, 33}, {1, 65}, {80, 128}}) {
     Problem p;
@@ -403,7 +407,7 @@ TEST(AttentionKernelTest, HeadDimsAroundTheTileWidth) {
   }
 }
 
-TEST(AttentionKernelTest, CausalWithDifferentLengths) {
+TEST_P(AttentionKernelTest, CausalWithDifferentLengths) {
   // Top-left aligned: with L > S late rows see every key; with L < S late keys are never seen.
   for (auto [l, s] : std::vector<std::pair<int64_t, int64_t>>{
            {200, 70}, {70, 200}, {129, 129}, {64, 300}, {5, 3}}) {
@@ -419,7 +423,7 @@ TEST(AttentionKernelTest, CausalWithDifferentLengths) {
   }
 }
 
-TEST(AttentionKernelTest, MasksGqaAndStridedLayouts) {
+TEST_P(AttentionKernelTest, MasksGqaAndStridedLayouts) {
   for (Problem::Mask mask :
        {Problem::Mask::Bool, Problem::Mask::Additive, Problem::Mask::AdditiveBroadcast}) {
     Problem p;
@@ -437,7 +441,7 @@ TEST(AttentionKernelTest, MasksGqaAndStridedLayouts) {
   }
 }
 
-TEST(AttentionKernelTest, SixteenBitDtypes) {
+TEST_P(AttentionKernelTest, SixteenBitDtypes) {
   for (DType dtype : {DType::BFloat16, DType::Float16}) {
     for (bool causal : {false, true}) {
       Problem p;
@@ -458,7 +462,7 @@ TEST(AttentionKernelTest, SixteenBitDtypes) {
   }
 }
 
-TEST(AttentionKernelTest, DropoutMatchesItsPhiloxMask) {
+TEST_P(AttentionKernelTest, DropoutMatchesItsPhiloxMask) {
   for (bool causal : {false, true}) {
     Problem p;
     p.b = 2;
@@ -475,7 +479,7 @@ TEST(AttentionKernelTest, DropoutMatchesItsPhiloxMask) {
   }
 }
 
-TEST(AttentionKernelTest, ZeroSizes) {
+TEST_P(AttentionKernelTest, ZeroSizes) {
   for (auto [l, s, e, ev] : std::vector<std::array<int64_t, 4>>{
            {0, 5, 4, 4}, {5, 0, 4, 4}, {5, 6, 0, 4}, {5, 6, 4, 0}}) {
     Problem p;
@@ -490,7 +494,7 @@ TEST(AttentionKernelTest, ZeroSizes) {
   // S == 0: every row fully masked, lse -inf and output 0 (checked by run_problem).
 }
 
-TEST(AttentionKernelTest, BackwardWithoutSomeGradients) {
+TEST_P(AttentionKernelTest, BackwardWithoutSomeGradients) {
   std::mt19937 rng(8);
   HostTensor q = random_tensor(DType::Float32, {1, 2, 9, 4}, rng);
   HostTensor out = make_tensor(DType::Float32, {1, 2, 9, 4});
@@ -510,6 +514,9 @@ TEST(AttentionKernelTest, BackwardWithoutSomeGradients) {
   testing::for_each_index(gk.view,
                           [&](const Index& i) { EXPECT_EQ(get(gk.view, i), get(gk_all.view, i)); });
 }
+
+INSTANTIATE_TEST_SUITE_P(Isa, AttentionBlocksTest, testing::kernel_isas(), testing::isa_test_name);
+INSTANTIATE_TEST_SUITE_P(Isa, AttentionKernelTest, testing::kernel_isas(), testing::isa_test_name);
 
 }  // namespace
 }  // namespace openneuron::kernels

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/blas_gemm.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/library_calls.h"
 #include "kernels/matmul.h"
 #include "test_util.h"
 
@@ -67,7 +70,18 @@ TEST_P(DnnlLayouts, TransposedAndBroadcastBatches) {
   check_batched(GetParam(), a.view, wt);
 }
 
+uint64_t calls(LibraryCall call) { return library_call_counts()[static_cast<size_t>(call)]; }
+
+// dnnl_gemm accepts only brgemm primitives, which oneDNN 2.6 has from AVX-512 on.
+bool brgemm_matmul_available() { return cpu_isa() >= CpuIsa::kAvx512; }
+
+#define SKIP_WITHOUT_BRGEMM()                                                      \
+  if (!brgemm_matmul_available())                                                  \
+  GTEST_SKIP() << "oneDNN 2.6 has no brgemm matmul at " << cpu_isa_name(cpu_isa()) \
+               << " (gemm runs on OpenBLAS there: Gemm.UsesOneDnnWhereItHasKernelsElseOpenBlas)"
+
 TEST(DnnlMatmul, RunsContiguousFloat32) {
+  SKIP_WITHOUT_BRGEMM();
   auto a = make_tensor(DType::Float32, {16, 16});
   auto w = make_tensor(DType::Float32, {16, 16});
   auto out = make_tensor(DType::Float32, {16, 16});
@@ -77,6 +91,7 @@ TEST(DnnlMatmul, RunsContiguousFloat32) {
 // Large enough to be split across threads: every piece must still run on oneDNN (a decline
 // would silently fall back to BLAS) and match the reference.
 TEST(DnnlMatmul, SplitsLargeProductsAcrossThreadsCorrectly) {
+  SKIP_WITHOUT_BRGEMM();
   std::mt19937 rng(3);
   auto a = make_tensor(DType::Float32, {513, 256});
   auto w = make_tensor(DType::Float32, {256, 257});
@@ -97,6 +112,73 @@ TEST(DnnlMatmul, DeclinesDtypesItDoesNotHandle) {
   auto a = make_tensor(DType::Float16, {4, 4});
   auto out = make_tensor(DType::Float16, {4, 4});
   EXPECT_FALSE(dnnl_gemm(out.view, a.view, a.view, nullptr, 1.0, 0.0));
+}
+
+// On every CPU: gemm() runs oneDNN where it has brgemm kernels, else OpenBLAS, and the
+// library that ran is the one expected (fp32 and bf16, which is widened to fp32 for BLAS).
+TEST(Gemm, UsesOneDnnWhereItHasKernelsElseOpenBlas) {
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    SCOPED_TRACE(dtype == DType::Float32 ? "fp32" : "bf16");
+    std::mt19937 rng(4);
+    auto a = make_tensor(dtype, {96, 80});
+    auto w = make_tensor(dtype, {80, 72});
+    auto out = make_tensor(dtype, {96, 72});
+    testing::fill_random(a.view, rng, -1, 1);
+    testing::fill_random(w.view, rng, -1, 1);
+    const uint64_t onednn = calls(LibraryCall::kOneDnnMatmul);
+    const uint64_t openblas = calls(LibraryCall::kOpenBlasGemm);
+    gemm(out.view, a.view, w.view, nullptr, 1.0, 0.0);
+    if (brgemm_matmul_available()) {
+      EXPECT_EQ(calls(LibraryCall::kOneDnnMatmul), onednn + 1);
+      EXPECT_EQ(calls(LibraryCall::kOpenBlasGemm), openblas);
+    } else {
+      EXPECT_EQ(calls(LibraryCall::kOneDnnMatmul), onednn);
+      EXPECT_EQ(calls(LibraryCall::kOpenBlasGemm), openblas + 1);
+    }
+    for (int64_t i = 0; i < 96; i += 7) {
+      for (int64_t j = 0; j < 72; j += 5) {
+        double expected = 0;
+        for (int64_t k = 0; k < 80; ++k) expected += get(a.view, {i, k}) * get(w.view, {k, j});
+        EXPECT_TRUE(testing::close(dtype, get(out.view, {i, j}), expected)) << i << "," << j;
+      }
+    }
+  }
+}
+
+// The OpenBLAS path splits large products into row or column blocks across threads (and
+// keeps small ones whole); every block must land in its place, for every transpose.
+TEST(OpenBlasGemm, SplitsByRowsAndColumnsForEveryTranspose) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const Shape s : {Shape{517, 129, 64}, Shape{9, 1031, 300}, Shape{3, 5, 7}}) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool ta = trans & 1, tb = trans & 2;
+      const int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 2, ldc = s.n + 1;
+      std::vector<float> a((ta ? s.k : s.m) * lda), b((tb ? s.n : s.k) * ldb), c(s.m * ldc);
+      for (float& v : a) v = uniform(rng);
+      for (float& v : b) v = uniform(rng);
+      for (float& v : c) v = uniform(rng);
+      const std::vector<float> c0 = c;
+      openblas_sgemm(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(),
+                     ldc);
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < s.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < s.k; ++p) {
+            sum += double(ta ? a[p * lda + i] : a[i * lda + p]) *
+                   double(tb ? b[j * ldb + p] : b[p * ldb + j]);
+          }
+          const double want = 0.5 * sum + 2.0 * c0[i * ldc + j];
+          ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + s.k))
+              << s.m << "x" << s.n << "x" << s.k << " trans " << trans << " [" << i << "," << j
+              << "]";
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DnnlLayouts, ::testing::Values(DType::Float32, DType::BFloat16));

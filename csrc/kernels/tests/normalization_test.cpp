@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tests/per_isa_test.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -135,7 +136,9 @@ void run_case(const RowCase& c, uint32_t seed) {
   }
 }
 
-TEST(NormalizationRowsTest, RowLengthsAroundTheVectorWidth) {
+class NormalizationRowsTest : public testing::PerIsaTest {};
+
+TEST_P(NormalizationRowsTest, RowLengthsAroundTheVectorWidth) {
   for (int64_t d : {1, 7, 16, 17, 33, 256, 1000}) {
     for (bool rms : {false, true}) {
       RowCase c;
@@ -147,7 +150,7 @@ TEST(NormalizationRowsTest, RowLengthsAroundTheVectorWidth) {
   }
 }
 
-TEST(NormalizationRowsTest, SixteenBitRowsAndManyRows) {
+TEST_P(NormalizationRowsTest, SixteenBitRowsAndManyRows) {
   for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16}) {
     for (bool rms : {false, true}) {
       RowCase c;
@@ -161,7 +164,7 @@ TEST(NormalizationRowsTest, SixteenBitRowsAndManyRows) {
   }
 }
 
-TEST(NormalizationRowsTest, StridedRowsStridedElementsAndNoAffine) {
+TEST_P(NormalizationRowsTest, StridedRowsStridedElementsAndNoAffine) {
   for (DType dtype : {DType::Float32, DType::BFloat16}) {
     RowCase strided_rows;
     strided_rows.rows = 40;
@@ -179,7 +182,7 @@ TEST(NormalizationRowsTest, StridedRowsStridedElementsAndNoAffine) {
   }
 }
 
-TEST(NormalizationRowsTest, ZeroRowsAndZeroLength) {
+TEST_P(NormalizationRowsTest, ZeroRowsAndZeroLength) {
   for (auto [rows, d] : std::vector<std::pair<int64_t, int64_t>>{{0, 16}, {4, 0}}) {
     RowCase c;
     c.rows = rows;
@@ -187,6 +190,9 @@ TEST(NormalizationRowsTest, ZeroRowsAndZeroLength) {
     run_case(c, 9);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isa, NormalizationRowsTest, testing::kernel_isas(),
+                         testing::isa_test_name);
 
 }  // namespace
 }  // namespace openneuron::kernels

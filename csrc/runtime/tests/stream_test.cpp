@@ -60,6 +60,30 @@ TEST(StreamTest, EnqueueReturnsBeforeTheWorkRuns) {
   EXPECT_FALSE(gate.timed_out()) << "enqueue ran the gated work inline";
 }
 
+// Process exit: halt() lets the running task finish, runs nothing queued after it, and
+// later enqueues do not run either.
+TEST(StreamTest, HaltFinishesTheRunningTaskAndStartsNoOther) {
+  Stream stream(0, 0, false);
+  Gate gate;
+  std::atomic<bool> gated_started{false}, gated_done{false};
+  std::atomic<int> later{0};
+  stream.enqueue("gated", [&, wait = gate.waiter()] {
+    gated_started = true;
+    wait();
+    gated_done = true;
+  });
+  for (int i = 0; i < 10; ++i) stream.enqueue("count", [&] { ++later; });
+  while (!gated_started) std::this_thread::yield();
+  {
+    OpenLater opener(gate);
+    EXPECT_TRUE(stream.halt(std::chrono::milliseconds(5000)));
+    EXPECT_TRUE(gated_done);
+  }
+  stream.enqueue("after halt", [&] { ++later; });
+  EXPECT_FALSE(
+      becomes_true_within([&] { return later.load() > 0; }, std::chrono::milliseconds(50)));
+}
+
 TEST(StreamTest, SynchronizeWaitsForQueuedWork) {
   Stream stream(0, 0, false);
   Gate gate;
