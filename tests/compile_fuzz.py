@@ -140,9 +140,18 @@ def check_one(rng: random.Random, index: int) -> str | None:
     return None
 
 
-def fuzz(graphs: int, seed: int) -> list[str]:
+def fuzz(graphs: int, seed: int, progress: bool = False) -> list[str]:
     rng = random.Random(seed)
-    return [p for p in (check_one(rng, k) for k in range(graphs)) if p]
+    problems = []
+    for k in range(graphs):
+        problem = check_one(rng, k)
+        if problem:
+            problems.append(problem)
+            if progress:
+                print(problem, flush=True)
+        if progress and (k + 1) % 100 == 0:
+            print(f"{k + 1} graphs, {len(problems)} mismatches", flush=True)
+    return problems
 
 
 def main() -> None:
@@ -153,9 +162,7 @@ def main() -> None:
     import openneuron  # noqa: F401
 
     start = time.time()
-    problems = fuzz(args.graphs, args.seed)
-    for p in problems:
-        print(p)
+    problems = fuzz(args.graphs, args.seed, progress=True)
     print(
         f"{args.graphs - len(problems)} passed, {len(problems)} failed "
         f"in {time.time() - start:.0f} s"
