@@ -142,8 +142,7 @@ from openneuron.nki import alias as _nki_alias  # noqa: E402
 
 _nki_alias.install()
 
-from openneuron.nki.torch_kernels import nki_op  # noqa: E402,F401
-
 from openneuron import distributed as _distributed  # noqa: E402
+from openneuron.nki.torch_kernels import nki_op  # noqa: E402,F401
 
 _distributed.register()
