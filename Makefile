@@ -78,12 +78,8 @@ build: $(STAMP)
 test-cpp:
 	ctest --test-dir build --output-on-failure -j 2
 
-# The compile tests run in a process of their own: after the rest of the suite, the backend
-# has been seen failing on aten.masked_select inside Dynamo (an unexplained interaction, under
-# investigation); alone they pass every time.
 test-python:
-	$(PYTHON) -m pytest tests -q --ignore=tests/test_compile.py
-	$(PYTHON) -m pytest tests/test_compile.py -q
+	$(PYTHON) -m pytest tests -q
 
 format:
 	find csrc -name '*.cpp' -o -name '*.h' | xargs $(VENV)/bin/clang-format -i

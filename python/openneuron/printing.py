@@ -11,8 +11,23 @@ _original_str = tensor_str._str
 _PREFIX = "tensor("
 
 
+def _has_real_data(self: torch.Tensor) -> bool:
+    """False for fake, functional and other wrapper tensors: they have no values to copy, and
+    PyTorch's own formatter already prints them without touching data."""
+    return (
+        type(self) in (torch.Tensor, torch.nn.Parameter)
+        and not torch._is_functional_tensor(self)
+        and torch._C._len_torch_dispatch_stack() == 0
+    )
+
+
 def _neuron_str(self: torch.Tensor, *, tensor_contents=None) -> str:
-    if self.device.type != "neuron" or self.is_sparse or tensor_contents is not None:
+    if (
+        self.device.type != "neuron"
+        or self.is_sparse
+        or tensor_contents is not None
+        or not _has_real_data(self)
+    ):
         return _original_str(self, tensor_contents=tensor_contents)
     host = self.detach().to("cpu")
     if self.requires_grad:
