@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-compile fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -53,6 +53,10 @@ bench: build
 # Not a test: torch.compile on neuron against eager, Inductor on CPU and CPU eager; cold compiles.
 bench-compile: build
 	$(PYTHON) bench/compile_bench.py
+
+# Not a test: plain eager against adaptive eager on the training workloads and a 1-element op.
+bench-adaptive: build
+	$(PYTHON) bench/adaptive_eager_bench.py
 
 # The compile fuzzer's soak run (make test runs a fixed slice of it).
 fuzz-compile: build

@@ -4,6 +4,7 @@
 #include <ATen/ops/from_blob.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "aten/adaptive_recording.h"
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
 #include "aten/runtime_errors.h"
@@ -80,6 +81,11 @@ void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
   }
   const kernels::TensorView dst_view = view_of(dst);
   const kernels::TensorView src_view = broadcast_view(source, dst.sizes());
+  // Dtype conversions join adaptive eager's segments (autocast's casts sit between pointwise ops).
+  if (src.scalar_type() != dst.scalar_type() && dst.numel() > 0 &&
+      record_adaptive_cast(stream, dst_view, src_view)) {
+    return;
+  }
   stream.enqueue("aten::copy_", [dst_view, src_view] { kernels::copy(dst_view, src_view); });
 }
 

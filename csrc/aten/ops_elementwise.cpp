@@ -11,6 +11,7 @@
 #include <ATen/ops/threshold_backward.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "aten/adaptive_recording.h"
 #include "aten/fallback.h"
 #include "aten/op_helpers.h"
 #include "aten/op_tracking.h"
@@ -67,11 +68,15 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   params.values[0] = kernel_scalar(alpha);
   params.present[0] = true;
   const kernels::PointwiseOp pointwise_op = to_pointwise(op);
-  enqueue_sized(stream_for(out), name, out.numel(),
-                [pointwise_op, out_view, lhs, rhs, params]() mutable {
-                  const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
-                  kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
-                });
+  runtime::Stream& stream = stream_for(out);
+  const Operand operands[2] = {lhs, rhs};
+  if (record_adaptive(stream, name, pointwise_op, out_view, operands, 2, out_view.dtype, params)) {
+    return;
+  }
+  enqueue_sized(stream, name, out.numel(), [pointwise_op, out_view, lhs, rhs, params]() mutable {
+    const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
+    kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
+  });
 }
 
 bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType result) {
@@ -191,7 +196,12 @@ void launch_relu(const at::Tensor& self, const at::Tensor& out) {
   const kernels::TensorView in_view = view_of(self);
   const kernels::TensorView out_view = view_of(out);
   const kernels::DType compute = kernel_dtype(out.scalar_type());
-  enqueue_sized(stream_for(out), "aten::relu", out.numel(), [out_view, in_view, compute] {
+  runtime::Stream& stream = stream_for(out);
+  if (record_adaptive(stream, "aten::relu", kernels::PointwiseOp::Relu, out_view, &in_view, 1,
+                      compute, {})) {
+    return;
+  }
+  enqueue_sized(stream, "aten::relu", out.numel(), [out_view, in_view, compute] {
     kernels::pointwise(kernels::PointwiseOp::Relu, out_view, &in_view, 1, compute, {});
   });
 }
@@ -238,7 +248,13 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad_output, const at::Tens
   params.values[0] = kernel_scalar(threshold);
   params.present[0] = true;
   const kernels::DType compute = kernel_dtype(grad_input.scalar_type());
-  enqueue_sized(stream_for(grad_input), "aten::threshold_backward", grad_input.numel(), [=] {
+  runtime::Stream& stream = stream_for(grad_input);
+  const kernels::TensorView inputs[2] = {grad_view, self_view};
+  if (record_adaptive(stream, "aten::threshold_backward", kernels::PointwiseOp::ThresholdBackward,
+                      out_view, inputs, 2, compute, params)) {
+    return grad_input;
+  }
+  enqueue_sized(stream, "aten::threshold_backward", grad_input.numel(), [=] {
     const kernels::TensorView inputs[2] = {grad_view, self_view};
     kernels::pointwise(kernels::PointwiseOp::ThresholdBackward, out_view, inputs, 2, compute,
                        params);

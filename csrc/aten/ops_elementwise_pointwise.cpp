@@ -9,6 +9,7 @@
 #include <array>
 #include <unordered_map>
 
+#include "aten/adaptive_recording.h"
 #include "aten/fallback.h"
 #include "aten/op_helpers.h"
 #include "aten/ops_elementwise_common.h"
@@ -223,7 +224,14 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
     const kernels::TensorView out_view = view_of(out);
     const kernels::DType compute_kernel = kernel_dtype(compute);
     const PointwiseOp kernel_op = plan.op;
-    enqueue_sized(stream_for(out), name_.c_str(), out.numel(), [=]() mutable {
+    runtime::Stream& stream = stream_for(out);
+    if (record_adaptive(stream, name_.c_str(), kernel_op, out_view, inputs.data(),
+                        static_cast<int>(inputs.size()), compute_kernel, params)) {
+      torch::jit::drop(*stack, num_args);
+      torch::jit::push(*stack, out);
+      return;
+    }
+    enqueue_sized(stream, name_.c_str(), out.numel(), [=]() mutable {
       std::array<kernels::TensorView, 3> views;
       for (size_t k = 0; k < inputs.size(); ++k) views[k] = inputs[k].bind();
       kernels::pointwise(kernel_op, out_view, views.data(), static_cast<int>(inputs.size()),

@@ -9,10 +9,10 @@
 #include "aten/memory_history.h"
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
-#include "runtime/device_profile.h"
 #include "aten/sim_binding.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/library_calls.h"
+#include "runtime/device_profile.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::bridge {
@@ -72,9 +72,11 @@ py::dict counts_to_dict(const std::map<std::string, int64_t>& counts) {
 }  // namespace
 
 void register_compiler_bindings(pybind11::module& m);
+void register_adaptive_bindings(pybind11::module& m);
 
 PYBIND11_MODULE(_C, m) {
   register_compiler_bindings(m);
+  register_adaptive_bindings(m);
   m.doc() = "OpenNeuron native extension: the neuron runtime as the Python device module sees it";
 
   m.def(

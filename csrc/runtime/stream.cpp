@@ -34,6 +34,7 @@ void Stream::record_activity(const char* op_name, const TraceInfo& trace, uint64
 }
 
 void Stream::enqueue(const char* op_name, std::function<void()> work, TraceInfo trace) {
+  flush_pending();
   const bool traced = tracer::enabled();
   if (launch_blocking_) {
     const int64_t start_ns = traced ? tracer::now_ns() : 0;
@@ -145,6 +146,7 @@ void Stream::run_worker() {
 }
 
 void Stream::wait_idle() {
+  flush_pending();
   spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
@@ -177,6 +179,7 @@ void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
 }
 
 void Stream::synchronize() {
+  flush_pending();
   spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
@@ -188,6 +191,7 @@ void Stream::synchronize() {
 }
 
 bool Stream::halt(std::chrono::milliseconds timeout) {
+  pending_.store(nullptr, std::memory_order_release);  // held-back work is dropped like queued work
   std::unique_lock<std::mutex> lock(mutex_);
   halted_ = true;
   if (worker_.joinable() && worker_.get_id() == std::this_thread::get_id()) return true;
@@ -196,6 +200,8 @@ bool Stream::halt(std::chrono::milliseconds timeout) {
 }
 
 bool Stream::query() const {
+  // Held-back work counts as queued: flushing it is what enqueue would have done already.
+  const_cast<Stream*>(this)->flush_pending();
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.empty() && !busy();
 }

@@ -16,6 +16,18 @@
 
 namespace openneuron::runtime {
 
+class Stream;
+
+// Work a front end holds back for a stream (adaptive eager's recorded ops). The stream calls
+// flush() on the thread that next touches it (enqueue, synchronize, query, wait), before doing
+// anything else, so held-back work keeps its place in stream order.
+class PendingWork {
+ public:
+  virtual ~PendingWork() = default;
+  // Enqueues the held-back work on `stream`; called at most once per set_pending().
+  virtual void flush(Stream& stream) = 0;
+};
+
 class Stream {
  public:
   // A stream of device `device`; `id` is 0 for the default stream. With launch_blocking,
@@ -27,6 +39,18 @@ class Stream {
 
   int device() const { return device_; }
   int64_t id() const { return id_; }
+  bool launch_blocking() const { return launch_blocking_; }
+
+  // Registers held-back work to flush before the stream's next use. `work` must outlive the
+  // stream (front ends keep one per stream for the process).
+  void set_pending(PendingWork* work) { pending_.store(work, std::memory_order_release); }
+
+  // Flushes the registered pending work, if any (the stream does this itself on every use).
+  void flush_pending() {
+    if (pending_.load(std::memory_order_acquire) == nullptr) return;
+    if (PendingWork* work = pending_.exchange(nullptr, std::memory_order_acq_rel))
+      work->flush(*this);
+  }
 
   // Queues `work` behind everything queued before and returns at once. If work throws,
   // the error is kept and raised by the next synchronize() as a QueuedWorkError naming
@@ -40,6 +64,7 @@ class Stream {
   // caller waits for it. Errors are kept and raised by synchronize(), as for enqueue().
   template <typename Work>
   void enqueue_small(const char* op_name, Work&& work, TraceInfo trace = {}) {
+    flush_pending();
     if (!launch_blocking_ && begin_inline()) {
       const bool traced = tracer::enabled();
       const int64_t start_ns = traced ? tracer::now_ns() : 0;
@@ -115,6 +140,7 @@ class Stream {
   // Work is running (on the worker or inline); written under the lock, read also while spinning.
   std::atomic<bool> running_{false};
   std::string first_error_;
+  std::atomic<PendingWork*> pending_{nullptr};
   std::thread worker_;  // started by the first enqueue()
 };
 

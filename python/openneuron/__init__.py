@@ -45,15 +45,25 @@ except ImportError as error:  # the wheel's runtime libraries come from the syst
     raise
 from openneuron import device as _device_module
 from openneuron import printing as _printing
+from openneuron.adaptive_eager import (
+    adaptive_eager,
+    adaptive_eager_enabled,
+    adaptive_eager_metrics,
+    reset_adaptive_eager_metrics,
+)
 from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, strict
 
 __all__ = [
+    "adaptive_eager",
+    "adaptive_eager_enabled",
+    "adaptive_eager_metrics",
     "clear_op_tracking",
     "compile_metrics",
     "cpu_capability",
     "cpu_capability_details",
     "get_executed_ops",
     "get_fallback_ops",
+    "reset_adaptive_eager_metrics",
     "reset_compile_metrics",
     "strict",
 ]

@@ -1,0 +1,177 @@
+"""Side-by-side benchmark of adaptive eager: plain eager against adaptive eager on neuron, on the
+training workloads and on a 1-element op, in one process.
+
+    make bench-adaptive    # or: .venv/bin/python bench/adaptive_eager_bench.py [--quick]
+
+Step times are medians of interleaved training steps (plain, adaptive, plain, ...), so load on
+the machine hits both alike; ratios are plain / adaptive (above 1: adaptive is faster). Losses of
+the two runs are compared bit for bit. Writes bench/results/adaptive_eager.json and replaces the
+adaptive eager section of docs/performance.md. Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench.run import format_value, machine, print_table  # noqa: E402
+
+BEGIN = "<!-- adaptive eager section: written by bench/adaptive_eager_bench.py -->"
+END = "<!-- end of adaptive eager section -->"
+
+
+def timed_step(built, i: int) -> tuple[float, torch.Tensor]:
+    start = time.perf_counter()
+    loss = built.step(i)
+    torch.neuron.synchronize()
+    return time.perf_counter() - start, loss
+
+
+def measure(workload, size: str, repeats: int) -> dict:
+    import openneuron
+
+    plain = workload.build("neuron", size=size)
+    adaptive = workload.build("neuron", size=size)
+    samples = {"plain": [], "adaptive": []}
+    same = True
+    openneuron.reset_adaptive_eager_metrics()
+    for i in range(repeats + 2):
+        t_plain, loss_plain = timed_step(plain, i)
+        with openneuron.adaptive_eager():
+            t_adaptive, loss_adaptive = timed_step(adaptive, i)
+        same = same and torch.equal(loss_plain.cpu(), loss_adaptive.cpu())
+        if i >= 2:  # warm-up steps
+            samples["plain"].append(t_plain)
+            samples["adaptive"].append(t_adaptive)
+    metrics = openneuron.adaptive_eager_metrics()
+    plain_ms = statistics.median(samples["plain"]) * 1e3
+    adaptive_ms = statistics.median(samples["adaptive"]) * 1e3
+    return {
+        "case": workload.name,
+        "plain_ms": plain_ms,
+        "adaptive_ms": adaptive_ms,
+        "plain_vs_adaptive": plain_ms / adaptive_ms,
+        "losses_bitwise_equal": same,
+        "ops_recorded": metrics["ops_recorded"],
+        "fused_ops": metrics["fused_ops"],
+        "segments": metrics["segments"],
+        "cache_hits": metrics["cache_hits"],
+        "fallbacks": metrics["fallbacks"],
+    }
+
+
+def one_element_overhead(repeats: int) -> dict:
+    """Host time per 1-element add, reading the value back every 100 ops (as a loop would)."""
+    import openneuron
+
+    x = torch.ones(1, device="neuron")
+
+    def loop():
+        y = x
+        start = time.perf_counter()
+        for _ in range(100):
+            y = y + 1
+        y.item()
+        return (time.perf_counter() - start) / 100
+
+    result = {"plain": [], "adaptive": []}
+    for _ in range(repeats):
+        result["plain"].append(loop())
+        with openneuron.adaptive_eager():
+            result["adaptive"].append(loop())
+    plain_us = statistics.median(result["plain"]) * 1e6
+    adaptive_us = statistics.median(result["adaptive"]) * 1e6
+    return {
+        "case": "1-element add (per op)",
+        "plain_us": plain_us,
+        "adaptive_us": adaptive_us,
+        "adaptive_over_plain": adaptive_us / plain_us,
+        "target": "<= 1.1",
+    }
+
+
+def markdown(results: dict, arguments: str) -> str:
+    lines = [
+        BEGIN,
+        "",
+        "## Adaptive eager",
+        "",
+        f"Measured {results['date']} with `.venv/bin/python bench/adaptive_eager_bench.py "
+        f"{arguments}` (`make bench-adaptive`), on {results['machine']}. Training step times "
+        "in ms (medians of interleaved steps); `plain_vs_adaptive` above 1 means adaptive eager "
+        "is faster.",
+        "",
+    ]
+    rows = results["workloads"]
+    keys = list(rows[0])
+    lines += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(format_value(r.get(k)) for k in keys) + " |" for r in rows]
+    over = results["overhead"]
+    lines += [
+        "",
+        f"Geomean plain/adaptive: {results['geomean']:.3f}. Per-op host time of a 1-element add:"
+        f" {over['plain_us']:.2f} µs plain, {over['adaptive_us']:.2f} µs adaptive "
+        f"({over['adaptive_over_plain']:.2f}×).",
+        "",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--workloads", default="")
+    parser.add_argument(
+        "--json", type=Path, default=ROOT / "bench" / "results" / "adaptive_eager.json"
+    )
+    parser.add_argument("--markdown", type=Path, default=ROOT / "docs" / "performance.md")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    import openneuron  # noqa: F401
+    from bench.workloads import WORKLOADS
+
+    names = (
+        args.workloads.split(",")
+        if args.workloads
+        else [n for n, w in WORKLOADS.items() if w.training]
+    )
+    size = "small" if args.quick else "benchmark"
+    results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "workloads": []}
+    print(f"machine: {results['machine']}")
+    for name in names:
+        results["workloads"].append(measure(WORKLOADS[name], size, 3 if args.quick else 9))
+        print_table("adaptive eager", results["workloads"][-1:])
+    results["overhead"] = one_element_overhead(5 if args.quick else 21)
+    results["geomean"] = statistics.geometric_mean(
+        r["plain_vs_adaptive"] for r in results["workloads"]
+    )
+    print_table("adaptive eager", results["workloads"])
+    print_table("per-op overhead", [results["overhead"]])
+    print(f"\ngeomean plain/adaptive: {results['geomean']:.3f}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2))
+    page = args.markdown.read_text() if args.markdown.exists() else ""
+    section = markdown(results, " ".join(sys.argv[1:]))
+    if BEGIN in page and END in page:
+        page = page[: page.index(BEGIN)] + section + page[page.index(END) + len(END) + 1 :]
+    else:
+        page = page.rstrip("\n") + "\n\n" + section
+    args.markdown.write_text(page)
+    print(f"wrote {args.json} and {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()

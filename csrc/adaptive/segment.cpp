@@ -1,0 +1,229 @@
+// Recording into a segment and flushing it.
+#include "adaptive/segment.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "adaptive/adaptive_eager.h"
+#include "adaptive/metrics_counters.h"
+#include "adaptive/segment_program.h"
+#include "kernels/cast.h"
+#include "runtime/runtime.h"
+
+namespace openneuron::adaptive {
+
+using kernels::TensorView;
+
+bool same_view(const TensorView& a, const TensorView& b) {
+  if (a.data != b.data || a.dtype != b.dtype || a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d) {
+    if (a.sizes[d] != b.sizes[d] || (a.sizes[d] != 1 && a.strides[d] != b.strides[d])) return false;
+  }
+  return true;
+}
+
+namespace {
+
+struct ByteRange {
+  uintptr_t begin, end;  // [begin, end)
+};
+
+ByteRange byte_range(const TensorView& v) {
+  const int64_t element = static_cast<int64_t>(kernels::element_size(v.dtype));
+  int64_t low = 0, high = 0;
+  for (int d = 0; d < v.ndim; ++d) {
+    if (v.sizes[d] == 0) return {0, 0};
+    const int64_t reach = (v.sizes[d] - 1) * v.strides[d];
+    (reach < 0 ? low : high) += reach;
+  }
+  const auto base = reinterpret_cast<uintptr_t>(v.data);
+  return {base + low * element, base + (high + 1) * element};
+}
+
+bool same_shape(const TensorView& a, const TensorView& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d) {
+    if (a.sizes[d] != b.sizes[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool views_overlap(const TensorView& a, const TensorView& b) {
+  const ByteRange x = byte_range(a), y = byte_range(b);
+  return x.begin < y.end && y.begin < x.end;
+}
+
+Segment::Fit Segment::fits(const RecordedOp& op) const {
+  if (ops_.empty()) return Fit::Joins;
+  if (!same_shape(ops_.front().out, op.out)) return Fit::Shape;
+  if (ops_.size() >= kMaxOps || accesses_.size() + op.num_inputs + 1 > kMaxViews) {
+    return Fit::Limit;
+  }
+  auto conflicts = [&](const TensorView& view, bool write) {
+    for (const Access& a : accesses_) {
+      if ((write || a.write) && views_overlap(view, a.view) && !same_view(view, a.view))
+        return true;
+    }
+    return false;
+  };
+  for (int k = 0; k < op.num_inputs; ++k) {
+    if (!op.inputs[k].on_host && conflicts(op.inputs[k].view, false)) return Fit::Alias;
+  }
+  return conflicts(op.out, true) ? Fit::Alias : Fit::Joins;
+}
+
+std::vector<RecordedOp> Segment::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  accesses_.clear();
+  return std::move(ops_);
+}
+
+void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
+  std::vector<RecordedOp> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Fit fit = fits(op);
+    if (fit != Fit::Joins) {
+      count_segment_end(fit == Fit::Shape   ? &Counters::ended_by_shape
+                        : fit == Fit::Alias ? &Counters::ended_by_alias
+                                            : &Counters::ended_by_limit);
+      finished = std::move(ops_);
+      ops_.clear();
+      accesses_.clear();
+    }
+  }
+  // Queued outside the lock: queuing flushes the stream's pending work, which is this segment.
+  if (!finished.empty()) run_segment(stream, std::move(finished));
+  std::lock_guard<std::mutex> lock(mutex_);
+  ops_.push_back(op);
+  for (int k = 0; k < op.num_inputs; ++k) {
+    if (!op.inputs[k].on_host) accesses_.push_back({op.inputs[k].view, false});
+  }
+  accesses_.push_back({op.out, true});
+  stream.set_pending(this);
+}
+
+void Segment::flush(runtime::Stream& stream) {
+  std::vector<RecordedOp> ops = take();
+  if (ops.empty()) return;
+  count_segment_end(&Counters::ended_by_stream);
+  run_segment(stream, std::move(ops));
+}
+
+void run_recorded_op(RecordedOp op) {
+  TensorView inputs[3];
+  for (int k = 0; k < op.num_inputs; ++k) {
+    inputs[k] = op.inputs[k].view;
+    if (op.inputs[k].on_host) inputs[k].data = op.inputs[k].host_value;
+  }
+  if (op.is_cast) {
+    kernels::copy(op.out, inputs[0]);
+  } else {
+    kernels::pointwise(op.op, op.out, inputs, op.num_inputs, op.compute, op.params);
+  }
+}
+
+namespace {
+
+// Ops this small take about as long as handing them to the stream's worker (as in the bridge).
+constexpr int64_t kSmallWorkElements = 2048;
+
+template <typename Work>
+void enqueue_sized(runtime::Stream& stream, const char* name, int64_t elements, Work&& work) {
+  if (elements <= kSmallWorkElements) {
+    stream.enqueue_small(name, std::forward<Work>(work));
+  } else {
+    stream.enqueue(name, std::forward<Work>(work));
+  }
+}
+
+void queue_one(runtime::Stream& stream, const RecordedOp& op) {
+  enqueue_sized(stream, op.name, op.out.numel(), [op] { run_recorded_op(op); });
+}
+
+void dump_segment(const SegmentProgram& program) {
+  const char* directory = std::getenv("OPENNEURON_DEBUG_DIR");
+  if (directory == nullptr || *directory == '\0') return;
+  static std::atomic<int> counter{0};
+  std::error_code error;
+  const std::filesystem::path folder = std::filesystem::path(directory) / "adaptive_eager";
+  std::filesystem::create_directories(folder, error);
+  if (error) return;  // a debug aid: an unwritable directory must not break execution
+  std::ofstream file(folder / ("segment_" + std::to_string(counter++) + ".ir"));
+  file << "# segment as recorded\n"
+       << program.ir_before << "\n# after the pipeline\n"
+       << program.ir_after << "\n";
+  if (program.error.empty()) {
+    file << "# fused kernel\n" << program.kernel.listing();
+  } else {
+    file << "# declined: " << program.error << "\n";
+  }
+}
+
+}  // namespace
+
+void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
+  count(&Counters::segments);
+  if (ops.size() == 1) {
+    count(&Counters::single_ops);
+    queue_one(stream, ops.front());
+    return;
+  }
+  runtime::CachingAllocator& allocator =
+      runtime::Runtime::get().device(stream.device()).allocator();
+  const SegmentDataflow flow =
+      analyse_dataflow(ops, [&](const void* data) { return allocator.owns(data); });
+  if (flow.outputs.empty()) {  // every result belonged to a tensor already freed
+    count(&Counters::stores_skipped, flow.stores_skipped);
+    return;
+  }
+  bool hit = false;
+  std::shared_ptr<const SegmentProgram> program = cached_segment(ops, flow, &hit);
+  if (hit) {
+    count(&Counters::cache_hits);
+  } else {
+    count(&Counters::compiles);
+    dump_segment(*program);
+  }
+  if (!program->error.empty()) {
+    note_fallback(program->error);
+    for (const RecordedOp& op : ops) queue_one(stream, op);
+    return;
+  }
+  count(&Counters::fused_segments);
+  count(&Counters::fused_ops, static_cast<int64_t>(ops.size()));
+  count(&Counters::stores_skipped, flow.stores_skipped);
+
+  std::vector<TensorView> outputs;
+  for (int op : program->output_op) outputs.push_back(ops[op].out);
+  std::vector<RecordedInput> inputs;
+  for (int external : program->input_external) inputs.push_back(flow.external[external]);
+  std::string names;
+  for (const RecordedOp& op : ops) names += std::string(names.empty() ? "" : ", ") + op.name;
+  const int64_t elements = ops.front().out.numel();
+  const bool perturb = perturb_fused_results();  // as set when the segment was flushed
+  enqueue_sized(stream, "adaptive_eager_segment", elements,
+                [program, outputs = std::move(outputs), inputs = std::move(inputs),
+                 names = std::move(names), perturb]() mutable {
+                  std::vector<TensorView> views;
+                  views.reserve(inputs.size());
+                  for (RecordedInput& in : inputs) {
+                    views.push_back(in.view);
+                    if (in.on_host) views.back().data = in.host_value;
+                  }
+                  try {
+                    compiler::run_fused_kernel(program->kernel, outputs.data(), views.data());
+                  } catch (const std::exception& e) {
+                    throw std::runtime_error("in the fused segment of eager ops (" + names +
+                                             "): " + e.what());
+                  }
+                  if (perturb) *static_cast<unsigned char*>(outputs[0].data) ^= 1;
+                });
+}
+
+}  // namespace openneuron::adaptive

@@ -1,0 +1,219 @@
+// Lowering a segment of recorded ops to the graph IR and compiling it.
+#include "adaptive/segment_program.h"
+
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "adaptive/segment.h"
+#include "compiler/names.h"
+#include "compiler/ops.h"
+#include "compiler/pipeline.h"
+#include "compiler/text.h"
+
+namespace openneuron::adaptive {
+
+SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
+                                 const std::function<bool(const void*)>& is_live) {
+  SegmentDataflow flow;
+  struct Version {
+    kernels::TensorView view;
+    int op;  // the op whose result the memory holds now
+  };
+  std::vector<Version> written;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const RecordedOp& op = ops[i];
+    std::vector<int> args;
+    for (int a = 0; a < op.num_inputs; ++a) {
+      const RecordedInput& in = op.inputs[a];
+      int source = -1;
+      bool found = false;
+      if (!in.on_host) {
+        for (const Version& v : written) {
+          if (same_view(v.view, in.view)) {
+            source = -1 - v.op;
+            found = true;
+          }
+        }
+        for (size_t e = 0; !found && e < flow.external.size(); ++e) {
+          if (!flow.external[e].on_host && same_view(flow.external[e].view, in.view)) {
+            source = static_cast<int>(e);
+            found = true;
+          }
+        }
+      }
+      if (!found) {
+        source = static_cast<int>(flow.external.size());
+        flow.external.push_back(in);
+      }
+      args.push_back(source);
+    }
+    flow.args.push_back(std::move(args));
+    bool replaced = false;
+    for (Version& v : written) {
+      if (same_view(v.view, op.out)) {
+        v.op = static_cast<int>(i);
+        replaced = true;
+      }
+    }
+    if (!replaced) written.push_back(Version{op.out, static_cast<int>(i)});
+  }
+  for (const Version& v : written) {
+    const RecordedOp& op = ops[v.op];
+    if (op.out_in_device_block && !is_live(op.out.data)) continue;
+    flow.outputs.push_back(v.op);
+  }
+  // Results overwritten later in the segment, or of freed tensors, never reach memory.
+  flow.stores_skipped = static_cast<int64_t>(ops.size() - flow.outputs.size());
+  return flow;
+}
+
+compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow) {
+  using compiler::Attr;
+  using compiler::Dim;
+  compiler::Graph graph;
+  std::vector<Dim> shape;
+  for (int d = 0; d < ops.front().out.ndim; ++d)
+    shape.push_back(Dim::known(ops.front().out.sizes[d]));
+  for (const RecordedInput& in : flow.external) {
+    graph.inputs.push_back(
+        graph.add_value({compiler::ValueKind::Tensor, in.view.dtype, shape, {}}));
+  }
+  std::vector<int> result(ops.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const RecordedOp& op = ops[i];
+    compiler::Node node;
+    node.op = op.is_cast ? compiler::ops::kCast : compiler::ops::kPointwise;
+    for (int source : flow.args[i]) {
+      node.inputs.push_back(source >= 0 ? graph.inputs[source] : result[-1 - source]);
+    }
+    result[i] = graph.add_value({compiler::ValueKind::Tensor, op.out.dtype, shape, {}});
+    node.outputs.push_back(result[i]);
+    if (op.is_cast) {
+      graph.nodes.push_back(std::move(node));
+      continue;
+    }
+    node.attrs["fn"] = Attr::string(compiler::pointwise_op_name(op.op));
+    node.attrs["compute"] = Attr::string(compiler::dtype_short_name(op.compute));
+    for (int k = 0; k < 4; ++k) {
+      if (!op.params.present[k]) continue;
+      const kernels::Scalar& p = op.params.values[k];
+      node.attrs["p" + std::to_string(k)] = p.is_integral ? Attr::integer(p.i) : Attr::real(p.f);
+    }
+    graph.nodes.push_back(std::move(node));
+  }
+  for (int op : flow.outputs) graph.outputs.push_back(result[op]);
+  return graph;
+}
+
+std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<RecordedOp>& ops,
+                                                      const SegmentDataflow& flow) {
+  auto program = std::make_shared<SegmentProgram>();
+  compiler::Graph graph = segment_graph(ops, flow);
+  program->ir_before = compiler::print_graph(graph);
+  compiler::run_pipeline(graph);
+  program->ir_after = compiler::print_graph(graph);
+  if (graph.nodes.size() != 1 || graph.nodes[0].op != compiler::ops::kFused) {
+    throw std::runtime_error("the optimised segment is not a single fused kernel");
+  }
+  const compiler::Node& fused = graph.nodes[0];
+  for (int value : fused.inputs) {
+    int external = -1;
+    for (size_t k = 0; k < graph.inputs.size(); ++k) {
+      if (graph.inputs[k] == value) external = static_cast<int>(k);
+    }
+    if (external < 0) throw std::runtime_error("a fused kernel input is not a segment operand");
+    program->input_external.push_back(external);
+  }
+  // Each fused output must be exactly one segment output (CSE may merge equal results).
+  for (int value : fused.outputs) {
+    int which = -1;
+    for (size_t k = 0; k < graph.outputs.size(); ++k) {
+      if (graph.outputs[k] != value) continue;
+      if (which >= 0) throw std::runtime_error("two segment outputs hold one value");
+      which = static_cast<int>(k);
+    }
+    if (which < 0) throw std::runtime_error("a fused kernel output is not a segment output");
+    program->output_op.push_back(flow.outputs[which]);
+  }
+  if (program->output_op.size() != flow.outputs.size()) {
+    throw std::runtime_error("a segment output is not computed by the fused kernel");
+  }
+  program->kernel = compiler::build_fused_kernel(*fused.body);
+  return program;
+}
+
+std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
+                                       const SegmentDataflow& flow) {
+  std::vector<int64_t> key;
+  key.reserve(8 + ops.size() * 16);
+  key.push_back(static_cast<int64_t>(flow.external.size()));
+  for (const RecordedInput& in : flow.external) key.push_back(static_cast<int64_t>(in.view.dtype));
+  key.push_back(ops.front().out.ndim);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const RecordedOp& op = ops[i];
+    key.push_back(op.is_cast ? -1 : static_cast<int64_t>(op.op));
+    key.push_back(static_cast<int64_t>(op.compute));
+    key.push_back(static_cast<int64_t>(op.out.dtype));
+    key.push_back(op.num_inputs);
+    for (int source : flow.args[i]) key.push_back(source);
+    for (int k = 0; k < 4; ++k) {
+      const kernels::Scalar& p = op.params.values[k];
+      int64_t bits = 0;
+      std::memcpy(&bits, &p.f, sizeof bits);
+      key.push_back(op.params.present[k] ? (p.is_integral ? 1 : 2) : 0);
+      key.push_back(op.params.present[k] ? (p.is_integral ? p.i : bits) : 0);
+    }
+  }
+  key.push_back(-1);
+  for (int op : flow.outputs) key.push_back(op);
+  return key;
+}
+
+namespace {
+
+struct KeyHash {
+  size_t operator()(const std::vector<int64_t>& key) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+// Bounded: programs whose parameters change every step (a learning-rate schedule written as
+// eager ops) would otherwise grow it without end.
+constexpr size_t kMaxCachedSegments = 4096;
+
+}  // namespace
+
+std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedOp>& ops,
+                                                     const SegmentDataflow& flow, bool* hit) {
+  static std::mutex mutex;
+  static auto* cache = new std::unordered_map<std::vector<int64_t>,
+                                              std::shared_ptr<const SegmentProgram>, KeyHash>();
+  std::vector<int64_t> key = segment_signature(ops, flow);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache->find(key);
+    if (found != cache->end()) {
+      *hit = true;
+      return found->second;
+    }
+  }
+  *hit = false;
+  std::shared_ptr<const SegmentProgram> program;
+  try {
+    program = compile_segment(ops, flow);
+  } catch (const std::exception& e) {  // remembered, so the segment is not retried every step
+    auto declined = std::make_shared<SegmentProgram>();
+    declined->error = e.what();
+    program = declined;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache->size() >= kMaxCachedSegments) cache->clear();
+  cache->emplace(std::move(key), program);
+  return program;
+}
+
+}  // namespace openneuron::adaptive

@@ -1,0 +1,51 @@
+// Pointwise kernel calls handed to adaptive eager instead of being queued (csrc/adaptive).
+#pragma once
+
+#include <cstring>
+
+#include "adaptive/adaptive_eager.h"
+#include "aten/op_helpers.h"
+
+namespace openneuron::bridge {
+
+// Records out = op(inputs) on `stream` and returns true while adaptive eager is on; false
+// (nothing done) when the caller must queue the kernel itself. `name` outlives the process's ops.
+template <typename Input>
+bool record_adaptive(runtime::Stream& stream, const char* name, kernels::PointwiseOp op,
+                     const kernels::TensorView& out, const Input* inputs, int num_inputs,
+                     kernels::DType compute, const kernels::PointwiseParams& params) {
+  if (!adaptive::enabled()) return false;
+  adaptive::RecordedOp recorded;
+  recorded.name = name;
+  recorded.op = op;
+  recorded.compute = compute;
+  recorded.params = params;
+  recorded.out = out;
+  recorded.num_inputs = num_inputs;
+  for (int k = 0; k < num_inputs; ++k) {
+    if constexpr (std::is_same_v<Input, Operand>) {
+      recorded.inputs[k].view = inputs[k].view;
+      recorded.inputs[k].on_host = inputs[k].on_host;
+      std::memcpy(recorded.inputs[k].host_value, inputs[k].host_value,
+                  sizeof recorded.inputs[k].host_value);
+    } else {
+      recorded.inputs[k].view = inputs[k];
+    }
+  }
+  return adaptive::record(stream, recorded);
+}
+
+// The same for a dtype conversion dst = src (src already broadcast to dst's shape).
+inline bool record_adaptive_cast(runtime::Stream& stream, const kernels::TensorView& dst,
+                                 const kernels::TensorView& src) {
+  if (!adaptive::enabled()) return false;
+  adaptive::RecordedOp recorded;
+  recorded.name = "aten::copy_";
+  recorded.is_cast = true;
+  recorded.out = dst;
+  recorded.num_inputs = 1;
+  recorded.inputs[0].view = src;
+  return adaptive::record(stream, recorded);
+}
+
+}  // namespace openneuron::bridge
