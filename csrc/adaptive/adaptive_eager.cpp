@@ -11,7 +11,6 @@
 
 #include "adaptive/metrics_counters.h"
 #include "adaptive/segment.h"
-#include "runtime/runtime.h"
 
 namespace openneuron::adaptive {
 
@@ -104,10 +103,12 @@ void set_enabled(bool on) {
 
 bool record(runtime::Stream& stream, const RecordedOp& op) {
   if (!enabled() || stream.launch_blocking() || !well_formed(op)) return false;
-  RecordedOp recorded = op;
-  recorded.out_in_device_block =
-      runtime::Runtime::get().device(stream.device()).allocator().owns(op.out.data);
-  segment_for(stream).record(stream, recorded);
+  Segment& segment = segment_for(stream);
+  if (!segment.worth_recording(op)) {
+    count(&Counters::ran_at_once);
+    return false;
+  }
+  segment.record(stream, op);
   count(&Counters::ops_recorded);
   return true;
 }
@@ -140,6 +141,7 @@ Metrics metrics() {
   m.ended_by_alias = c.ended_by_alias;
   m.ended_by_limit = c.ended_by_limit;
   m.ended_by_stream = c.ended_by_stream;
+  m.ran_at_once = c.ran_at_once;
   return m;
 }
 

@@ -22,8 +22,10 @@ namespace openneuron::adaptive {
 bool enabled();
 void set_enabled(bool on);
 
-// Takes `op` into `stream`'s segment and returns true; false when adaptive eager is off or the
-// stream runs work inline (launch blocking), and the caller queues the op itself.
+// Takes `op` into `stream`'s segment and returns true; false when adaptive eager is off, the
+// stream runs work inline (launch blocking), or ops like this one lately stayed single-op
+// segments (holding them back gains nothing), and the caller queues the op itself.
+// `op.out_in_device_block` says whether its output lies in the device's caching allocator.
 bool record(runtime::Stream& stream, const RecordedOp& op);
 
 // Flushes every stream's pending segment.
@@ -43,6 +45,7 @@ struct Metrics {
   int64_t ended_by_alias = 0;   // ... the next op's memory overlapped differently
   int64_t ended_by_limit = 0;   // ... the size limit
   int64_t ended_by_stream = 0;  // ... other work reached the stream (ops, copies, syncs)
+  int64_t ran_at_once = 0;      // ops not held back: ops like them lately stayed alone
 };
 Metrics metrics();
 void reset_metrics();

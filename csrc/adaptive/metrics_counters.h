@@ -10,7 +10,7 @@ namespace openneuron::adaptive {
 struct Counters {
   std::atomic<int64_t> ops_recorded{0}, segments{0}, fused_segments{0}, fused_ops{0}, single_ops{0},
       cache_hits{0}, compiles{0}, fallbacks{0}, stores_skipped{0}, ended_by_shape{0},
-      ended_by_alias{0}, ended_by_limit{0}, ended_by_stream{0};
+      ended_by_alias{0}, ended_by_limit{0}, ended_by_stream{0}, ran_at_once{0};
 };
 
 Counters& counters();

@@ -25,8 +25,8 @@ struct RecordedOp {
   kernels::TensorView out;
   RecordedInput inputs[3];
   int num_inputs = 0;
-  // Set by record(): `out` lay in a block of the device's caching allocator. Once that block is
-  // no longer live, nobody can read what the op would have stored there.
+  // `out` lies in a block of the device's caching allocator (every neuron tensor does). Once
+  // that block is no longer live, nobody can read what the op would have stored there.
   bool out_in_device_block = false;
 };
 

@@ -80,7 +80,34 @@ Segment::Fit Segment::fits(const RecordedOp& op) const {
 std::vector<RecordedOp> Segment::take() {
   std::lock_guard<std::mutex> lock(mutex_);
   accesses_.clear();
-  return std::move(ops_);
+  size_.store(0, std::memory_order_relaxed);
+  std::vector<RecordedOp> ops = std::move(ops_);
+  ops_.clear();
+  return ops;
+}
+
+namespace {
+
+uint64_t kind_of(const RecordedOp& op) {
+  return (static_cast<uint64_t>(op.is_cast ? 255 : static_cast<int>(op.op)) << 56) ^
+         (static_cast<uint64_t>(op.out.dtype) << 48) ^ static_cast<uint64_t>(op.out.numel());
+}
+
+}  // namespace
+
+bool Segment::worth_recording(const RecordedOp& op) {
+  if (size_.load(std::memory_order_relaxed) != 0) return true;  // it may join the open segment
+  std::lock_guard<std::mutex> lock(history_mutex_);
+  const auto found = history_.find(kind_of(op));
+  if (found == history_.end() || found->second > -2) return true;
+  return (++skipped_ % 64) == 0;
+}
+
+void Segment::learn(const std::vector<RecordedOp>& ops) {
+  std::lock_guard<std::mutex> lock(history_mutex_);
+  if (history_.size() > 4096) history_.clear();  // bounded; it only steers a heuristic
+  int& score = history_[kind_of(ops.front())];
+  score = ops.size() > 1 ? 2 : std::max(score - 1, -4);
 }
 
 void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
@@ -95,12 +122,17 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
       finished = std::move(ops_);
       ops_.clear();
       accesses_.clear();
+      size_.store(0, std::memory_order_relaxed);
     }
   }
   // Queued outside the lock: queuing flushes the stream's pending work, which is this segment.
-  if (!finished.empty()) run_segment(stream, std::move(finished));
+  if (!finished.empty()) {
+    learn(finished);
+    run_segment(stream, std::move(finished));
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   ops_.push_back(op);
+  size_.store(ops_.size(), std::memory_order_relaxed);
   for (int k = 0; k < op.num_inputs; ++k) {
     if (!op.inputs[k].on_host) accesses_.push_back({op.inputs[k].view, false});
   }
@@ -112,6 +144,7 @@ void Segment::flush(runtime::Stream& stream) {
   std::vector<RecordedOp> ops = take();
   if (ops.empty()) return;
   count_segment_end(&Counters::ended_by_stream);
+  learn(ops);
   run_segment(stream, std::move(ops));
 }
 
@@ -159,7 +192,9 @@ void dump_segment(const SegmentProgram& program) {
        << program.ir_before << "\n# after the pipeline\n"
        << program.ir_after << "\n";
   if (program.error.empty()) {
-    file << "# fused kernel\n" << program.kernel.listing();
+    for (const SegmentProgram::Kernel& kernel : program.kernels) {
+      file << "# fused kernel\n" << kernel.kernel.listing();
+    }
   } else {
     file << "# declined: " << program.error << "\n";
   }
@@ -200,26 +235,34 @@ void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
   count(&Counters::stores_skipped, flow.stores_skipped);
 
   std::vector<TensorView> outputs;
-  for (int op : program->output_op) outputs.push_back(ops[op].out);
-  std::vector<RecordedInput> inputs;
-  for (int external : program->input_external) inputs.push_back(flow.external[external]);
-  std::string names;
-  for (const RecordedOp& op : ops) names += std::string(names.empty() ? "" : ", ") + op.name;
+  for (int op : flow.outputs) outputs.push_back(ops[op].out);
+  std::vector<const char*> names;  // joined only if a kernel fails
+  for (const RecordedOp& op : ops) names.push_back(op.name);
   const int64_t elements = ops.front().out.numel();
   const bool perturb = perturb_fused_results();  // as set when the segment was flushed
   enqueue_sized(stream, "adaptive_eager_segment", elements,
-                [program, outputs = std::move(outputs), inputs = std::move(inputs),
+                [program, outputs = std::move(outputs), external = flow.external,
                  names = std::move(names), perturb]() mutable {
-                  std::vector<TensorView> views;
-                  views.reserve(inputs.size());
-                  for (RecordedInput& in : inputs) {
-                    views.push_back(in.view);
-                    if (in.on_host) views.back().data = in.host_value;
+                  for (RecordedInput& in : external) {
+                    if (in.on_host) in.view.data = in.host_value;
                   }
+                  std::vector<TensorView> kernel_outputs, kernel_inputs;
                   try {
-                    compiler::run_fused_kernel(program->kernel, outputs.data(), views.data());
+                    for (const SegmentProgram::Kernel& k : program->kernels) {
+                      kernel_outputs.clear();
+                      kernel_inputs.clear();
+                      for (int o : k.outputs) kernel_outputs.push_back(outputs[o]);
+                      for (int i : k.inputs) {
+                        kernel_inputs.push_back(i >= 0 ? external[i].view : outputs[-1 - i]);
+                      }
+                      compiler::run_fused_kernel(k.kernel, kernel_outputs.data(),
+                                                 kernel_inputs.data());
+                    }
                   } catch (const std::exception& e) {
-                    throw std::runtime_error("in the fused segment of eager ops (" + names +
+                    std::string joined;
+                    for (const char* name : names)
+                      joined += (joined.empty() ? "" : ", ") + std::string(name);
+                    throw std::runtime_error("in the fused segment of eager ops (" + joined +
                                              "): " + e.what());
                   }
                   if (perturb) *static_cast<unsigned char*>(outputs[0].data) ^= 1;

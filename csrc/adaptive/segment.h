@@ -1,7 +1,10 @@
 // A stream's segment of recorded pointwise ops, and the rule for which ops may join it.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "adaptive/recorded_op.h"
@@ -22,6 +25,10 @@ class Segment final : public runtime::PendingWork {
   // pending work.
   void record(runtime::Stream& stream, const RecordedOp& op);
 
+  // False when ops like `op` have recently started segments that stayed single ops: holding
+  // such an op back only adds latency, so it runs at once (re-tried every 64th time).
+  bool worth_recording(const RecordedOp& op);
+
   void flush(runtime::Stream& stream) override;
 
  private:
@@ -30,8 +37,16 @@ class Segment final : public runtime::PendingWork {
   // Takes the ops out under the lock; the caller runs them.
   std::vector<RecordedOp> take();
 
+  // Learns from how the segment that `ops` formed turned out.
+  void learn(const std::vector<RecordedOp>& ops);
+
   std::mutex mutex_;
   std::vector<RecordedOp> ops_;
+  std::atomic<size_t> size_{0};  // ops_.size(), readable without the lock
+  // Per kind of segment-starting op: > 0 it led to fusion lately, < 0 it stayed alone.
+  std::mutex history_mutex_;
+  std::unordered_map<uint64_t, int> history_;
+  uint32_t skipped_ = 0;
   struct Access {
     kernels::TensorView view;
     bool write;

@@ -63,6 +63,13 @@ SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
     const RecordedOp& op = ops[v.op];
     if (op.out_in_device_block && !is_live(op.out.data)) continue;
     flow.outputs.push_back(v.op);
+    int alias = -1;
+    for (size_t e = 0; e < flow.external.size(); ++e) {
+      if (!flow.external[e].on_host && same_view(flow.external[e].view, op.out)) {
+        alias = static_cast<int>(e);
+      }
+    }
+    flow.output_aliases.push_back(alias);
   }
   // Results overwritten later in the segment, or of freed tensors, never reach memory.
   flow.stores_skipped = static_cast<int64_t>(ops.size() - flow.outputs.size());
@@ -107,42 +114,83 @@ compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentD
   return graph;
 }
 
+namespace {
+void lower_to_kernel(const compiler::Graph& graph, const SegmentDataflow& flow,
+                     SegmentProgram& out);
+}  // namespace
+
 std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<RecordedOp>& ops,
                                                       const SegmentDataflow& flow) {
   auto program = std::make_shared<SegmentProgram>();
   compiler::Graph graph = segment_graph(ops, flow);
   program->ir_before = compiler::print_graph(graph);
-  compiler::run_pipeline(graph);
-  program->ir_after = compiler::print_graph(graph);
-  if (graph.nodes.size() != 1 || graph.nodes[0].op != compiler::ops::kFused) {
-    throw std::runtime_error("the optimised segment is not a single fused kernel");
+  try {
+    compiler::run_pipeline(graph);
+    program->ir_after = compiler::print_graph(graph);
+    lower_to_kernel(graph, flow, *program);
+  } catch (const std::exception& e) {
+    program->error = e.what();
   }
-  const compiler::Node& fused = graph.nodes[0];
-  for (int value : fused.inputs) {
-    int external = -1;
-    for (size_t k = 0; k < graph.inputs.size(); ++k) {
-      if (graph.inputs[k] == value) external = static_cast<int>(k);
-    }
-    if (external < 0) throw std::runtime_error("a fused kernel input is not a segment operand");
-    program->input_external.push_back(external);
-  }
-  // Each fused output must be exactly one segment output (CSE may merge equal results).
-  for (int value : fused.outputs) {
+  return program;
+}
+
+namespace {
+
+// The optimised graph's fused nodes, in order, as the program's kernels. Values that pass from
+// one kernel to another must be segment outputs (they travel through memory), and no kernel may
+// read an operand that an earlier kernel overwrote in place (the pass may have reordered them).
+void lower_to_kernel(const compiler::Graph& graph, const SegmentDataflow& flow,
+                     SegmentProgram& program) {
+  auto output_index = [&](int value) {
     int which = -1;
     for (size_t k = 0; k < graph.outputs.size(); ++k) {
       if (graph.outputs[k] != value) continue;
+      // CSE may merge equal results of two ops into one value.
       if (which >= 0) throw std::runtime_error("two segment outputs hold one value");
       which = static_cast<int>(k);
     }
-    if (which < 0) throw std::runtime_error("a fused kernel output is not a segment output");
-    program->output_op.push_back(flow.outputs[which]);
+    return which;
+  };
+  std::vector<bool> written(flow.outputs.size(), false);
+  std::vector<bool> overwritten_external(flow.external.size(), false);
+  for (const compiler::Node& node : graph.nodes) {
+    if (node.op != compiler::ops::kFused) {
+      throw std::runtime_error("the optimised segment holds a " + node.op + " node");
+    }
+    SegmentProgram::Kernel kernel;
+    for (int value : node.inputs) {
+      int source = -1;
+      for (size_t k = 0; k < graph.inputs.size(); ++k) {
+        if (graph.inputs[k] == value) source = static_cast<int>(k);
+      }
+      if (source >= 0 && overwritten_external[source]) {
+        throw std::runtime_error("a kernel reads an operand an earlier kernel overwrote");
+      }
+      if (source < 0) {
+        const int which = output_index(value);
+        if (which < 0 || !written[which]) {
+          throw std::runtime_error("a value passes between kernels without being stored");
+        }
+        source = -1 - which;
+      }
+      kernel.inputs.push_back(source);
+    }
+    for (int value : node.outputs) {
+      const int which = output_index(value);
+      if (which < 0) throw std::runtime_error("a fused kernel output is not a segment output");
+      written[which] = true;
+      kernel.outputs.push_back(which);
+      if (flow.output_aliases[which] >= 0) overwritten_external[flow.output_aliases[which]] = true;
+    }
+    kernel.kernel = compiler::build_fused_kernel(*node.body);
+    program.kernels.push_back(std::move(kernel));
   }
-  if (program->output_op.size() != flow.outputs.size()) {
-    throw std::runtime_error("a segment output is not computed by the fused kernel");
+  for (bool w : written) {
+    if (!w) throw std::runtime_error("a segment output is not computed by a fused kernel");
   }
-  program->kernel = compiler::build_fused_kernel(*fused.body);
-  return program;
 }
+
+}  // namespace
 
 std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
                                        const SegmentDataflow& flow) {
@@ -168,6 +216,7 @@ std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
   }
   key.push_back(-1);
   for (int op : flow.outputs) key.push_back(op);
+  for (int alias : flow.output_aliases) key.push_back(alias);
   return key;
 }
 
@@ -202,14 +251,8 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
     }
   }
   *hit = false;
-  std::shared_ptr<const SegmentProgram> program;
-  try {
-    program = compile_segment(ops, flow);
-  } catch (const std::exception& e) {  // remembered, so the segment is not retried every step
-    auto declined = std::make_shared<SegmentProgram>();
-    declined->error = e.what();
-    program = declined;
-  }
+  // A declined segment is remembered too, so it is not retried every step.
+  std::shared_ptr<const SegmentProgram> program = compile_segment(ops, flow);
   std::lock_guard<std::mutex> lock(mutex);
   if (cache->size() >= kMaxCachedSegments) cache->clear();
   cache->emplace(std::move(key), program);

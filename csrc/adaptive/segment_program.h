@@ -20,7 +20,9 @@ struct SegmentDataflow {
   std::vector<RecordedInput> external;  // operands read before the segment writes them
   // Per op and argument: >= 0 an external operand, < 0 the result of op (-1 - value).
   std::vector<std::vector<int>> args;
-  std::vector<int> outputs;    // ops whose results are stored, in order
+  std::vector<int> outputs;  // ops whose results are stored, in order
+  // Per output: the external operand whose memory it overwrites in place, or -1.
+  std::vector<int> output_aliases;
   int64_t stores_skipped = 0;  // ops whose result is never stored (overwritten or freed)
 };
 
@@ -31,10 +33,13 @@ SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
 
 // The segment's compiled form.
 struct SegmentProgram {
-  compiler::FusedKernel kernel;
-  std::vector<int> input_external;  // kernel input k reads external operand input_external[k]
-  std::vector<int> output_op;       // kernel output k is op output_op[k]'s result
-  std::string ir_before;            // IR text before and after the pipeline (debug dumps)
+  struct Kernel {
+    compiler::FusedKernel kernel;
+    std::vector<int> inputs;   // >= 0: an external operand; < 0: segment output (-1 - input)
+    std::vector<int> outputs;  // segment outputs (indices into SegmentDataflow::outputs)
+  };
+  std::vector<Kernel> kernels;  // run one after another
+  std::string ir_before;        // IR text before and after the pipeline (debug dumps)
   std::string ir_after;
   std::string error;  // non-empty: the compiler declined the segment, and why
 };
@@ -42,8 +47,8 @@ struct SegmentProgram {
 // The IR of a segment: one pointwise node per op over its iteration shape.
 compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow);
 
-// Lowers, optimises and builds the segment's kernel. Throws std::runtime_error saying why when
-// the optimised graph is not exactly one fused kernel storing each output once.
+// Lowers, optimises and builds the segment's kernels. When the optimised graph is not a list of
+// fused kernels that store each output once, the program's `error` says why.
 std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<RecordedOp>& ops,
                                                       const SegmentDataflow& flow);
 

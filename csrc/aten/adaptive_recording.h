@@ -21,6 +21,7 @@ bool record_adaptive(runtime::Stream& stream, const char* name, kernels::Pointwi
   recorded.compute = compute;
   recorded.params = params;
   recorded.out = out;
+  recorded.out_in_device_block = true;
   recorded.num_inputs = num_inputs;
   for (int k = 0; k < num_inputs; ++k) {
     if constexpr (std::is_same_v<Input, Operand>) {
@@ -43,6 +44,7 @@ inline bool record_adaptive_cast(runtime::Stream& stream, const kernels::TensorV
   recorded.name = "aten::copy_";
   recorded.is_cast = true;
   recorded.out = dst;
+  recorded.out_in_device_block = true;
   recorded.num_inputs = 1;
   recorded.inputs[0].view = src;
   return adaptive::record(stream, recorded);

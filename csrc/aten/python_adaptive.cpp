@@ -26,6 +26,7 @@ void register_adaptive_bindings(py::module& m) {
     d["compiles"] = m.compiles;
     d["fallbacks"] = m.fallbacks;
     d["stores_skipped"] = m.stores_skipped;
+    d["ran_at_once"] = m.ran_at_once;
     py::dict ended;
     ended["shape"] = m.ended_by_shape;
     ended["alias"] = m.ended_by_alias;

@@ -131,6 +131,22 @@ TEST_F(SegmentTest, InPlaceUpdatesReadTheirLatestVersion) {
   EXPECT_EQ(metrics().fused_segments, 1);
 }
 
+TEST_F(SegmentTest, IndependentChainsAndInPlaceOverwritesKeepEagerOrder) {
+  // Two chains the compiler fuses apart, and an in-place write to an operand both read.
+  const size_t n = 12000;
+  Buffer x = random_buffer(n, 1), y = random_buffer(n, 2), z = random_buffer(n, 3),
+         p = random_buffer(n, 4), q = random_buffer(n, 5), r = random_buffer(n, 6),
+         t = random_buffer(n, 7);
+  expect_fused_equals_eager(
+      {make_op("aten::cos", PointwiseOp::Cos, p.view(), {x.view()}),
+       make_op("aten::mul", PointwiseOp::Mul, q.view(), {p.view(), y.view()}),
+       make_op("aten::sin", PointwiseOp::Sin, r.view(), {x.view()}),
+       make_op("aten::neg_", PointwiseOp::Neg, x.view(), {x.view()}),
+       make_op("aten::mul", PointwiseOp::Mul, t.view(), {r.view(), z.view()})},
+      {&x, &y, &z, &p, &q, &r, &t});
+  EXPECT_EQ(metrics().fused_segments + metrics().fallbacks, 1);
+}
+
 TEST_F(SegmentTest, AnotherShapeEndsTheSegment) {
   Buffer x = random_buffer(64, 1), y = random_buffer(64, 2), z = random_buffer(64, 3);
   expect_fused_equals_eager(
@@ -173,6 +189,7 @@ TEST_F(SegmentTest, ResultsOfFreedTensorsAreNotStored) {
   TensorView temp = x.view();
   temp.data = allocator.allocate(4096 * 4, *stream_);
   RecordedOp first = make_op("aten::exp", PointwiseOp::Exp, temp, {x.view()});
+  first.out_in_device_block = true;
   ASSERT_TRUE(record(*stream_, first));
   ASSERT_TRUE(record(*stream_, make_op("aten::neg", PointwiseOp::Neg, out.view(), {temp})));
   allocator.free(temp.data);  // the temporary dies before the segment runs
