@@ -65,9 +65,12 @@ Segment::Fit Segment::fits(const RecordedOp& op) const {
     return Fit::Limit;
   }
   auto conflicts = [&](const TensorView& view, bool write) {
+    const ByteRange range = byte_range(view);
     for (const Access& a : accesses_) {
-      if ((write || a.write) && views_overlap(view, a.view) && !same_view(view, a.view))
+      if ((write || a.write) && range.begin < a.end && a.begin < range.end &&
+          !same_view(view, a.view)) {
         return true;
+      }
     }
     return false;
   };
@@ -134,10 +137,21 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
   ops_.push_back(op);
   size_.store(ops_.size(), std::memory_order_relaxed);
   for (int k = 0; k < op.num_inputs; ++k) {
-    if (!op.inputs[k].on_host) accesses_.push_back({op.inputs[k].view, false});
+    if (!op.inputs[k].on_host) add_access(op.inputs[k].view, false);
   }
-  accesses_.push_back({op.out, true});
+  add_access(op.out, true);
   stream.set_pending(this);
+}
+
+void Segment::add_access(const TensorView& view, bool write) {
+  for (Access& a : accesses_) {
+    if (same_view(a.view, view)) {
+      a.write = a.write || write;
+      return;
+    }
+  }
+  const ByteRange range = byte_range(view);
+  accesses_.push_back({view, range.begin, range.end, write});
 }
 
 void Segment::flush(runtime::Stream& stream) {

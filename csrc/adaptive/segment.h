@@ -47,10 +47,13 @@ class Segment final : public runtime::PendingWork {
   std::mutex history_mutex_;
   std::unordered_map<uint64_t, int> history_;
   uint32_t skipped_ = 0;
+  // Distinct views the segment touches (the fused kernels' operands), with their byte ranges.
   struct Access {
     kernels::TensorView view;
+    uintptr_t begin, end;
     bool write;
   };
+  void add_access(const kernels::TensorView& view, bool write);
   std::vector<Access> accesses_;
 };
 

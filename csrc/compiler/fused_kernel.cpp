@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -177,15 +178,20 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
   const int tile_ndim = split >= 0 ? space.ndim - split : space.ndim;
   const int first_tile_dim = split >= 0 ? split : 0;
 
+  // Scratch for one tile per intermediate, sized by the actual tile (small tensors need little)
+  // and left uninitialised: every element is written before it is read.
+  const int64_t tile_elements = std::min<int64_t>(kTileElements, inner * chunk);
+  auto slot_bytes = [&](DType dtype) {  // each slot 64-byte aligned
+    return (kernels::element_size(dtype) * static_cast<size_t>(tile_elements) + 63) / 64 * 64;
+  };
   size_t scratch_bytes = 0;
   for (const FusedInstr& instr : kernel.instrs) {
-    scratch_bytes += kernels::element_size(kernel.slot_dtypes[instr.result]) * kTileElements;
+    scratch_bytes += slot_bytes(kernel.slot_dtypes[instr.result]);
   }
-  const int64_t tile_elements = std::min<int64_t>(kTileElements, inner * chunk);
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, tile_elements));
 
   kernels::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
-    std::vector<unsigned char> scratch(scratch_bytes + 64);
+    std::unique_ptr<unsigned char[]> scratch(new unsigned char[scratch_bytes + 64]);
     std::vector<TensorView> slots(kernel.slot_dtypes.size());
     std::vector<int> output_index(kernel.slot_dtypes.size(), -1);
     for (size_t k = 0; k < num_outputs; ++k) output_index[kernel.outputs[k]] = static_cast<int>(k);
@@ -229,7 +235,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
           view.strides[d] = 0;
         }
       }
-      unsigned char* free_scratch = scratch.data();
+      unsigned char* free_scratch = scratch.get();
       for (const FusedInstr& instr : kernel.instrs) {
         const int out_k = output_index[instr.result];
         if (out_k >= 0) {
@@ -237,7 +243,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
         } else {
           const DType dtype = kernel.slot_dtypes[instr.result];
           slots[instr.result] = dense_view(free_scratch, dtype, tile_ndim, sizes);
-          free_scratch += kernels::element_size(dtype) * kTileElements;
+          free_scratch += slot_bytes(dtype);
         }
         if (instr.is_cast) {
           kernels::copy(slots[instr.result], slots[instr.args[0]]);
