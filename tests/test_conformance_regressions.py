@@ -175,3 +175,38 @@ def test_layer_norm_over_one_element_rows_has_zero_input_gradient(dtype):
     y = torch.nn.functional.layer_norm(x, (1,), w, None)
     (grad,) = torch.autograd.grad(y, x, torch.randn_like(y))
     assert torch.equal(grad.cpu(), torch.zeros(5, 1, dtype=dtype))
+
+
+POOLS = {
+    "max_pool2d": lambda x: torch.nn.functional.max_pool2d(x, 2, return_indices=True),
+    "avg_pool2d": lambda x: torch.nn.functional.avg_pool2d(x, 2),
+    "adaptive_avg_pool2d": lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 3),
+}
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_pooling_keeps_channels_last(pool):
+    # PyTorch's CPU and meta kernels give channels_last outputs (and max pooling's indices and
+    # every input gradient) for a channels_last input; a contiguous result breaks compiled
+    # graphs that assumed the meta kernel's strides.
+    x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    dev = x.to("neuron").requires_grad_()
+    expected = POOLS[pool](x)
+    actual = POOLS[pool](dev)
+    expected, actual = (
+        (expected, actual) if isinstance(expected, tuple) else ((expected,), (actual,))
+    )
+    for a, e in zip(actual, expected, strict=True):
+        assert a.stride() == e.stride()
+        torch.testing.assert_close(a.cpu(), e, rtol=1.3e-6, atol=1e-5)
+    actual[0].sum().backward()
+    assert dev.grad.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_adaptive_avg_pool2d_backward_refuses_empty_output_size():
+    # As on the CPU: output_size 0 pools nothing, and its backward raises.
+    x = torch.randn(1, 2, 4, 4, device="neuron", requires_grad=True)
+    y = torch.nn.functional.adaptive_avg_pool2d(x, 0)
+    with pytest.raises(RuntimeError, match="non-zero size"):
+        y.sum().backward()
+    assert torch.ones(2, device="neuron").sum().item() == 2  # still usable
