@@ -599,9 +599,19 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
               "index_add_(): Number of indices (", idx.numel(),
               ") should be equal to source.size(dim) (",
               source.dim() == 0 ? 1 : source.size(wrapped), ")");
+  TORCH_CHECK(out.is_same(self) || out.scalar_type() == self.scalar_type(),
+              "index_add(): self and out must share a dtype");
+  if (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16) {
+    // Repeated indices add several values into one element: they are summed in fp32 and
+    // rounded once (the design's rule; PyTorch's CPU kernel gives the same along the last
+    // dimension), not rounded to the 16-bit type after every addition.
+    at::Tensor wide = self.to(at::kFloat);
+    index_add_out(wide, dim, idx, source.to(at::kFloat), alpha, wide);
+    if (!out.is_same(self)) at::native::resize_output(out, self.sizes());
+    out.copy_(wide);
+    return out;
+  }
   if (!out.is_same(self)) {
-    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
-                "index_add(): self and out must share a dtype");
     at::native::resize_output(out, self.sizes());
     enqueue_copy(out, self);
   }

@@ -94,8 +94,12 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
   const PoolGeometry g =
       pool_geometry("max_pool2d", self, kernel_size, stride, padding, dilation, ceil_mode);
   if (!nn::is_nn_dtype(self.scalar_type())) {
-    at::Tensor out = at::empty({0}, self.options());
-    at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+    // Allocated at their final shape and layout: the host fallback copies its result into
+    // them, keeping their strides (channels_last as the meta kernel gives).
+    const auto shape = pooled_shape(self, g.out_h, g.out_w);
+    const at::MemoryFormat format = pooled_format(self);
+    at::Tensor out = at::empty(shape, self.options().memory_format(format));
+    at::Tensor indices = at::empty(shape, self.options().dtype(at::kLong).memory_format(format));
     OPENNEURON_FALLBACK(max_pool2d_with_indices_out, self, kernel_size, stride, padding, dilation,
                         ceil_mode, out, indices);
     return {out, indices};
@@ -143,7 +147,9 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
   const c10::Device device =
       nn::check_device("aten::max_pool2d_with_indices_backward", {&grad_output, &self, &indices});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
-    at::Tensor grad_input = at::empty({0}, self.options());
+    // In the input's layout: the host fallback copies its result in, keeping these strides.
+    at::Tensor grad_input =
+        at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
     return OPENNEURON_FALLBACK(max_pool2d_with_indices_backward_grad_input, grad_output, self,
                                kernel_size, stride, padding, dilation, ceil_mode, indices,
                                grad_input);
@@ -226,7 +232,8 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                std::optional<int64_t> divisor_override) {
   const c10::Device device = nn::check_device("aten::avg_pool2d_backward", {&grad_output, &self});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
-    at::Tensor grad_input = at::empty({0}, self.options());
+    at::Tensor grad_input =
+        at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
     return OPENNEURON_FALLBACK(avg_pool2d_backward_grad_input, grad_output, self, kernel_size,
                                stride, padding, ceil_mode, count_include_pad, divisor_override,
                                grad_input);

@@ -54,7 +54,7 @@ def run_file(src: Path, file: str, device: str, out_dir: Path, extra: list[str],
     xml.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "pytest", str(src / "test" / file), "-p",
-        "tests.upstream.neuron_test_base", "-q", "-p", "no:cacheprovider",
+        "tests.upstream.neuron_test_base", "-q", "-p", "no:cacheprovider", "--noconftest",
         f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra,
     ]  # fmt: skip
     env = {
@@ -68,7 +68,7 @@ def run_file(src: Path, file: str, device: str, out_dir: Path, extra: list[str],
             cmd, cwd=src / "test", env=env, capture_output=True, text=True, timeout=timeout
         )
         note = "" if proc.returncode in (0, 1) else f"pytest exit {proc.returncode}"
-        if proc.returncode not in (0, 1):
+        if proc.returncode not in (0, 1) and proc.stdout + proc.stderr:
             note += ": " + (proc.stdout + proc.stderr).strip().splitlines()[-1][:300]
     except subprocess.TimeoutExpired:
         note = f"timeout after {timeout} s"
@@ -110,6 +110,7 @@ def main(argv=None) -> int:
     if args.pytorch_src is None or not (args.pytorch_src / "test").is_dir():
         parser.error("--pytorch-src (or PYTORCH_SRC) must name a PyTorch checkout with test/")
     extra = ["-k", args.keyword] if args.keyword else []
+    args.json = args.json.resolve()  # pytest runs in the checkout's test/ folder
     out_dir = args.json.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     known = json.loads(KNOWN_FAILURES.read_text()) if KNOWN_FAILURES.exists() else {}
