@@ -210,3 +210,24 @@ def test_adaptive_avg_pool2d_backward_refuses_empty_output_size():
     with pytest.raises(RuntimeError, match="non-zero size"):
         y.sum().backward()
     assert torch.ones(2, device="neuron").sum().item() == 2  # still usable
+
+
+def test_uint8_mask_warns_as_on_cpu():
+    # PyTorch's CPU indexing warns that uint8 masks are deprecated; the device path did not.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    mask = torch.tensor([1, 0], dtype=torch.uint8, device="neuron")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = x[mask]
+    assert any("torch.uint8 is now deprecated" in str(w.message) for w in caught)
+    torch.testing.assert_close(got.cpu(), torch.arange(3.0).reshape(1, 3))
+
+
+def test_index_shape_mismatch_is_an_index_error():
+    # As on the CPU: indices that do not broadcast raise IndexError, naming their shapes.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    with pytest.raises(
+        IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"
+    ):
+        x[torch.tensor([0, 1]), torch.tensor([0, 1, 2])]
+    assert x.sum().item() == 15  # still usable
