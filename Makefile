@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-upstream conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -84,6 +84,15 @@ test-cpp:
 
 test-python:
 	$(PYTHON) -m pytest tests -q
+
+# Not in make test: PyTorch's own device-generic test files from a PyTorch checkout
+# (PYTORCH_SRC=/path/to/pytorch), on neuron and on cpu; see tests/upstream/README.md.
+test-upstream: build
+	$(PYTHON) -m tests.upstream.run --pytorch-src "$(PYTORCH_SRC)"
+
+# Not in make test: the full OpInfo/ModuleInfo sweep; writes docs/op_coverage.md and .json.
+conformance: build
+	nice -n 10 $(PYTHON) -m tests.conformance.report
 
 format:
 	find csrc -name '*.cpp' -o -name '*.h' | xargs $(VENV)/bin/clang-format -i

@@ -175,3 +175,59 @@ def test_layer_norm_over_one_element_rows_has_zero_input_gradient(dtype):
     y = torch.nn.functional.layer_norm(x, (1,), w, None)
     (grad,) = torch.autograd.grad(y, x, torch.randn_like(y))
     assert torch.equal(grad.cpu(), torch.zeros(5, 1, dtype=dtype))
+
+
+POOLS = {
+    "max_pool2d": lambda x: torch.nn.functional.max_pool2d(x, 2, return_indices=True),
+    "avg_pool2d": lambda x: torch.nn.functional.avg_pool2d(x, 2),
+    "adaptive_avg_pool2d": lambda x: torch.nn.functional.adaptive_avg_pool2d(x, 3),
+}
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_pooling_keeps_channels_last(pool):
+    # PyTorch's CPU and meta kernels give channels_last outputs (and max pooling's indices and
+    # every input gradient) for a channels_last input; a contiguous result breaks compiled
+    # graphs that assumed the meta kernel's strides.
+    x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    dev = x.to("neuron").requires_grad_()
+    expected = POOLS[pool](x)
+    actual = POOLS[pool](dev)
+    expected, actual = (
+        (expected, actual) if isinstance(expected, tuple) else ((expected,), (actual,))
+    )
+    for a, e in zip(actual, expected, strict=True):
+        assert a.stride() == e.stride()
+        torch.testing.assert_close(a.cpu(), e, rtol=1.3e-6, atol=1e-5)
+    actual[0].sum().backward()
+    assert dev.grad.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_adaptive_avg_pool2d_backward_refuses_empty_output_size():
+    # As on the CPU: output_size 0 pools nothing, and its backward raises.
+    x = torch.randn(1, 2, 4, 4, device="neuron", requires_grad=True)
+    y = torch.nn.functional.adaptive_avg_pool2d(x, 0)
+    with pytest.raises(RuntimeError, match="non-zero size"):
+        y.sum().backward()
+    assert torch.ones(2, device="neuron").sum().item() == 2  # still usable
+
+
+def test_uint8_mask_warns_as_on_cpu():
+    # PyTorch's CPU indexing warns that uint8 masks are deprecated; the device path did not.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    mask = torch.tensor([1, 0], dtype=torch.uint8, device="neuron")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = x[mask]
+    assert any("torch.uint8 is now deprecated" in str(w.message) for w in caught)
+    torch.testing.assert_close(got.cpu(), torch.arange(3.0).reshape(1, 3))
+
+
+def test_index_shape_mismatch_is_an_index_error():
+    # As on the CPU: indices that do not broadcast raise IndexError, naming their shapes.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    with pytest.raises(
+        IndexError, match=r"could not be broadcast together with shapes \[2\], \[3\]"
+    ):
+        x[torch.tensor([0, 1]), torch.tensor([0, 1, 2])]
+    assert x.sum().item() == 15  # still usable

@@ -6,7 +6,9 @@ Values cannot match the CPU bit for bit (each device has its own generator), so 
 checked against the distribution instead, with bounds of about 6 standard errors for N samples.
 """
 
+import contextlib
 import math
+import warnings
 
 import pytest
 import torch
@@ -115,6 +117,8 @@ def test_bernoulli_functional_out_and_zero_size():
     out = torch.empty(0, device=DEVICE)
     torch.bernoulli(probs, generator=gen(), out=out)
     assert out.shape == probs.shape
+    # out= draws the same values as the functional form from the same generator state.
+    torch.testing.assert_close(out, torch.bernoulli(probs, generator=gen()), rtol=0, atol=0)
     assert torch.bernoulli(torch.empty(0, 3, device=DEVICE)).shape == (0, 3)
     assert torch.bernoulli(torch.rand(5, device=DEVICE, dtype=torch.float16)).dtype == torch.float16
     with pytest.raises(RuntimeError, match="p to be in"):
@@ -209,6 +213,8 @@ def test_normal_out_variants_and_errors():
         out = torch.empty(0, device=DEVICE)
         torch.normal(*args, generator=gen(), out=out)
         assert out.shape == (10,)
+        # out= draws the same values as the functional form from the same generator state.
+        torch.testing.assert_close(out, torch.normal(*args, generator=gen()), rtol=0, atol=0)
     with pytest.raises(RuntimeError, match="std >= 0.0"):
         torch.normal(mean, -1.0)
     assert torch.normal(torch.empty(0, 2, device=DEVICE), 1.0).shape == (0, 2)
@@ -282,3 +288,90 @@ def test_float64_goes_to_the_fallback_visibly():
     assert out.dtype == torch.float64
     assert "aten::bernoulli_.float" in openneuron.get_fallback_ops()
     openneuron.clear_op_tracking()  # keep the autouse native check meaningful for the rest
+
+
+# ---- out= values: the distribution, not only the shape ---------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bernoulli_out_statistics(dtype):
+    # Per-column probabilities 0, 0.2, 0.7, 1: each column's mean within 6 standard errors
+    # (sqrt(p(1-p)/rows)) of p; columns with p 0 and 1 exactly 0 and 1. Seeded: deterministic.
+    rows = N // 4
+    p = torch.tensor([0.0, 0.2, 0.7, 1.0], device=DEVICE, dtype=dtype).expand(rows, 4)
+    out = torch.empty(0, device=DEVICE, dtype=dtype)
+    torch.bernoulli(p, generator=gen(7), out=out)
+    assert out.shape == (rows, 4) and out.dtype == dtype
+    values = out.cpu().double()
+    assert set(values.unique().tolist()) <= {0.0, 1.0}
+    assert values[:, 0].sum() == 0 and values[:, 3].min() == 1
+    for col, prob in ((1, 0.2), (2, 0.7)):
+        bound = 6 * math.sqrt(prob * (1 - prob) / rows)
+        assert abs(values[:, col].mean().item() - prob) < bound, (col, values[:, col].mean())
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("form", ["tensor_float", "float_tensor", "tensor_tensor"])
+def test_normal_out_statistics(dtype, form):
+    # Columns with means (-5, 0, 10) and stds (1, 3, 0.5): each column's sample mean within
+    # 6 standard errors (6 std / sqrt(rows), about 0.05 for std 3) and its sample std within
+    # 6 standard errors of a std estimate (6 std / sqrt(2 rows)) plus the dtype's rounding of
+    # the values (bfloat16: 2^-8 relative of |mean| + 3 std).
+    rows = N // 4
+    mean_values = torch.tensor([-5.0, 0.0, 10.0], dtype=torch.float64)
+    std_values = torch.tensor([1.0, 3.0, 0.5], dtype=torch.float64)
+    mean = mean_values.to(DEVICE, dtype).expand(rows, 3)
+    std = std_values.to(DEVICE, dtype).expand(rows, 3)
+    if form == "tensor_float":
+        args, std_values = (mean, 2.0), torch.full((3,), 2.0, dtype=torch.float64)
+    elif form == "float_tensor":
+        args, mean_values = (3.0, std), torch.full((3,), 3.0, dtype=torch.float64)
+    else:
+        args = (mean, std)
+    out = torch.empty(0, device=DEVICE, dtype=dtype)
+    torch.normal(*args, generator=gen(11), out=out)
+    assert out.shape == (rows, 3) and out.dtype == dtype
+    values = out.cpu().double()
+    rounding = torch.finfo(dtype).eps * (mean_values.abs() + 3 * std_values)
+    mean_bound = 6 * std_values / math.sqrt(rows) + rounding
+    std_bound = 6 * std_values / math.sqrt(2 * rows) + rounding
+    assert ((values.mean(0) - mean_values).abs() < mean_bound).all(), values.mean(0)
+    assert ((values.std(0) - std_values).abs() < std_bound).all(), values.std(0)
+
+
+# ---- the out= checks catch wrong kernels ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _mutated(op_name, kernel):
+    """kernel replaces aten::op_name on neuron inside the block (the real kernel after it)."""
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        library.impl(op_name, kernel, "PrivateUse1")
+    try:
+        yield
+    finally:
+        library._destroy()
+
+
+def _normal_std_ten_percent_high(mean, std, *, generator=None, out):
+    out.resize_(torch.broadcast_shapes(mean.shape, std.shape))
+    out.normal_(0.0, 1.0, generator=generator)
+    return out.mul_(std * 1.1).add_(mean)
+
+
+def _bernoulli_p_ten_percent_low(p, *, generator=None, out):
+    out.resize_(p.shape)
+    return out.bernoulli_(p * 0.9, generator=generator)
+
+
+def test_out_statistics_catch_wrong_kernels():
+    with _mutated("normal.Tensor_Tensor_out", _normal_std_ten_percent_high):
+        with pytest.raises(AssertionError):
+            test_normal_out_statistics(torch.float32, "tensor_tensor")
+    with _mutated("bernoulli.out", _bernoulli_p_ten_percent_low):
+        with pytest.raises(AssertionError):
+            test_bernoulli_out_statistics(torch.float32)
+    test_normal_out_statistics(torch.float32, "tensor_tensor")  # the real kernels pass again
+    test_bernoulli_out_statistics(torch.float32)

@@ -6,6 +6,8 @@
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <sstream>
+
 #include "aten/fallback.h"
 #include "aten/op_helpers.h"
 #include "aten/op_tracking.h"
@@ -434,6 +436,11 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
     }
     const at::Tensor& index = *entry;
     if (index.scalar_type() == at::kBool || index.scalar_type() == at::kByte) {
+      if (index.scalar_type() == at::kByte) {  // PyTorch's own deprecation warning, word for word
+        TORCH_WARN(
+            "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+            "instead.");
+      }
       const int64_t start = static_cast<int64_t>(per_dim.size());
       TORCH_CHECK_INDEX(start + index.dim() <= self.dim(),
                         "too many indices for tensor of dimension ", self.dim());
@@ -471,7 +478,22 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
   std::vector<at::Tensor> broadcast = defined;
   {
     std::vector<int64_t> shape = defined[0].sizes().vec();
-    for (const at::Tensor& t : defined) shape = at::infer_size(shape, t.sizes());
+    bool broadcastable = true;
+    for (const at::Tensor& t : defined) {
+      try {
+        shape = at::infer_size(shape, t.sizes());
+      } catch (const c10::Error&) {
+        broadcastable = false;
+        break;
+      }
+    }
+    if (!broadcastable) {
+      // An IndexError with PyTorch's message, as the CPU's indexing raises.
+      std::ostringstream shapes;
+      for (size_t i = 0; i < defined.size(); ++i) shapes << (i ? ", " : "") << defined[i].sizes();
+      TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together ",
+                        "with shapes ", shapes.str());
+    }
     for (at::Tensor& t : broadcast) t = t.expand(shape);
   }
   bool adjacent = true;
@@ -599,9 +621,19 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
               "index_add_(): Number of indices (", idx.numel(),
               ") should be equal to source.size(dim) (",
               source.dim() == 0 ? 1 : source.size(wrapped), ")");
+  TORCH_CHECK(out.is_same(self) || out.scalar_type() == self.scalar_type(),
+              "index_add(): self and out must share a dtype");
+  if (self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16) {
+    // Repeated indices add several values into one element: they are summed in fp32 and
+    // rounded once (the design's rule; PyTorch's CPU kernel gives the same along the last
+    // dimension), not rounded to the 16-bit type after every addition.
+    at::Tensor wide = self.to(at::kFloat);
+    index_add_out(wide, dim, idx, source.to(at::kFloat), alpha, wide);
+    if (!out.is_same(self)) at::native::resize_output(out, self.sizes());
+    out.copy_(wide);
+    return out;
+  }
   if (!out.is_same(self)) {
-    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
-                "index_add(): self and out must share a dtype");
     at::native::resize_output(out, self.sizes());
     enqueue_copy(out, self);
   }

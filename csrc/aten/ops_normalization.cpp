@@ -286,8 +286,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(
   const int64_t row_len = normalized_length("layer_norm", input, normalized_shape);
   at::Tensor out = at::empty(input.sizes(), input.options());
   const auto shape = stats_shape(input, static_cast<int64_t>(normalized_shape.size()));
-  at::Tensor mean = at::empty(shape, input.options());
-  at::Tensor rstd = at::empty(shape, input.options());
+  // 16-bit inputs keep their statistics in fp32, as the meta kernel promises for every device
+  // but the CPU: rounding rstd to the 16-bit type before the backward costs the weight
+  // gradient several ulps where the variance is ill-conditioned.
+  const bool narrow = input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16;
+  const at::TensorOptions stats_options =
+      narrow ? input.options().dtype(at::kFloat) : input.options();
+  at::Tensor mean = at::empty(shape, stats_options);
+  at::Tensor rstd = at::empty(shape, stats_options);
   if (mean.numel() == 0) return {out, mean, rstd};
   const at::Tensor rows_in = as_rows(input, row_len);
   const at::Tensor *w = opt(weight), *b = opt(bias);

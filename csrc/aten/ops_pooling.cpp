@@ -72,6 +72,12 @@ kernels::TensorView as_4d(const at::Tensor& t) {
   return t.dim() == 3 ? nn::with_unit_dim(view, 0) : view;
 }
 
+// The layout PyTorch's CPU and meta kernels give pooling results: the input's suggested
+// memory format for 4-D inputs (channels_last stays channels_last), contiguous for 3-D.
+at::MemoryFormat pooled_format(const at::Tensor& self) {
+  return self.dim() == 4 ? self.suggest_memory_format() : at::MemoryFormat::Contiguous;
+}
+
 // Copies a freshly computed result into an out= tensor.
 at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
   at::native::resize_output(out, result.sizes());
@@ -88,8 +94,12 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
   const PoolGeometry g =
       pool_geometry("max_pool2d", self, kernel_size, stride, padding, dilation, ceil_mode);
   if (!nn::is_nn_dtype(self.scalar_type())) {
-    at::Tensor out = at::empty({0}, self.options());
-    at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+    // Allocated at their final shape and layout: the host fallback copies its result into
+    // them, keeping their strides (channels_last as the meta kernel gives).
+    const auto shape = pooled_shape(self, g.out_h, g.out_w);
+    const at::MemoryFormat format = pooled_format(self);
+    at::Tensor out = at::empty(shape, self.options().memory_format(format));
+    at::Tensor indices = at::empty(shape, self.options().dtype(at::kLong).memory_format(format));
     OPENNEURON_FALLBACK(max_pool2d_with_indices_out, self, kernel_size, stride, padding, dilation,
                         ceil_mode, out, indices);
     return {out, indices};
@@ -97,14 +107,19 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
   OPENNEURON_NATIVE_OP("aten::max_pool2d_with_indices");
   const c10::DeviceGuard guard(device);
   const auto shape = pooled_shape(self, g.out_h, g.out_w);
-  at::Tensor out = at::empty(shape, self.options());
+  const at::MemoryFormat format = pooled_format(self);
+  at::Tensor out = at::empty(shape, self.options().memory_format(format));
+  // The kernel writes dense indices; a channels_last result gets them copied into its layout.
   at::Tensor indices = at::empty(shape, self.options().dtype(at::kLong));
-  if (out.numel() == 0) return {out, indices};
+  if (out.numel() == 0) {
+    return {out, format == at::MemoryFormat::Contiguous ? indices : indices.contiguous(format)};
+  }
   const kernels::TensorView out_view = as_4d(out), idx_view = as_4d(indices), in_view = as_4d(self);
   const kernels::Pool2dParams params = g.params;
   stream_for(out).enqueue("aten::max_pool2d_with_indices", [=] {
     kernels::max_pool2d_forward(out_view, idx_view, in_view, params);
   });
+  if (format != at::MemoryFormat::Contiguous) indices = indices.contiguous(format);
   return {out, indices};
 }
 
@@ -132,7 +147,9 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
   const c10::Device device =
       nn::check_device("aten::max_pool2d_with_indices_backward", {&grad_output, &self, &indices});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
-    at::Tensor grad_input = at::empty({0}, self.options());
+    // In the input's layout: the host fallback copies its result in, keeping these strides.
+    at::Tensor grad_input =
+        at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
     return OPENNEURON_FALLBACK(max_pool2d_with_indices_backward_grad_input, grad_output, self,
                                kernel_size, stride, padding, dilation, ceil_mode, indices,
                                grad_input);
@@ -143,7 +160,8 @@ at::Tensor max_pool2d_with_indices_backward(const at::Tensor& grad_output, const
                                        stride, padding, dilation, ceil_mode);
   TORCH_CHECK(grad_output.sizes().equals(pooled_shape(self, g.out_h, g.out_w)),
               "max_pool2d_with_indices_backward: grad_output has shape ", grad_output.sizes());
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  at::Tensor grad_input =
+      at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
   if (grad_input.numel() == 0) return grad_input;
   const at::Tensor dense_indices = indices.contiguous();
   const kernels::TensorView gi = as_4d(grad_input), go = as_4d(grad_output),
@@ -184,7 +202,8 @@ at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::I
   PoolGeometry g = pool_geometry("avg_pool2d", self, kernel_size, stride, padding, {}, ceil_mode);
   g.params.count_include_pad = count_include_pad;
   g.params.divisor_override = divisor_override.value_or(0);
-  at::Tensor out = at::empty(pooled_shape(self, g.out_h, g.out_w), self.options());
+  at::Tensor out = at::empty(pooled_shape(self, g.out_h, g.out_w),
+                             self.options().memory_format(pooled_format(self)));
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = as_4d(out), in_view = as_4d(self);
   const kernels::Pool2dParams params = g.params;
@@ -213,7 +232,8 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                std::optional<int64_t> divisor_override) {
   const c10::Device device = nn::check_device("aten::avg_pool2d_backward", {&grad_output, &self});
   if (!nn::all_nn_dtypes({&grad_output, &self})) {
-    at::Tensor grad_input = at::empty({0}, self.options());
+    at::Tensor grad_input =
+        at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
     return OPENNEURON_FALLBACK(avg_pool2d_backward_grad_input, grad_output, self, kernel_size,
                                stride, padding, ceil_mode, count_include_pad, divisor_override,
                                grad_input);
@@ -226,7 +246,8 @@ at::Tensor avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& 
   g.params.divisor_override = divisor_override.value_or(0);
   TORCH_CHECK(grad_output.sizes().equals(pooled_shape(self, g.out_h, g.out_w)),
               "avg_pool2d_backward: grad_output has shape ", grad_output.sizes());
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  at::Tensor grad_input =
+      at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
   if (grad_input.numel() == 0) return grad_input;
   const kernels::TensorView gi = as_4d(grad_input), go = as_4d(grad_output);
   const kernels::Pool2dParams params = g.params;
@@ -268,7 +289,8 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_si
                 self.sizes());
   }
   const c10::DeviceGuard guard(device);
-  at::Tensor out = at::empty(pooled_shape(self, output_size[0], output_size[1]), self.options());
+  at::Tensor out = at::empty(pooled_shape(self, output_size[0], output_size[1]),
+                             self.options().memory_format(pooled_format(self)));
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = as_4d(out), in_view = as_4d(self);
   stream_for(out).enqueue("aten::_adaptive_avg_pool2d",
@@ -293,8 +315,21 @@ at::Tensor adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at:
     return OPENNEURON_FALLBACK(_adaptive_avg_pool2d_backward, grad_output, self);
   }
   OPENNEURON_NATIVE_OP("aten::_adaptive_avg_pool2d_backward");
+  // As PyTorch's CPU kernel: an empty output size (output_size=0) has no gradient to pool.
+  TORCH_CHECK(grad_output.dim() == 3 || grad_output.dim() == 4,
+              "adaptive_avg_pool2d_backward(): Expected 3D or 4D grad_output, but got ",
+              grad_output.sizes());
+  for (int64_t d = 1; d < grad_output.dim(); ++d) {
+    TORCH_CHECK(grad_output.size(d) > 0,
+                "adaptive_avg_pool2d_backward(): Expected grad_output to have non-zero size "
+                "for non-batch dimensions, but grad_output has sizes ",
+                grad_output.sizes(), " with dimension ", d, " being empty");
+  }
+  TORCH_CHECK(grad_output.dim() == self.dim(),
+              "adaptive_avg_pool2d_backward(): grad_output and input must have the same rank");
   const c10::DeviceGuard guard(device);
-  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  at::Tensor grad_input =
+      at::empty(self.sizes(), self.options().memory_format(pooled_format(self)));
   if (grad_input.numel() == 0) return grad_input;
   const kernels::TensorView gi = as_4d(grad_input), go = as_4d(grad_output);
   stream_for(grad_input).enqueue("aten::_adaptive_avg_pool2d_backward", [=] {

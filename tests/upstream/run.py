@@ -1,0 +1,162 @@
+"""PyTorch's device-generic test files on neuron and on cpu, side by side.
+
+    python -m tests.upstream.run --pytorch-src PYTORCH_CHECKOUT [--files F ...]
+        [--devices neuron cpu] [--json OUT] [-k EXPR] [--timeout SECONDS]
+
+Each (file, device) runs in its own pytest process over PYTORCH_CHECKOUT/test/FILE with
+PYTORCH_TESTING_DEVICE_ONLY_FOR=<device> and the plugin tests.upstream.neuron_test_base (the
+neuron device-type test base). Results come from pytest's JUnit XML. Printed per file and
+device: collected / passed / failed / skipped; then the tests that fail on neuron but pass or
+do not fail on cpu, matched against known_failures.json. Exit status 1 when a neuron-only
+failure is not listed there, or a listed one passes; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+KNOWN_FAILURES = Path(__file__).with_name("known_failures.json")
+DEFAULT_FILES = (
+    "test_view_ops.py",
+    "test_indexing.py",
+    "test_shape_ops.py",
+    "test_sort_and_select.py",
+    "nn/test_pooling.py",
+    "test_unary_ufuncs.py",
+    "test_binary_ufuncs.py",
+    "test_reductions.py",
+    "test_tensor_creation_ops.py",
+)
+
+
+def _device_free_name(test_id: str, device: str) -> str:
+    """A test's id with the device parts removed, so neuron's and cpu's ids compare:
+    TestFooNEURON::test_bar_neuron_float32 and TestFooCPU::test_bar_cpu_float32 both give
+    TestFoo::test_bar_float32."""
+    cls, _, name = test_id.rpartition("::")
+    cls = re.sub(f"{device.upper()}$", "", cls.rsplit(".", 1)[-1])
+    name = re.sub(f"_{device}(?=_|$)", "", name)
+    return f"{cls}::{name}"
+
+
+def run_file(src: Path, file: str, device: str, out_dir: Path, extra: list[str], timeout):
+    """One pytest process; returns {"collected", "passed", "failed", "skipped", "tests"}."""
+    xml = out_dir / f"{file.replace('/', '_')}.{device}.xml"
+    xml.unlink(missing_ok=True)
+    cmd = [
+        sys.executable, "-m", "pytest", str(src / "test" / file), "-p",
+        "tests.upstream.neuron_test_base", "-q", "-p", "no:cacheprovider", "--noconftest",
+        f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra,
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTORCH_TESTING_DEVICE_ONLY_FOR": device,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "python"), str(src / "test")]),
+    }
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=src / "test", env=env, capture_output=True, text=True, timeout=timeout
+        )
+        note = "" if proc.returncode in (0, 1) else f"pytest exit {proc.returncode}"
+        if proc.returncode not in (0, 1) and proc.stdout + proc.stderr:
+            note += ": " + (proc.stdout + proc.stderr).strip().splitlines()[-1][:300]
+    except subprocess.TimeoutExpired:
+        note = f"timeout after {timeout} s"
+    tests: dict[str, str] = {}
+    if xml.exists():
+        for case in ElementTree.parse(xml).getroot().iter("testcase"):
+            test_id = f"{case.get('classname')}::{case.get('name')}"
+            if case.find("failure") is not None or case.find("error") is not None:
+                status = "failed"
+            elif case.find("skipped") is not None:
+                status = "skipped"
+            else:
+                status = "passed"
+            tests[_device_free_name(test_id, device)] = status
+    counts = {s: sum(1 for v in tests.values() if v == s) for s in ("passed", "failed", "skipped")}
+    return {
+        "collected": len(tests), **counts, "note": note,
+        "seconds": round(time.monotonic() - started), "tests": tests,
+    }  # fmt: skip
+
+
+def neuron_only_failures(neuron: dict, cpu: dict | None) -> list[str]:
+    """Tests that fail on neuron where cpu passed, skipped or did not run them."""
+    cpu_tests = (cpu or {}).get("tests", {})
+    return sorted(
+        t for t, s in neuron["tests"].items() if s == "failed" and cpu_tests.get(t) != "failed"
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pytorch-src", type=Path, default=os.environ.get("PYTORCH_SRC"))
+    parser.add_argument("--files", nargs="+", default=list(DEFAULT_FILES))
+    parser.add_argument("--devices", nargs="+", default=["neuron", "cpu"])
+    parser.add_argument("--json", type=Path, default=REPO / "build" / "upstream" / "results.json")
+    parser.add_argument("-k", dest="keyword", help="pytest -k expression")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per file and device")
+    args = parser.parse_args(argv)
+    if args.pytorch_src is None or not (args.pytorch_src / "test").is_dir():
+        parser.error("--pytorch-src (or PYTORCH_SRC) must name a PyTorch checkout with test/")
+    extra = ["-k", args.keyword] if args.keyword else []
+    args.json = args.json.resolve()  # pytest runs in the checkout's test/ folder
+    out_dir = args.json.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    known = json.loads(KNOWN_FAILURES.read_text()) if KNOWN_FAILURES.exists() else {}
+
+    results: dict[str, dict[str, dict]] = {}
+    for file in args.files:
+        results[file] = {}
+        for device in args.devices:
+            r = run_file(args.pytorch_src, file, device, out_dir, extra, args.timeout)
+            results[file][device] = r
+            print(
+                f"{file} {device}: {r['collected']} collected, {r['passed']} passed, "
+                f"{r['failed']} failed, {r['skipped']} skipped ({r['seconds']} s) {r['note']}",
+                flush=True,
+            )
+
+    unexpected, unexpected_passes = [], []
+    for file, by_device in results.items():
+        if "neuron" not in by_device:
+            continue
+        listed = known.get(file, {})
+        only = neuron_only_failures(by_device["neuron"], by_device.get("cpu"))
+        by_device["neuron"]["neuron_only_failures"] = only
+        unexpected += [f"{file}::{t}" for t in only if t not in listed]
+        unexpected_passes += [
+            f"{file}::{t}" for t in listed if by_device["neuron"]["tests"].get(t) == "passed"
+        ]
+    args.json.write_text(json.dumps(results, indent=1) + "\n")
+    print("\n| file | neuron collected / passed / failed / skipped | cpu | neuron-only failures |")
+    print("|---|---|---|---|")
+    for file, by_device in results.items():
+        cells = [
+            "{collected} / {passed} / {failed} / {skipped}".format(**by_device[d])
+            if d in by_device
+            else "not run"
+            for d in ("neuron", "cpu")
+        ]
+        only = len(by_device.get("neuron", {}).get("neuron_only_failures", []))
+        print(f"| {file} | {cells[0]} | {cells[1]} | {only} |")
+    for t in unexpected:
+        print(f"UNEXPECTED FAILURE {t}")
+    for t in unexpected_passes:
+        print(f"UNEXPECTED PASS {t}")
+    print(f"{len(unexpected)} unexpected failures, {len(unexpected_passes)} unexpected passes")
+    return 1 if unexpected or unexpected_passes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
