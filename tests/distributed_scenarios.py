@@ -300,16 +300,33 @@ def scenario_p2p(rank: int, world: int) -> None:
     else:
         dist.recv(token, src=left)
         dist.send(token + 1, dst=right)
-    # Receive from any source. Two ranks only: with three, Gloo's any-source receive missed
-    # its message in about one run of four.
-    if world != 2:
-        return
+    # Receive from any source: rank 0 hears once from every other rank, in whatever order.
     if rank == 0:
-        anywhere = torch.empty(2, device=dev)
-        sender = dist.recv(anywhere)
-        check(anywhere, torch.full((2,), float(sender)), "recv from any source")
-    elif rank == 1:
-        dist.send(torch.full((2,), 1.0, device=dev), dst=0)
+        senders = []
+        for _ in range(world - 1):
+            anywhere = torch.empty(2, device=dev)
+            sender = dist.recv(anywhere)
+            check(anywhere, torch.full((2,), float(sender)), "recv from any source")
+            senders.append(sender)
+        assert sorted(senders) == list(range(1, world)), senders
+    else:
+        dist.send(torch.full((2,), float(rank), device=dev), dst=0)
+    # A receive into a tensor Python keeps, then an any-source receive whose sender the host
+    # waits for: the communication stream releases the first receive's buffers (which takes
+    # the GIL) while the host waits, so the wait must not hold the GIL. A tag of its own keeps
+    # the any-source receive from matching the first message.
+    kept = torch.empty(64, device=dev)
+    for round_ in range(20):
+        if rank == 0:
+            dist.recv(kept, src=1, tag=7)
+            sender = dist.recv(torch.empty(1, device=dev))
+            assert sender in range(1, world), sender
+        elif rank == 1:
+            dist.send(torch.full((64,), float(round_), device=dev), dst=0, tag=7)
+            dist.send(torch.ones(1, device=dev), dst=0)
+    if rank == 0:
+        check(kept, torch.full((64,), 19.0), "receives before any-source receives")
+    dist.barrier()
 
 
 def scenario_groups(rank: int, world: int) -> None:

@@ -60,6 +60,17 @@ bool staging_forced() {
   return forced;
 }
 
+// Blocks the host until `completion` is done or `timeout` passed (zero: no limit), without
+// holding the GIL: queued work ahead of it drops tensors that Python still refers to, which
+// takes the GIL, so a caller that kept it would deadlock with the communication stream.
+bool wait_without_gil(const Completion& completion, std::chrono::milliseconds timeout) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release no_gil;
+    return completion.wait_for(timeout);
+  }
+  return completion.wait_for(timeout);
+}
+
 enum class Access { kRead, kWrite, kReadWrite };
 
 // The host tensors a collective hands to the transport, one per device tensor it reads or
@@ -191,7 +202,7 @@ class NeuronWork : public c10d::Work {
   // The sender is known only once the message has arrived: blocks the host until then.
   int sourceRank() const override {
     if (!source_rank_) return -1;
-    completion_->wait_for(std::chrono::milliseconds(0));
+    wait_without_gil(*completion_, std::chrono::milliseconds(0));
     raise_if_failed();
     return *source_rank_;
   }
@@ -202,8 +213,8 @@ class NeuronWork : public c10d::Work {
 
   bool wait(std::chrono::milliseconds timeout) override {
     if (host_wait_ || timeout != kNoTimeout) {
-      const bool finished =
-          completion_->wait_for(timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout);
+      const bool finished = wait_without_gil(
+          *completion_, timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout);
       if (!finished) {
         TORCH_CHECK_WITH(DistBackendError, false, "neuron backend: ", op_name_,
                          " did not finish within ", timeout.count(), " ms");
