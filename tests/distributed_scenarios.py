@@ -796,3 +796,54 @@ def failure_mismatch(rank: int, world: int) -> dict:
     dist.all_reduce(tensor)
     check(tensor, torch.full((4,), float(world)), "all_reduce after mismatches")
     return errors
+
+
+def default_group(rank: int, world: int) -> dict:
+    """A group made with no backend named and no debug mode: DDP runs on it as on CUDA with
+    NCCL, and collectives whose shapes, dtypes or kinds differ between ranks raise clear errors
+    (the transport would abort the process) and leave the group usable."""
+    init(rank, world, backend=None, timeout_s=10.0)
+    dev = device()
+
+    def model_of():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+    def loss_of(model, x, y):
+        return torch.nn.functional.cross_entropy(model(x), y)
+
+    _ddp_matches_single(
+        rank,
+        world,
+        model_of,
+        lambda: _mlp_batches(8 * world, 8, 4, 2),
+        loss_of,
+        lambda m: torch.optim.SGD(m.parameters(), lr=0.1),
+        dict(rtol=1e-4, atol=1e-5),  # the W1 workload's fp32 tolerance
+    )
+    errors = {}
+    cases = {
+        "shape": lambda: dist.all_reduce(torch.ones(4 + rank, device=dev)),
+        "dtype": lambda: dist.all_reduce(
+            torch.ones(4, device=dev, dtype=torch.float32 if rank == 0 else torch.int32)
+        ),
+        "op": lambda: (
+            dist.all_reduce(torch.ones(4, device=dev))
+            if rank == 0
+            else dist.broadcast(torch.ones(4, device=dev), src=0)
+        ),
+        "gather_size": lambda: dist.all_gather_into_tensor(
+            torch.empty(world * (3 + rank), device=dev), torch.ones(3 + rank, device=dev)
+        ),
+    }
+    for name, case in cases.items():
+        try:
+            case()
+            torch.neuron.synchronize()
+            errors[name] = None
+        except Exception as error:
+            errors[name] = f"{type(error).__name__}: {error}"
+    tensor = torch.ones(4, device=dev)
+    dist.all_reduce(tensor)
+    check(tensor, torch.full((4,), float(world)), "all_reduce after mismatches")
+    return {"errors": errors, "config": dist.get_backend_config()}

@@ -125,3 +125,20 @@ def test_mismatched_collectives_raise_clear_errors(tmp_path):
         assert errors["shape"] and "4" in errors["shape"] and "5" in errors["shape"], errors
         assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
         assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
+
+
+def test_no_backend_named_runs_ddp_and_mismatches_raise(tmp_path):
+    # Plain user code: init_process_group() with no backend and no TORCH_DISTRIBUTED_DEBUG.
+    outcomes = distributed_harness.launch(
+        distributed_scenarios.default_group, 2, tmp_path, deadline_s=60
+    )
+    assert all(o["ok"] for o in outcomes), distributed_harness.describe(outcomes)
+    for outcome in outcomes:
+        result = outcome["result"]
+        assert result["config"] == "neuron:neuron", result
+        errors = result["errors"]
+        assert errors["shape"] and "4 elements" in errors["shape"], errors
+        assert "5 elements" in errors["shape"], errors
+        assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
+        assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
+        assert errors["gather_size"] and "3 elements" in errors["gather_size"], errors
