@@ -300,16 +300,33 @@ def scenario_p2p(rank: int, world: int) -> None:
     else:
         dist.recv(token, src=left)
         dist.send(token + 1, dst=right)
-    # Receive from any source. Two ranks only: with three, Gloo's any-source receive missed
-    # its message in about one run of four.
-    if world != 2:
-        return
+    # Receive from any source: rank 0 hears once from every other rank, in whatever order.
     if rank == 0:
-        anywhere = torch.empty(2, device=dev)
-        sender = dist.recv(anywhere)
-        check(anywhere, torch.full((2,), float(sender)), "recv from any source")
-    elif rank == 1:
-        dist.send(torch.full((2,), 1.0, device=dev), dst=0)
+        senders = []
+        for _ in range(world - 1):
+            anywhere = torch.empty(2, device=dev)
+            sender = dist.recv(anywhere)
+            check(anywhere, torch.full((2,), float(sender)), "recv from any source")
+            senders.append(sender)
+        assert sorted(senders) == list(range(1, world)), senders
+    else:
+        dist.send(torch.full((2,), float(rank), device=dev), dst=0)
+    # A receive into a tensor Python keeps, then an any-source receive whose sender the host
+    # waits for: the communication stream releases the first receive's buffers (which takes
+    # the GIL) while the host waits, so the wait must not hold the GIL. A tag of its own keeps
+    # the any-source receive from matching the first message.
+    kept = torch.empty(64, device=dev)
+    for round_ in range(20):
+        if rank == 0:
+            dist.recv(kept, src=1, tag=7)
+            sender = dist.recv(torch.empty(1, device=dev))
+            assert sender in range(1, world), sender
+        elif rank == 1:
+            dist.send(torch.full((64,), float(round_), device=dev), dst=0, tag=7)
+            dist.send(torch.ones(1, device=dev), dst=0)
+    if rank == 0:
+        check(kept, torch.full((64,), 19.0), "receives before any-source receives")
+    dist.barrier()
 
 
 def scenario_groups(rank: int, world: int) -> None:
@@ -779,3 +796,54 @@ def failure_mismatch(rank: int, world: int) -> dict:
     dist.all_reduce(tensor)
     check(tensor, torch.full((4,), float(world)), "all_reduce after mismatches")
     return errors
+
+
+def default_group(rank: int, world: int) -> dict:
+    """A group made with no backend named and no debug mode: DDP runs on it as on CUDA with
+    NCCL, and collectives whose shapes, dtypes or kinds differ between ranks raise clear errors
+    (the transport would abort the process) and leave the group usable."""
+    init(rank, world, backend=None, timeout_s=10.0)
+    dev = device()
+
+    def model_of():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+    def loss_of(model, x, y):
+        return torch.nn.functional.cross_entropy(model(x), y)
+
+    _ddp_matches_single(
+        rank,
+        world,
+        model_of,
+        lambda: _mlp_batches(8 * world, 8, 4, 2),
+        loss_of,
+        lambda m: torch.optim.SGD(m.parameters(), lr=0.1),
+        dict(rtol=1e-4, atol=1e-5),  # the W1 workload's fp32 tolerance
+    )
+    errors = {}
+    cases = {
+        "shape": lambda: dist.all_reduce(torch.ones(4 + rank, device=dev)),
+        "dtype": lambda: dist.all_reduce(
+            torch.ones(4, device=dev, dtype=torch.float32 if rank == 0 else torch.int32)
+        ),
+        "op": lambda: (
+            dist.all_reduce(torch.ones(4, device=dev))
+            if rank == 0
+            else dist.broadcast(torch.ones(4, device=dev), src=0)
+        ),
+        "gather_size": lambda: dist.all_gather_into_tensor(
+            torch.empty(world * (3 + rank), device=dev), torch.ones(3 + rank, device=dev)
+        ),
+    }
+    for name, case in cases.items():
+        try:
+            case()
+            torch.neuron.synchronize()
+            errors[name] = None
+        except Exception as error:
+            errors[name] = f"{type(error).__name__}: {error}"
+    tensor = torch.ones(4, device=dev)
+    dist.all_reduce(tensor)
+    check(tensor, torch.full((4,), float(world)), "all_reduce after mismatches")
+    return {"errors": errors, "config": dist.get_backend_config()}

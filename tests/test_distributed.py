@@ -20,6 +20,7 @@ TWO_RANK_SCENARIOS = [
     "cpu_tensors",
     "stream_ordering",
     "work_semantics",
+    "p2p",
     "groups",
     "ddp_mlp",
     "ddp_gpt2",
@@ -28,14 +29,7 @@ TWO_RANK_SCENARIOS = [
     "fsdp2_cpu_offload",
     "checkpoint_save",
 ]
-THREE_RANK_SCENARIOS = ["collectives", "cpu_tensors", "groups", "staged_collectives"]
-# Point-to-point runs in launches of its own, so that a hang there cannot take the other
-# scenarios with it.
-P2P_RACE = (
-    "known race, not yet fixed: point-to-point messages can be matched out of phase (seen in a "
-    "full make test run: rank 1 waiting in the token ring's recv after rank 0 had finished the "
-    "scenario); passes when run alone"
-)
+THREE_RANK_SCENARIOS = ["collectives", "cpu_tensors", "p2p", "groups", "staged_collectives"]
 
 
 def _run_suite(tmp_path_factory, world, names, backend, env=None, deadline_s=150):
@@ -66,18 +60,6 @@ def three_ranks(tmp_path_factory):
     )
 
 
-@pytest.fixture(scope="module")
-def two_rank_p2p(tmp_path_factory):
-    return _run_suite(tmp_path_factory, 2, ["p2p"], "cpu:gloo,neuron:neuron", deadline_s=60)
-
-
-@pytest.fixture(scope="module")
-def three_rank_p2p(tmp_path_factory):
-    return _run_suite(
-        tmp_path_factory, 3, ["p2p"], "neuron", env={"OPENNEURON_DIST_STAGING": "1"}, deadline_s=60
-    )
-
-
 def _assert_scenario(suite, name):
     outcomes, _ = suite
     for rank, outcome in enumerate(outcomes):
@@ -94,16 +76,6 @@ def test_two_ranks(two_ranks, name):
 @pytest.mark.parametrize("name", THREE_RANK_SCENARIOS)
 def test_three_ranks(three_ranks, name):
     _assert_scenario(three_ranks, name)
-
-
-@pytest.mark.xfail(strict=False, reason=P2P_RACE)
-def test_two_rank_p2p(two_rank_p2p):
-    _assert_scenario(two_rank_p2p, "p2p")
-
-
-@pytest.mark.xfail(strict=False, reason=P2P_RACE)
-def test_three_rank_p2p(three_rank_p2p):
-    _assert_scenario(three_rank_p2p, "p2p")
 
 
 def test_checkpoint_saved_on_two_ranks_loads_on_one(two_ranks):
@@ -153,3 +125,20 @@ def test_mismatched_collectives_raise_clear_errors(tmp_path):
         assert errors["shape"] and "4" in errors["shape"] and "5" in errors["shape"], errors
         assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
         assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
+
+
+def test_no_backend_named_runs_ddp_and_mismatches_raise(tmp_path):
+    # Plain user code: init_process_group() with no backend and no TORCH_DISTRIBUTED_DEBUG.
+    outcomes = distributed_harness.launch(
+        distributed_scenarios.default_group, 2, tmp_path, deadline_s=60
+    )
+    assert all(o["ok"] for o in outcomes), distributed_harness.describe(outcomes)
+    for outcome in outcomes:
+        result = outcome["result"]
+        assert result["config"] == "neuron:neuron", result
+        errors = result["errors"]
+        assert errors["shape"] and "4 elements" in errors["shape"], errors
+        assert "5 elements" in errors["shape"], errors
+        assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
+        assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
+        assert errors["gather_size"] and "3 elements" in errors["gather_size"], errors

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -60,7 +61,32 @@ bool staging_forced() {
   return forced;
 }
 
+// Blocks the host until `completion` is done or `timeout` passed (zero: no limit), without
+// holding the GIL: queued work ahead of it drops tensors that Python still refers to, which
+// takes the GIL, so a caller that kept it would deadlock with the communication stream.
+bool wait_without_gil(const Completion& completion, std::chrono::milliseconds timeout) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release no_gil;
+    return completion.wait_for(timeout);
+  }
+  return completion.wait_for(timeout);
+}
+
+// OPENNEURON_DIST_CHECKS=0 skips the agreement check that runs before every collective.
+bool agreement_checked() {
+  static const bool checked = [] {
+    const char* value = std::getenv("OPENNEURON_DIST_CHECKS");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return checked;
+}
+
 enum class Access { kRead, kWrite, kReadWrite };
+
+// Which element count of a collective every rank must share: the tensors it reads (most
+// collectives), the ones it writes (scatter: only the root reads), or none (all-to-all with
+// uneven splits); the kind of collective and the dtype must always agree.
+enum class Agree { kReadSizes, kWriteSizes, kKindOnly };
 
 // The host tensors a collective hands to the transport, one per device tensor it reads or
 // writes: the same memory, or a pinned staging buffer copied in before and out after.
@@ -116,6 +142,19 @@ class HostBuffers {
 
   // The device of the neuron tensors, or -1 when every tensor is on the host.
   int device() const { return device_; }
+
+  // The dtype of the first tensor and the element count that `agree` selects.
+  std::pair<int64_t, int64_t> signature(Agree agree) const {
+    int64_t dtype = -1, count = 0;
+    for (const auto& entry : entries_) {
+      if (dtype < 0) dtype = static_cast<int64_t>(entry.device.scalar_type());
+      const bool reads = entry.access != Access::kWrite;
+      if ((agree == Agree::kReadSizes && reads) || (agree == Agree::kWriteSizes && !reads)) {
+        count += entry.device.numel();
+      }
+    }
+    return {dtype, agree == Agree::kKindOnly ? -1 : count};
+  }
 
   // Run on the communication stream: its inputs are ready there.
   void copy_in() const {
@@ -191,7 +230,7 @@ class NeuronWork : public c10d::Work {
   // The sender is known only once the message has arrived: blocks the host until then.
   int sourceRank() const override {
     if (!source_rank_) return -1;
-    completion_->wait_for(std::chrono::milliseconds(0));
+    wait_without_gil(*completion_, std::chrono::milliseconds(0));
     raise_if_failed();
     return *source_rank_;
   }
@@ -202,8 +241,8 @@ class NeuronWork : public c10d::Work {
 
   bool wait(std::chrono::milliseconds timeout) override {
     if (host_wait_ || timeout != kNoTimeout) {
-      const bool finished =
-          completion_->wait_for(timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout);
+      const bool finished = wait_without_gil(
+          *completion_, timeout == kNoTimeout ? std::chrono::milliseconds(0) : timeout);
       if (!finished) {
         TORCH_CHECK_WITH(DistBackendError, false, "neuron backend: ", op_name_,
                          " did not finish within ", timeout.count(), " ms");
@@ -461,10 +500,12 @@ class NeuronBackend : public c10d::Backend {
     auto buffers = std::make_shared<HostBuffers>("scatter");
     auto host_outputs = buffers->add_all(outputs, Access::kWrite);
     auto host_inputs = buffers->add_nested(inputs, Access::kRead);
-    return launch("scatter", c10d::OpType::SCATTER, buffers, outputs,
-                  [this, host_outputs, host_inputs, opts]() mutable {
-                    transport_->scatter(host_outputs, host_inputs, opts)->wait();
-                  });
+    return launch(
+        "scatter", c10d::OpType::SCATTER, buffers, outputs,
+        [this, host_outputs, host_inputs, opts]() mutable {
+          transport_->scatter(host_outputs, host_inputs, opts)->wait();
+        },
+        Agree::kWriteSizes);
   }
 
   // Reduce-scatter runs on the transport's own reduce-scatter; a premultiplied sum scales a
@@ -539,12 +580,13 @@ class NeuronBackend : public c10d::Backend {
     auto buffers = std::make_shared<HostBuffers>("all_to_all_single");
     auto host_output = buffers->add(output, Access::kWrite);
     auto host_input = buffers->add(input, Access::kRead);
-    return launch("all_to_all_single", c10d::OpType::ALLTOALL_BASE, buffers, {output},
-                  [this, host_output, host_input, output_splits, input_splits, opts]() mutable {
-                    transport_
-                        ->alltoall_base(host_output, host_input, output_splits, input_splits, opts)
-                        ->wait();
-                  });
+    return launch(
+        "all_to_all_single", c10d::OpType::ALLTOALL_BASE, buffers, {output},
+        [this, host_output, host_input, output_splits, input_splits, opts]() mutable {
+          transport_->alltoall_base(host_output, host_input, output_splits, input_splits, opts)
+              ->wait();
+        },
+        Agree::kKindOnly);
   }
 
   // A list all-to-all packs the lists into one buffer each way and runs the single-tensor form.
@@ -581,7 +623,8 @@ class NeuronBackend : public c10d::Backend {
             host_outputs[i].view(-1).copy_(packed_output.narrow(0, offset, output_splits[i]));
             offset += output_splits[i];
           }
-        });
+        },
+        Agree::kKindOnly);
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
@@ -707,19 +750,57 @@ class NeuronBackend : public c10d::Backend {
     average_after(plan, {output}, getSize());
   }
 
+  // Every rank shares its collective's kind, dtype and element count (one small all-gather)
+  // and all of them raise if any differs. The transport would otherwise receive more bytes
+  // than it expects, which aborts the process.
+  void check_agreement(c10d::OpType type, std::pair<int64_t, int64_t> signature) {
+    constexpr int64_t kFields = 3;
+    auto mine = at::empty({kFields}, at::kLong);
+    auto* fields = mine.data_ptr<int64_t>();
+    fields[0] = static_cast<int64_t>(type);
+    fields[1] = signature.first;
+    fields[2] = signature.second;
+    auto all = at::empty({getSize() * kFields}, at::kLong);
+    transport_->_allgather_base(all, mine)->wait();
+    const int64_t* rows = all.data_ptr<int64_t>();
+    auto describe = [](const int64_t* row) {
+      std::string text = c10d::opTypeToString(static_cast<c10d::OpType>(row[0]));
+      if (row[1] >= 0)
+        text += std::string(" of ") + c10::toString(static_cast<c10::ScalarType>(row[1]));
+      if (row[2] >= 0) text += " with " + std::to_string(row[2]) + " elements";
+      return text;
+    };
+    for (int rank = 0; rank < getSize(); ++rank) {
+      const int64_t* row = rows + rank * kFields;
+      const int64_t* first = rows;
+      if (!std::equal(row, row + kFields, first)) {
+        // The queue names the collective ("neuron backend: <op> failed: ...").
+        std::string text = std::string("the ranks' collectives do not match: rank 0 runs ") +
+                           describe(first) + ", rank " + std::to_string(rank) + " runs " +
+                           describe(row) + " (this is rank " + std::to_string(getRank()) + ")";
+        throw std::runtime_error(text);
+      }
+    }
+  }
+
   c10::intrusive_ptr<c10d::Work> launch(const char* op_name, c10d::OpType type,
                                         std::shared_ptr<HostBuffers> buffers, Tensors outputs,
-                                        std::function<void()> run) {
+                                        std::function<void()> run,
+                                        Agree agree = Agree::kReadSizes) {
     const int device = buffers->device();
     auto& queue = CollectiveQueue::for_device(queue_device_);
     runtime::Stream* producer = device >= 0 ? &runtime::current_stream(device) : nullptr;
     buffers->record_on(queue.stream());
+    const auto signature = buffers->signature(agree);
+    const bool check = agreement_checked() && getSize() > 1;
     auto completion =
-        queue.submit(op_name, producer, [self = keep_alive(), buffers, run = std::move(run)] {
-          buffers->copy_in();
-          run();
-          buffers->copy_out();
-        });
+        queue.submit(op_name, producer,
+                     [self = keep_alive(), type, signature, check, buffers, run = std::move(run)] {
+                       if (check) self->check_agreement(type, signature);
+                       buffers->copy_in();
+                       run();
+                       buffers->copy_out();
+                     });
     return finish_launch(op_name, type, completion, std::move(outputs), device, false);
   }
 

@@ -10,7 +10,9 @@ pending work; ``Work.wait()`` makes the current stream wait.
 from __future__ import annotations
 
 import datetime
+import functools
 
+import torch
 import torch.distributed as dist
 
 from openneuron import _C
@@ -36,6 +38,45 @@ def _create_backend(options, backend_options=None):
     )
 
 
+def _adopt_orphaned_default(pg) -> None:
+    """Marks the neuron backend as the group's default when PyTorch marked one it never made.
+
+    With no backend named, ``init_process_group`` creates only the accelerator's backend (ours)
+    but marks Gloo as the group's default unless NCCL is present, so DDP's logger (which asks the
+    default backend for its name) fails. CUDA with NCCL does not hit this; the neuron backend
+    then takes that place.
+    """
+    if not isinstance(pg, dist.ProcessGroup) or torch.device("neuron") not in pg._device_types:
+        return
+    default_type = dist.Backend.backend_type_map.get(pg._get_backend_name())
+    if default_type is not None:
+        try:
+            pg._backend_id(default_type)
+            return  # the default backend exists
+        except RuntimeError:
+            pass
+    if pg._get_backend(torch.device("neuron")).name() == BACKEND_NAME:
+        pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+
+
+def _watch_new_groups() -> None:
+    """Every group (init_process_group, new_group, split_group, device meshes) is registered
+    through one function: fix each group's default backend there."""
+    from torch.distributed import distributed_c10d
+
+    register_group = distributed_c10d._register_pg_in_world
+    if getattr(register_group, "_openneuron", False):
+        return
+
+    @functools.wraps(register_group)
+    def register_and_adopt(pg, *args, **kwargs):
+        _adopt_orphaned_default(pg)
+        return register_group(pg, *args, **kwargs)
+
+    register_and_adopt._openneuron = True
+    distributed_c10d._register_pg_in_world = register_and_adopt
+
+
 def register() -> None:
     """Registers the ``neuron`` c10d backend once; a no-op without torch.distributed."""
     if not dist.is_available() or BACKEND_NAME.upper() in dist.Backend._plugins:
@@ -44,6 +85,7 @@ def register() -> None:
     dist.Backend.register_backend(
         BACKEND_NAME, _create_backend, extended_api=True, devices=["neuron", "cpu"]
     )
+    _watch_new_groups()
 
 
 __all__ = ["BACKEND_NAME", "register"]
