@@ -3,11 +3,13 @@ and CPU eager, with cold compile times, in one process.
 
     make bench-compile    # or: .venv/bin/python bench/compile_bench.py [--quick] [--workloads a,b]
 
-Step times are medians of repeated training steps (forward passes for BERT). Cold compile time
-is the first step's time less a steady step's, with empty caches (our disk cache and Inductor's
-in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both. Our backend's own
-share (lowering, passes, program building) is shown apart. Writes bench/results/compile.json and
-replaces the torch.compile section of docs/performance.md. Nothing here is a test.
+Step times are medians of repeated training steps (forward passes for BERT), the four
+configurations interleaved step by step so that load on the machine falls on all alike. Cold
+compile time is the first step's time less a steady step's, with empty caches (our disk cache
+and Inductor's in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both.
+Our backend's own share (lowering, passes, program building) is shown apart. Writes
+bench/results/compile.json and replaces the torch.compile section of docs/performance.md.
+Nothing here is a test.
 """
 
 from __future__ import annotations
@@ -34,52 +36,55 @@ BEGIN = "<!-- torch.compile section: written by bench/compile_bench.py -->"
 END = "<!-- end of torch.compile section -->"
 
 
-def timed_steps(built, device: str, repeats: int) -> tuple[float, float]:
-    """(first step seconds, median steady step seconds)."""
-    counter = iter(range(1_000_000))
+CONFIGS = (
+    ("neuron_eager", "neuron", None),
+    ("neuron_compiled", "neuron", "neuron"),
+    ("cpu_eager", "cpu", None),
+    ("cpu_inductor", "cpu", "inductor"),
+)
+
+
+def timed_step(built, device: str, index: int) -> float:
     start = time.perf_counter()
-    built.step(next(counter))
+    built.step(index)
     sync(device)
-    first = time.perf_counter() - start
-    for _ in range(2):
-        built.step(next(counter))
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        built.step(next(counter))
-        sync(device)
-        samples.append(time.perf_counter() - start)
-    return first, statistics.median(samples)
+    return time.perf_counter() - start
 
 
 def measure(workload, size: str, repeats: int) -> dict:
+    """One workload in all four configurations. The steady steps are interleaved (one step of
+    each configuration per round) so that load from other processes on the machine falls on
+    all of them alike; each figure is the median over the rounds."""
     import openneuron
 
     row = {"case": workload.name}
     with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as inductor:
         os.environ["OPENNEURON_CACHE_DIR"] = ours
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor
-        for label, device, compiled in (
-            ("neuron_eager", "neuron", None),
-            ("neuron_compiled", "neuron", "neuron"),
-            ("cpu_eager", "cpu", None),
-            ("cpu_inductor", "cpu", "inductor"),
-        ):
-            torch._dynamo.reset()
+        torch._dynamo.reset()
+        runs = {}
+        for label, device, compiled in CONFIGS:
             openneuron.reset_compile_metrics()
             built = workload.build(device, size=size)
             if compiled:
                 built.compile(backend=compiled)
-            first, steady = timed_steps(built, device, repeats)
-            row[f"{label}_ms"] = steady * 1e3
+            first = timed_step(built, device, 0)
+            for index in (1, 2):
+                timed_step(built, device, index)
+            steady = timed_step(built, device, 3)
             if compiled == "neuron":
                 row["neuron_cold_compile_s"] = first - steady
                 row["neuron_backend_ms"] = openneuron.compile_metrics()["compile_ms"]
                 row["graphs"] = openneuron.compile_metrics()["graphs"]
             elif compiled == "inductor":
                 row["inductor_cold_compile_s"] = first - steady
-            del built
+            runs[label] = (built, device, [])
+        for round_index in range(repeats):
+            for built, device, samples in runs.values():
+                samples.append(timed_step(built, device, 4 + round_index))
+        for label, (_, _, samples) in runs.items():
+            row[f"{label}_ms"] = statistics.median(samples) * 1e3
+        del runs
     row["compiled_vs_eager"] = row["neuron_eager_ms"] / row["neuron_compiled_ms"]
     row["compiled_vs_inductor"] = row["cpu_inductor_ms"] / row["neuron_compiled_ms"]
     row["cold_compile_ratio"] = row["neuron_cold_compile_s"] / row["inductor_cold_compile_s"]
@@ -114,7 +119,9 @@ def markdown(results: dict, arguments: str) -> str:
         "## torch.compile",
         "",
         f"Measured {results['date']} with `.venv/bin/python bench/compile_bench.py "
-        f"{arguments}` (`make bench-compile`). Step times in ms (medians); cold compile in s "
+        f"{arguments}` (`make bench-compile`). Step times in ms (medians over rounds that "
+        "interleave the four configurations); load average at the start "
+        f"{results.get('load', '?')}; cold compile in s "
         "(first step less a steady one, empty caches, Dynamo and AOTAutograd included); "
         "`neuron_backend_ms` is our compiler's own share.",
         "",
@@ -148,9 +155,10 @@ def main() -> None:
     names = args.workloads.split(",") if args.workloads else list(WORKLOADS)
     size = "small" if args.quick else "benchmark"
     results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "workloads": []}
+    results["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {results['machine']}")
     for name in names:
-        results["workloads"].append(measure(WORKLOADS[name], size, 3 if args.quick else 7))
+        results["workloads"].append(measure(WORKLOADS[name], size, 3 if args.quick else 11))
         print_table("torch.compile", results["workloads"][-1:])
     results["dynamic"] = dynamic_lengths("small")
     rows = results["workloads"]

@@ -233,8 +233,9 @@ ArgBuilder builder_for(const Attr& a, const c10::TypePtr& type) {
 
 std::atomic<int64_t> layout_repairs{0};
 
-std::vector<int64_t> dense_strides_in(at::IntArrayRef shape, const std::vector<int>& order) {
-  std::vector<int64_t> strides(shape.size(), 1);
+// Strides of a dense tensor of `shape` whose dims lie in memory in `order`, outermost first.
+at::DimVector dense_strides_in(at::IntArrayRef shape, const std::vector<int>& order) {
+  at::DimVector strides(shape.size(), 1);
   int64_t stride = 1;
   for (size_t k = order.size(); k-- > 0;) {
     strides[order[k]] = stride;
@@ -244,14 +245,21 @@ std::vector<int64_t> dense_strides_in(at::IntArrayRef shape, const std::vector<i
 }
 
 // A non-view result laid out otherwise than the graph's meta kernel promised, copied into that
-// layout: later views in the graph were traced against the promised strides.
+// layout: later views in the graph were traced against the promised strides. The check is a
+// few integer comparisons on the stack per result (no allocation), so it stays on every run:
+// a result's layout can depend on the run's sizes under dynamic shapes.
 at::Tensor in_promised_layout(at::Tensor t, const std::vector<int>& order) {
   if (order.size() != static_cast<size_t>(t.dim()) || t.numel() <= 1) return t;
-  const auto want = dense_strides_in(t.sizes(), order);
   bool same = true;
-  for (int64_t d = 0; d < t.dim(); ++d) same &= t.size(d) == 1 || t.stride(d) == want[d];
+  int64_t stride = 1;
+  for (size_t k = order.size(); k-- > 0 && same;) {
+    const int64_t d = order[k];
+    same = t.size(d) == 1 || t.stride(d) == stride;
+    stride *= std::max<int64_t>(t.size(d), 1);
+  }
   if (same) return t;
-  at::Tensor repaired = at::empty_strided(t.sizes(), want, t.options());
+  at::Tensor repaired =
+      at::empty_strided(t.sizes(), dense_strides_in(t.sizes(), order), t.options());
   repaired.copy_(t);
   ++layout_repairs;
   return repaired;
@@ -334,10 +342,6 @@ struct FusedStep final : ProgramStep {
   size_t rank = 0;
   std::vector<std::pair<int, int>> reuse;  // (output, input) the plan allows
 
-  static std::vector<int64_t> dense_strides(at::IntArrayRef shape, const std::vector<int>& order) {
-    return dense_strides_in(shape, order);
-  }
-
   void run(std::vector<c10::IValue>& slots) const override {
     std::vector<at::Tensor> in;
     in.reserve(inputs.size());
@@ -363,7 +367,7 @@ struct FusedStep final : ProgramStep {
     std::vector<at::Tensor> out(outputs.size());
     for (const auto& [o, i] : reuse) {
       at::Tensor& candidate = in[i];
-      const auto strides = dense_strides(shape, dim_orders[o]);
+      const auto strides = dense_strides_in(shape, dim_orders[o]);
       // Only when nothing else can see the buffer: our slot and `in` hold the tensor's refs.
       if (candidate.scalar_type() == output_dtypes[o] && candidate.sizes().equals(shape) &&
           candidate.strides().equals(strides) && candidate.use_count() <= 2 &&
@@ -375,7 +379,7 @@ struct FusedStep final : ProgramStep {
     for (int64_t s : shape) numel *= s;
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (!out[k].defined()) {
-        out[k] = at::empty_strided(shape, dense_strides(shape, dim_orders[k]),
+        out[k] = at::empty_strided(shape, dense_strides_in(shape, dim_orders[k]),
                                    at::TensorOptions().dtype(output_dtypes[k]).device(device));
       }
     }

@@ -80,6 +80,28 @@ py::object plan_for_compiler(const std::string& overload_name, const py::list& a
   return result;
 }
 
+// Every ScalarType as (torch.dtype, IR short name or None, c10 name): the lowering's dtype
+// table, built from the compiler's own spellings.
+py::list dtype_names() {
+  py::list out;
+  for (int k = 0; k < static_cast<int>(at::ScalarType::NumOptions); ++k) {
+    const auto st = static_cast<at::ScalarType>(k);
+    py::object dtype;
+    try {
+      dtype = py::cast(st);
+    } catch (const std::exception&) {  // a ScalarType without a torch.dtype
+      continue;
+    }
+    py::object short_name = py::none();
+    try {
+      short_name = py::str(compiler::dtype_short_name(kernel_dtype(st)));
+    } catch (const std::exception&) {  // not a dtype the device stores (complex, quantized)
+    }
+    out.append(py::make_tuple(dtype, short_name, std::string(c10::toString(st))));
+  }
+  return out;
+}
+
 // A compiled graph as Python sees it.
 struct PyCompiledGraph {
   std::shared_ptr<CompiledProgram> program;
@@ -145,6 +167,7 @@ PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_
 
 void register_compiler_bindings(py::module& m) {
   m.def("_compiler_plan_pointwise", &plan_for_compiler);
+  m.def("_compiler_dtype_names", &dtype_names);
   m.def("_compiler_layout_repairs", &CompiledProgram::layout_repairs);
   py::class_<PyCompiledGraph>(m, "_CompiledGraph")
       .def("run", &PyCompiledGraph::run)

@@ -164,6 +164,32 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
   for (size_t k = 0; k < num_outputs; ++k) views.push_back(&outputs[k]);
   for (int k = 0; k < kernel.num_inputs; ++k) views.push_back(&inputs[k]);
   if (views.size() > kMaxOperands) throw std::invalid_argument("compiler: too many operands");
+
+  // A single instruction that writes the only output: the kernel library's own call over the
+  // whole views, as eager makes it (its own threading, no per-tile set-up), so the same result.
+  if (kernel.instrs.size() == 1 && num_outputs == 1 &&
+      kernel.outputs[0] == kernel.instrs[0].result) {
+    const FusedInstr& instr = kernel.instrs[0];
+    TensorView args[3];
+    for (int a = 0; a < instr.num_args; ++a) {
+      const int slot = instr.args[a];
+      if (slot < kernel.num_inputs) {
+        args[a] = inputs[slot];
+        continue;
+      }
+      const HostScalar& constant = kernel.constants.at(slot - kernel.num_inputs);
+      args[a] = outputs[0];
+      args[a].data = const_cast<unsigned char*>(constant.bytes);
+      args[a].dtype = constant.dtype;
+      for (int d = 0; d < args[a].ndim; ++d) args[a].strides[d] = 0;
+    }
+    if (instr.is_cast) {
+      kernels::copy(outputs[0], args[0]);
+    } else {
+      kernels::pointwise(instr.op, outputs[0], args, instr.num_args, instr.compute, instr.params);
+    }
+    return;
+  }
   const Space space = collapse(views);
 
   // Tiles: whole inner dims [split + 1, ndim) and `chunk` indices of dim `split`.

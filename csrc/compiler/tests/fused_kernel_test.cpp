@@ -98,6 +98,48 @@ TEST(FusedKernel, MatchesTheInterpreterAcrossTilesAndThreads) {
   expect_bitwise_equal(run_compiled(compiled, inputs), interpret(reference, inputs), text);
 }
 
+// One-instruction kernels run as one kernel-library call over the whole tensor (not tile by
+// tile): a constant operand, a broadcast input, a cast, each larger than a tile.
+TEST(FusedKernel, SingleInstructionKernelsMatchTheInterpreter) {
+  const std::string texts[] = {
+      R"(graph(%0: f32[300, 70]) {
+  %1: f32[] = scalar[value=0.75]()
+  %2: f32[300, 70] = pointwise[compute="f32", fn="Mul"](%0, %1)
+  return (%2)
+}
+)",
+      R"(graph(%0: f32[64, 300], %1: bf16[300]) {
+  %2: f32[64, 300] = pointwise[compute="f32", fn="AddAlpha", p0=2.5](%0, %1)
+  return (%2)
+}
+)",
+      R"(graph(%0: bf16[90, 130]) {
+  %1: f32[90, 130] = cast(%0)
+  return (%1)
+}
+)",
+      R"(graph(%0: f32[20000]) {
+  %1: f32[20000] = pointwise[compute="f32", fn="Gelu", p0=0](%0)
+  return (%1)
+}
+)"};
+  std::mt19937 rng(7);
+  for (const std::string& text : texts) {
+    const Graph reference = parse_graph(text);
+    Graph compiled = parse_graph(text);
+    run_pipeline(compiled);
+    ASSERT_EQ(compiled.nodes.size(), 1u) << print_graph(compiled);
+    ASSERT_EQ(build_fused_kernel(*compiled.nodes[0].body).instrs.size(), 1u);
+    std::vector<HostTensor> inputs;
+    for (int id : reference.inputs) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : reference.values[id].shape) shape.push_back(d.size);
+      inputs.push_back(random_tensor(reference.values[id].dtype, shape, rng));
+    }
+    expect_bitwise_equal(run_compiled(compiled, inputs), interpret(reference, inputs), text);
+  }
+}
+
 TEST(FusedKernel, FollowsTheOutputLayoutAndStridedInputs) {
   Graph g = parse_graph(R"(graph(%0: f32[64, 300]) {
   %1: f32[64, 300] = pointwise[compute="f32", fn="Exp"](%0)

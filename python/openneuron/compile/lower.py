@@ -17,22 +17,9 @@ from torch.fx import GraphModule, Node
 
 from openneuron import _C
 
-_DTYPES = {
-    torch.bool: ("b8", "Bool"),
-    torch.uint8: ("u8", "Byte"),
-    torch.int8: ("i8", "Char"),
-    torch.int16: ("i16", "Short"),
-    torch.int32: ("i32", "Int"),
-    torch.int64: ("i64", "Long"),
-    torch.float16: ("f16", "Half"),
-    torch.bfloat16: ("bf16", "BFloat16"),
-    torch.float32: ("f32", "Float"),
-    torch.float64: ("f64", "Double"),
-    torch.float8_e4m3fn: ("f8e4m3", "Float8_e4m3fn"),
-    torch.float8_e5m2: ("f8e5m2", "Float8_e5m2"),
-    torch.complex64: (None, "ComplexFloat"),
-    torch.complex128: (None, "ComplexDouble"),
-}
+# torch dtype -> (IR short name or None, c10 name), from the compiler's own spelling table
+# (compiler/names.cpp) so the two never drift apart.
+_DTYPES = {dtype: (short, c10_name) for dtype, short, c10_name in _C._compiler_dtype_names()}
 # dtypes the fused kernels compute with (float64 and complex run through ATen calls).
 _FUSABLE = {
     torch.bool,
