@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test test-upstream conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-upstream conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -49,6 +49,10 @@ test-wheel: wheel
 # Not a test: neuron eager against PyTorch CPU eager, side by side; prints tables, writes JSON.
 bench: build
 	$(PYTHON) bench/run.py --markdown docs/performance.md
+
+# The same under the AVX2 cap on both sides (AVX2_CAP above), as on a CPU without AVX-512.
+bench-avx2: build
+	$(PYTHON) bench/run.py --max-cpu-isa avx2 --markdown docs/performance.md
 
 # Not a test: torch.compile on neuron against eager, Inductor on CPU and CPU eager; cold compiles.
 bench-compile: build

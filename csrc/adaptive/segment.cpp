@@ -10,7 +10,7 @@
 #include "adaptive/adaptive_eager.h"
 #include "adaptive/metrics_counters.h"
 #include "adaptive/segment_program.h"
-#include "kernels/cast.h"
+#include "kernels/pointwise/cast.h"
 #include "runtime/runtime.h"
 
 namespace openneuron::adaptive {

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "aten/op_helpers.h"
-#include "kernels/tensor_view.h"
+#include "kernels/core/tensor_view.h"
 
 namespace openneuron::bridge::nn {
 

@@ -7,8 +7,8 @@
 #include <initializer_list>
 #include <vector>
 
-#include "kernels/scalar.h"
-#include "kernels/tensor_view.h"
+#include "kernels/core/scalar.h"
+#include "kernels/core/tensor_view.h"
 
 namespace openneuron::bridge {
 

@@ -18,7 +18,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_nn.h"
 #include "aten/tensor_views.h"
-#include "kernels/attention.h"
+#include "kernels/attention/attention.h"
 
 namespace openneuron::bridge {
 

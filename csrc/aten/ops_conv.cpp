@@ -11,7 +11,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_nn.h"
 #include "aten/tensor_views.h"
-#include "kernels/conv.h"
+#include "kernels/matmul/conv.h"
 
 namespace openneuron::bridge {
 

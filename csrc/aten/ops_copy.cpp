@@ -9,7 +9,7 @@
 #include "aten/ops.h"
 #include "aten/runtime_errors.h"
 #include "aten/tensor_views.h"
-#include "kernels/cast.h"
+#include "kernels/pointwise/cast.h"
 #include "runtime/copy.h"
 #include "runtime/runtime.h"
 

@@ -18,8 +18,8 @@
 #include "aten/ops.h"
 #include "aten/ops_elementwise_pointwise.h"
 #include "aten/tensor_views.h"
-#include "kernels/cast.h"
-#include "kernels/pointwise.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::bridge {
 

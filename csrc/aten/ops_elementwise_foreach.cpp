@@ -9,7 +9,7 @@
 #include "aten/op_helpers.h"
 #include "aten/ops_elementwise_common.h"
 #include "aten/ops_elementwise_pointwise.h"
-#include "kernels/parallel_views.h"
+#include "kernels/runtime/parallel_views.h"
 
 namespace openneuron::bridge {
 

@@ -8,7 +8,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_elementwise_pointwise.h"
 #include "aten/tensor_views.h"
-#include "kernels/fused_adam.h"
+#include "kernels/nn/fused_adam.h"
 
 namespace openneuron::bridge {
 

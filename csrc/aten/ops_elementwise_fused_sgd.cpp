@@ -9,7 +9,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_elementwise_pointwise.h"
 #include "aten/tensor_views.h"
-#include "kernels/fused_sgd.h"
+#include "kernels/nn/fused_sgd.h"
 
 namespace openneuron::bridge {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "aten/op_tracking.h"
-#include "kernels/pointwise.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::bridge {
 

@@ -7,7 +7,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_elementwise_pointwise.h"
 #include "aten/tensor_views.h"
-#include "kernels/cast.h"
+#include "kernels/pointwise/cast.h"
 
 namespace openneuron::bridge {
 

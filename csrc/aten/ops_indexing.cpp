@@ -14,8 +14,8 @@
 #include "aten/ops_reduce_index.h"
 #include "aten/runtime_errors.h"
 #include "aten/tensor_views.h"
-#include "kernels/cast.h"
-#include "kernels/indexing.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/shape/indexing.h"
 
 namespace openneuron::bridge {
 

@@ -11,7 +11,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_nn.h"
 #include "aten/tensor_views.h"
-#include "kernels/loss.h"
+#include "kernels/nn/loss.h"
 
 namespace openneuron::bridge {
 

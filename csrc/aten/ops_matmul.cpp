@@ -14,7 +14,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
 #include "aten/tensor_views.h"
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 
 namespace openneuron::bridge {
 

@@ -11,7 +11,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_nn.h"
 #include "aten/tensor_views.h"
-#include "kernels/pooling.h"
+#include "kernels/nn/pooling.h"
 
 namespace openneuron::bridge {
 

@@ -9,7 +9,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
 #include "aten/tensor_views.h"
-#include "kernels/random.h"
+#include "kernels/random/random.h"
 
 namespace openneuron::bridge {
 

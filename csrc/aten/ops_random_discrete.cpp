@@ -24,8 +24,8 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_random.h"
 #include "aten/tensor_views.h"
-#include "kernels/random.h"
-#include "kernels/random_discrete.h"
+#include "kernels/random/random.h"
+#include "kernels/random/random_discrete.h"
 
 namespace openneuron::bridge {
 

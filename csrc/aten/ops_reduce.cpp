@@ -11,7 +11,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
 #include "aten/tensor_views.h"
-#include "kernels/reduce.h"
+#include "kernels/reduce/reduce.h"
 
 namespace openneuron::bridge {
 

@@ -13,8 +13,8 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_reduce_index.h"
 #include "aten/tensor_views.h"
-#include "kernels/reduce_general.h"
-#include "kernels/scan.h"
+#include "kernels/reduce/reduce_general.h"
+#include "kernels/reduce/scan.h"
 
 namespace openneuron::bridge {
 

@@ -12,7 +12,7 @@
 #include "aten/nn_helpers.h"
 #include "aten/op_tracking.h"
 #include "aten/tensor_views.h"
-#include "kernels/rnn.h"
+#include "kernels/nn/rnn.h"
 
 namespace openneuron::bridge {
 

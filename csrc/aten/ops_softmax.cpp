@@ -13,7 +13,7 @@
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
 #include "aten/tensor_views.h"
-#include "kernels/softmax.h"
+#include "kernels/nn/softmax.h"
 
 namespace openneuron::bridge {
 

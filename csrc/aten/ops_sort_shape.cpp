@@ -13,9 +13,9 @@
 #include "aten/op_tracking.h"
 #include "aten/ops_reduce_index.h"
 #include "aten/tensor_views.h"
-#include "kernels/cast.h"
-#include "kernels/shape.h"
-#include "kernels/sort.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/shape/shape.h"
+#include "kernels/shape/sort.h"
 
 namespace openneuron::bridge {
 

@@ -10,8 +10,8 @@
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
 #include "aten/sim_binding.h"
-#include "kernels/cpu_isa.h"
-#include "kernels/library_calls.h"
+#include "kernels/runtime/cpu_isa.h"
+#include "kernels/runtime/library_calls.h"
 #include "runtime/device_profile.h"
 #include "runtime/runtime.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "kernels/tensor_view.h"
+#include "kernels/core/tensor_view.h"
 #include "runtime/stream.h"
 
 namespace openneuron::bridge {

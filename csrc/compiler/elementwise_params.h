@@ -2,7 +2,7 @@
 #pragma once
 
 #include "compiler/ir.h"
-#include "kernels/pointwise.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::compiler {
 

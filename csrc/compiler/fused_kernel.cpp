@@ -13,8 +13,8 @@
 #include "compiler/elementwise_params.h"
 #include "compiler/names.h"
 #include "compiler/ops.h"
-#include "kernels/cast.h"
-#include "kernels/parallel.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/runtime/parallel.h"
 
 namespace openneuron::compiler {
 

@@ -13,8 +13,8 @@
 
 #include "compiler/ir.h"
 #include "compiler/scalar_eval.h"
-#include "kernels/pointwise.h"
-#include "kernels/tensor_view.h"
+#include "kernels/core/tensor_view.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::compiler {
 

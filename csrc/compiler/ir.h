@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "kernels/core/dtype.h"
 
 namespace openneuron::compiler {
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "kernels/dtype.h"
-#include "kernels/pointwise.h"
+#include "kernels/core/dtype.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::compiler {
 

@@ -8,8 +8,8 @@
 #include "compiler/elementwise_params.h"
 #include "compiler/ops.h"
 #include "compiler/scalar_eval.h"
-#include "kernels/cast.h"
-#include "kernels/pointwise.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::compiler {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "compiler/ir.h"
-#include "kernels/tensor_view.h"
+#include "kernels/core/tensor_view.h"
 
 namespace openneuron::compiler {
 

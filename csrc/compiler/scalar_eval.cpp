@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "compiler/elementwise_params.h"
-#include "kernels/cast.h"
-#include "kernels/pointwise.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::compiler {
 

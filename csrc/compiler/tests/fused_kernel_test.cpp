@@ -12,7 +12,7 @@
 #include "compiler/pipeline.h"
 #include "compiler/reference_interpreter.h"
 #include "compiler/text.h"
-#include "kernels/cast.h"
+#include "kernels/pointwise/cast.h"
 
 namespace openneuron::compiler {
 namespace {

@@ -2,7 +2,7 @@
 // loops: block boundaries (lengths around the 64-row query and 128-key blocks), causal with
 // L != S, masks (bool, additive, broadcast, fully masked rows), grouped-query heads, strided
 // layouts, 16-bit dtypes, dropout and zero sizes.
-#include "kernels/attention.h"
+#include "kernels/attention/attention.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention_block_ops.h"
-#include "kernels/philox.h"
+#include "kernels/attention/attention_block_ops.h"
+#include "kernels/random/philox.h"
 #include "kernels/tests/per_isa_test.h"
 #include "kernels/tests/test_util.h"
 

@@ -1,5 +1,5 @@
 // Conversions (bit-exact against values PyTorch 2.13 produces) and copy()/fill().
-#include "kernels/cast.h"
+#include "kernels/pointwise/cast.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/float_conversions.h"
+#include "kernels/core/float_conversions.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {

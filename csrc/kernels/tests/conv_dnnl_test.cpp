@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu_isa.h"
-#include "kernels/dnnl_conv.h"
+#include "kernels/matmul/dnnl_conv.h"
+#include "kernels/runtime/cpu_isa.h"
 #include "test_util.h"
 
 namespace openneuron::kernels {

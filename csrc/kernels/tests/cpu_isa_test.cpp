@@ -1,5 +1,5 @@
 // The ISA level the kernels use: the cap's parsing and ordering, and that it caps oneDNN.
-#include "kernels/cpu_isa.h"
+#include "kernels/runtime/cpu_isa.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The oneDNN path of gemm: unusual but valid layouts must either run correctly or decline.
-#include "kernels/dnnl_matmul.h"
+#include "kernels/matmul/dnnl_matmul.h"
 
 #include <gtest/gtest.h>
 
-#include "kernels/blas_gemm.h"
-#include "kernels/cpu_isa.h"
-#include "kernels/library_calls.h"
-#include "kernels/matmul.h"
+#include "kernels/matmul/blas_gemm.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/runtime/cpu_isa.h"
+#include "kernels/runtime/library_calls.h"
 #include "test_util.h"
 
 namespace openneuron::kernels {

@@ -1,6 +1,6 @@
 // Indexing kernels against reference loops: advanced gather/scatter, gather/scatter along a
 // dim (every reduce mode), nonzero and masked_select.
-#include "kernels/indexing.h"
+#include "kernels/shape/indexing.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // gemm() against a double-precision triple loop, over layouts BLAS reads in place and ones
 // that need packing.
-#include "kernels/matmul.h"
+#include "kernels/matmul/matmul.h"
 
 #include <gtest/gtest.h>
 

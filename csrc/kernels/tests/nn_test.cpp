@@ -7,11 +7,11 @@
 #include <random>
 #include <vector>
 
-#include "kernels/attention.h"
-#include "kernels/conv.h"
-#include "kernels/loss.h"
-#include "kernels/normalization.h"
-#include "kernels/pooling.h"
+#include "kernels/attention/attention.h"
+#include "kernels/matmul/conv.h"
+#include "kernels/nn/loss.h"
+#include "kernels/nn/normalization.h"
+#include "kernels/nn/pooling.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {

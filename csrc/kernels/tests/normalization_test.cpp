@@ -2,7 +2,7 @@
 // references: the contiguous-row fast path for every row dtype, row lengths around the
 // 16-lane vectors, strided rows, many rows (parallel chunks), the column sums of the weight
 // and bias gradients, and the general path for rows with strided elements.
-#include "kernels/normalization.h"
+#include "kernels/nn/normalization.h"
 
 #include <gtest/gtest.h>
 

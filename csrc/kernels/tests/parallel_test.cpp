@@ -1,4 +1,4 @@
-#include "kernels/parallel.h"
+#include "kernels/runtime/parallel.h"
 
 #include <gtest/gtest.h>
 

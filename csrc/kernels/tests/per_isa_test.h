@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "kernels/cpu_isa.h"
+#include "kernels/runtime/cpu_isa.h"
 
 namespace openneuron::kernels::testing {
 

@@ -1,14 +1,14 @@
 // kernels::pointwise and kernels::fused_adam against double-precision reference loops, over
 // dtypes, broadcasting, strided and permuted layouts, large (threaded) sizes and in-place use.
-#include "kernels/pointwise.h"
+#include "kernels/pointwise/pointwise.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "kernels/fused_adam.h"
-#include "kernels/fused_sgd.h"
+#include "kernels/nn/fused_adam.h"
+#include "kernels/nn/fused_sgd.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {

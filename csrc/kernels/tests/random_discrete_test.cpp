@@ -1,6 +1,6 @@
 // Bernoulli, dropout, integers, permutations, exponential, moment-wise normal, multinomial:
 // reproducibility, layout independence, references in double, and distribution statistics.
-#include "kernels/random_discrete.h"
+#include "kernels/random/random_discrete.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <set>
 #include <vector>
 
-#include "kernels/philox.h"
-#include "kernels/random.h"
+#include "kernels/random/philox.h"
+#include "kernels/random/random.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {

@@ -1,12 +1,12 @@
 // Philox known answers, stream reproducibility and layout, and distribution statistics.
-#include "kernels/random.h"
+#include "kernels/random/random.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/philox.h"
+#include "kernels/random/philox.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {

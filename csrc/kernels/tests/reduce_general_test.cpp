@@ -1,5 +1,5 @@
 // reduce_general() against double-precision reference loops over dim selections and layouts.
-#include "kernels/reduce_general.h"
+#include "kernels/reduce/reduce_general.h"
 
 #include <gtest/gtest.h>
 

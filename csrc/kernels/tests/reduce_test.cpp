@@ -1,5 +1,5 @@
 // reduce() against a double-precision reference over every kind of dim selection.
-#include "kernels/reduce.h"
+#include "kernels/reduce/reduce.h"
 
 #include <gtest/gtest.h>
 

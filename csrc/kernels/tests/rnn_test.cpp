@@ -1,6 +1,6 @@
 // Fused LSTM / GRU cells against reference loops in double: forward, backward, biases or
 // none, absent incoming gradients, strided (transposed) inputs, and 16-bit rounding.
-#include "kernels/rnn.h"
+#include "kernels/nn/rnn.h"
 
 #include <gtest/gtest.h>
 

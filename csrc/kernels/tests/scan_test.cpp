@@ -1,5 +1,5 @@
 // scan() against reference running sums/products in double, for every dim and layouts.
-#include "kernels/scan.h"
+#include "kernels/reduce/scan.h"
 
 #include <gtest/gtest.h>
 

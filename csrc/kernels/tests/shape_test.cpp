@@ -1,5 +1,5 @@
 // arange, linspace, eye and tril/triu against direct formulas.
-#include "kernels/shape.h"
+#include "kernels/shape/shape.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // softmax/log_softmax forward and backward against double-precision reference loops.
-#include "kernels/softmax.h"
+#include "kernels/nn/softmax.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <limits>
 #include <random>
 
+#include "kernels/core/vector_exp.h"
 #include "kernels/tests/test_util.h"
-#include "kernels/vector_exp.h"
 
 namespace openneuron::kernels {
 namespace {

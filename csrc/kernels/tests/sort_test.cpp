@@ -1,6 +1,6 @@
 // sort() and topk() against std::stable_sort with PyTorch's ordering (NaN highest,
 // -0.0 == 0.0), on short and radix-length lines, both directions.
-#include "kernels/sort.h"
+#include "kernels/shape/sort.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/element_types.h"
-#include "kernels/tensor_view.h"
+#include "kernels/core/element_types.h"
+#include "kernels/core/tensor_view.h"
 
 namespace openneuron::kernels::testing {
 

@@ -1,0 +1,247 @@
+#include "kernels/matmul/dnnl_matmul.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <dnnl.hpp>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/core/dense_float.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/runtime/dnnl_runtime.h"
+#include "kernels/runtime/library_calls.h"
+#include "kernels/runtime/parallel_views.h"
+
+namespace openneuron::kernels {
+namespace {
+
+using dnnl::memory;
+
+memory::data_type dnnl_type(DType dtype) {
+  switch (dtype) {
+    case DType::BFloat16:
+      return memory::data_type::bf16;
+    case DType::Float32:
+      return memory::data_type::f32;
+    default:
+      return memory::data_type::undef;
+  }
+}
+
+// A 2-D or 3-D view as oneDNN sees it; a stride-0 batch becomes a broadcast batch of 1.
+memory::desc describe(const TensorView& view) {
+  memory::dims dims(view.sizes, view.sizes + view.ndim);
+  memory::dims strides(view.strides, view.strides + view.ndim);
+  if (view.ndim == 3 && view.strides[0] == 0) dims[0] = 1;
+  // A size-1 dim's stride is arbitrary in PyTorch; oneDNN wants it to span the inner dims.
+  for (int d = view.ndim - 1; d >= 0; --d) {
+    if (dims[d] != 1) continue;
+    memory::dim span = 1;
+    for (int inner = d + 1; inner < view.ndim; ++inner)
+      span = std::max(span, dims[inner] * strides[inner]);
+    strides[d] = span;
+  }
+  return memory::desc(dims, dnnl_type(view.dtype), strides);
+}
+
+// A problem's identity for the primitive cache: dtypes, sizes, strides, alpha, beta and the
+// piece index: pieces run concurrently, and executions of one oneDNN primitive serialise.
+using ProblemKey = std::vector<int64_t>;
+
+void append_key(ProblemKey& key, const TensorView& view) {
+  key.push_back(static_cast<int64_t>(view.dtype) << 8 | view.ndim);
+  for (int d = 0; d < view.ndim; ++d) {
+    key.push_back(view.sizes[d]);
+    key.push_back(view.strides[d]);
+  }
+}
+
+int64_t bits_of(double value) {
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+struct ProblemKeyHash {
+  size_t operator()(const ProblemKey& key) const {
+    uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the words
+    for (int64_t word : key) hash = (hash ^ static_cast<uint64_t>(word)) * 1099511628211ULL;
+    return static_cast<size_t>(hash);
+  }
+};
+
+struct Primitive {
+  dnnl::matmul matmul;
+  bool optimised;
+  memory::desc scratchpad;
+};
+
+class PrimitiveCache {
+ public:
+  // The primitive for this problem, created on first use. Returns nullptr if unsupported.
+  const Primitive* find_or_create(const TensorView& out, const TensorView& a, const TensorView& b,
+                                  double alpha, bool accumulate, double beta, int64_t piece) {
+    ProblemKey key;
+    key.reserve(24);
+    append_key(key, out);
+    append_key(key, a);
+    append_key(key, b);
+    key.push_back(bits_of(alpha));
+    key.push_back(bits_of(accumulate ? beta : 0.0));
+    key.push_back(piece);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = cache_.find(key);
+    if (found != cache_.end()) return &found->second;
+    if (cache_.size() > 512) cache_.clear();  // shapes churn (e.g. dynamic batch): start over
+    Primitive primitive{dnnl::matmul(), false};
+    try {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      if (alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(alpha)});
+      if (accumulate) {
+        dnnl::post_ops ops;
+        ops.append_sum(static_cast<float>(beta));
+        attr.set_post_ops(ops);
+      }
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(describe(a), describe(b), describe(out)),
+                                      attr, dnnl_engine());
+      const std::string impl = pd.impl_info_str();
+      // Reference kernels are slow, and gemm-based ones fail inside a torch process (libtorch
+      // exports a same-named initialiser of its own oneDNN's gemm kernels): use brgemm only.
+      const bool usable = impl.find("ref") == std::string::npos && impl.rfind("gemm", 0) != 0;
+      primitive = Primitive{dnnl::matmul(pd), usable, pd.scratchpad_desc()};
+    } catch (const dnnl::error&) {
+      primitive.optimised = false;
+    }
+    return &cache_.emplace(key, std::move(primitive)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<ProblemKey, Primitive, ProblemKeyHash> cache_;
+};
+
+PrimitiveCache& cache() {
+  static auto* instance = new PrimitiveCache();
+  return *instance;
+}
+
+// A row-major copy of `view` in a buffer the calling thread reuses (valid until its next call).
+TensorView row_major_copy(const TensorView& view) {
+  const size_t bytes = static_cast<size_t>(view.numel()) * element_size(view.dtype);
+  const TensorView dense =
+      dense_view_like(dnnl_thread_buffer(DnnlBuffer::kMatmulLeftOperand, bytes), view.dtype, view);
+  copy(dense, view);
+  return dense;
+}
+
+struct Problem {
+  TensorView out, a, b;
+};
+
+// The product restricted to rows (2-D) or batches (3-D) [begin, begin + length).
+Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, int dim,
+              int64_t begin, int64_t length) {
+  const int64_t end = begin + length;
+  Problem part{slice_view(out, dim, begin, end), slice_view(a, dim, begin, end), b};
+  const bool batch_split = out.ndim == 3 && dim == 0;
+  if (batch_split && b.strides[0] != 0) part.b = slice_view(b, 0, begin, end);
+  return part;
+}
+
+}  // namespace
+
+bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& b,
+               const TensorView* bias, double alpha, double beta) {
+  const bool supported_dtype = out.dtype == DType::BFloat16 || out.dtype == DType::Float32;
+  if (!supported_dtype || a_in.dtype != out.dtype || b.dtype != out.dtype) return false;
+  for (int d = 0; d < out.ndim; ++d) {
+    if (out.sizes[d] == 0 || a_in.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0)
+      return false;
+  }
+  const OneOpenMPThread one_openmp_thread;
+  // oneDNN's brgemm kernels want a row-major left operand; with a transposed one (a weight
+  // gradient's grad_output^T) it picks gemm-based kernels that are slower or fail in-process.
+  // Copying it costs M*K moves against M*N*K multiply-adds.
+  const TensorView a = a_in.strides[a_in.ndim - 1] == 1 ? a_in : row_major_copy(a_in);
+  const bool accumulate = bias != nullptr && beta != 0.0;
+  const int rows_dim = out.ndim - 2;
+  const int64_t k = a.sizes[out.ndim - 1];
+  const int64_t batches = out.ndim == 3 ? out.sizes[0] : 1;
+  const int64_t work = batches * out.sizes[rows_dim] * out.sizes[out.ndim - 1] * k;
+  // Split batches when there are enough of them, rows otherwise; small products stay whole.
+  const int split_dim = batches >= kernel_thread_count() ? 0 : rows_dim;
+  const int64_t extent = out.sizes[split_dim];
+  const int64_t parts =
+      work < (int64_t{1} << 25) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
+  const int64_t chunk = (extent + parts - 1) / parts;
+
+  // Every distinct piece shape must have an optimised primitive before anything is written.
+  std::vector<const Primitive*> primitives;
+  for (int64_t begin = 0; begin < extent; begin += chunk) {
+    const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
+    const Primitive* primitive = cache().find_or_create(
+        part.out, part.a, part.b, alpha, accumulate, beta, static_cast<int64_t>(primitives.size()));
+    if (!primitive->optimised) return false;
+    primitives.push_back(primitive);
+  }
+  if (accumulate && bias->data != out.data) copy(out, *bias);  // the sum post-op adds beta * out
+
+  std::atomic<bool> failed{false};
+  parallel_for(0, static_cast<int64_t>(primitives.size()), 1, [&](int64_t first, int64_t last) {
+    const OneOpenMPThread one_openmp_thread;
+    dnnl::engine& engine = dnnl_engine();
+    dnnl::stream& stream = dnnl_thread_stream();
+    for (int64_t index = first; index < last; ++index) {
+      const int64_t begin = index * chunk;
+      const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
+      memory a_memory(describe(part.a), engine, part.a.data);
+      memory b_memory(describe(part.b), engine, part.b.data);
+      memory out_memory(describe(part.out), engine, part.out.data);
+      const Primitive& primitive = *primitives[index];
+      // Each thread brings its own scratchpad: a library-managed one is shared by concurrent
+      // executions and serialises them.
+      memory scratchpad(
+          primitive.scratchpad, engine,
+          dnnl_thread_buffer(DnnlBuffer::kMatmulScratchpad, primitive.scratchpad.get_size()));
+      try {
+        primitive.matmul.execute(stream, {{DNNL_ARG_SRC, a_memory},
+                                          {DNNL_ARG_WEIGHTS, b_memory},
+                                          {DNNL_ARG_DST, out_memory},
+                                          {DNNL_ARG_SCRATCHPAD, scratchpad}});
+        stream.wait();
+      } catch (const dnnl::error&) {
+        failed = true;
+      }
+    }
+  });
+  // On failure the BLAS path recomputes out from scratch (it reads bias, never out).
+  if (!failed) count_library_call(LibraryCall::kOneDnnMatmul);
+  return !failed;
+}
+
+bool dense_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  const auto matrix = [](const float* data, int64_t rows, int64_t cols, int64_t ld,
+                         bool transposed) {
+    TensorView view;
+    view.data = const_cast<float*>(data);
+    view.dtype = DType::Float32;
+    view.ndim = 2;
+    view.sizes[0] = rows;
+    view.sizes[1] = cols;
+    view.strides[0] = transposed ? 1 : ld;
+    view.strides[1] = transposed ? ld : 1;
+    return view;
+  };
+  const TensorView a_view = matrix(a, m, k, lda, trans_a);
+  const TensorView b_view = matrix(b, k, n, ldb, trans_b);
+  const TensorView c_view = matrix(c, m, n, ldc, false);
+  return dnnl_gemm(c_view, a_view, b_view, beta != 0.0f ? &c_view : nullptr, alpha, beta);
+}
+
+}  // namespace openneuron::kernels

@@ -1,0 +1,135 @@
+// Elementwise math, activations and their gradients, comparisons, selection and optimizer
+// arithmetic over strided, broadcast device tensors: one entry point, one enum value per op.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/core/scalar.h"
+#include "kernels/core/tensor_view.h"
+
+namespace openneuron::kernels {
+
+// x, y, z name the inputs in order; p0..p3 the scalar parameters (PointwiseParams::values).
+enum class PointwiseOp : uint8_t {
+  // Unary math. "float" ops need a floating compute dtype; the others also take integers.
+  Abs,
+  Neg,
+  Sign,  // any
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Log10,
+  Log1p,
+  Expm1,  // float
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,  // float
+  Sigmoid,
+  Erf,
+  Frac,  // float
+  Floor,
+  Ceil,
+  Round,
+  Trunc,          // any (identity on integers)
+  RoundDecimals,  // float; p0 = decimals
+  NanToNum,       // p0 = nan, p1 = posinf, p2 = neginf (absent: the output dtype's max/lowest)
+  LogicalNot,     // bool result: x == 0
+  BitwiseNot,     // integers
+  IsNan,
+  IsInf,
+  IsPosInf,
+  IsNegInf,   // bool result
+  Clamp,      // p0 = min, p1 = max (either may be absent); NaN propagates
+  Relu,       // any: x < 0 ? 0 : x (NaN and -0.0 pass through, as torch.relu)
+  PowScalar,  // x ** p0
+
+  // Activations (float).
+  Gelu,  // p0: 0 = exact erf form, 1 = tanh approximation
+  Silu,
+  Mish,
+  Hardsigmoid,
+  Hardswish,
+  Softplus,   // p0 = beta, p1 = threshold
+  LeakyRelu,  // p0 = negative slope
+  Hardtanh,   // p0 = min, p1 = max
+  Elu,        // p0 = alpha, p1 = scale, p2 = input scale
+
+  // Activation gradients: x = grad_output, y = the forward input (or output where noted).
+  GeluBackward,  // p0 as Gelu
+  SiluBackward,
+  MishBackward,
+  HardsigmoidBackward,
+  HardswishBackward,
+  SigmoidBackward,    // y = sigmoid output
+  TanhBackward,       // y = tanh output
+  SoftplusBackward,   // p0 = beta, p1 = threshold
+  LeakyReluBackward,  // p0 = negative slope
+  HardtanhBackward,   // p0 = min, p1 = max
+  EluBackward,        // p0 = alpha, p1 = scale, p2 = input scale, p3 = 1 if y is the output
+
+  // Binary.
+  AddAlpha,
+  SubAlpha,  // x + p0*y, x - p0*y
+  Mul,
+  Div,  // true division (float), truncating for integers
+  Pow,
+  Maximum,
+  Minimum,
+  Atan2,
+  Remainder,  // Python-style modulus (sign of y)
+  Fmod,       // C-style modulus (sign of x)
+  DivFloor,
+  DivTrunc,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,  // bool result
+  LogicalAnd,
+  LogicalOr,
+  LogicalXor,  // bool result
+  BitwiseAnd,
+  BitwiseOr,
+  BitwiseXor,  // integers and bool
+  ClampMin,
+  ClampMax,           // max(x, y), min(x, y), NaN propagating
+  ThresholdBackward,  // y <= p0 ? 0 : x (x = grad_output, y = input; NaN y passes x)
+  LerpScalar,         // x + p0 * (y - x)
+
+  // Ternary.
+  Where,       // x != 0 ? y : z
+  ClampBoth,   // min(max(x, y), z)
+  Lerp,        // x + z * (y - x)
+  Addcmul,     // x + p0 * y * z
+  Addcdiv,     // x + p0 * y / z
+  MaskedFill,  // y != 0 ? z : x
+};
+
+// Scalar parameters of an op; `present[k]` is false for an optional parameter left out.
+struct PointwiseParams {
+  Scalar values[4] = {};
+  bool present[4] = {false, false, false, false};
+};
+
+// Number of tensor inputs `op` takes (1, 2 or 3).
+int pointwise_arity(PointwiseOp op);
+
+// True when `op` writes bool results (comparisons, logical ops, isnan...).
+bool pointwise_returns_bool(PointwiseOp op);
+
+// out = op(inputs...). Every input has out's ndim and sizes (stride 0 along broadcast dims) and
+// any dtype; inputs are read in the compute type of `compute`: double for float64, float for the
+// other floats (16-bit results are rounded once on store), int64 for integers and bool. Results
+// are converted to out's dtype. out may alias an input exactly (in-place).
+// Throws std::invalid_argument for a float-only op with an integer compute dtype (or the
+// reverse) and for a wrong number of inputs.
+void pointwise(PointwiseOp op, const TensorView& out, const TensorView* inputs, int num_inputs,
+               DType compute, const PointwiseParams& params);
+
+}  // namespace openneuron::kernels

@@ -1,0 +1,141 @@
+// Binary ops of kernels::pointwise: arithmetic, pow, min/max, modulus, comparisons, logic.
+#include <cmath>
+
+#include "kernels/pointwise/pointwise_internal.h"
+#include "kernels/pointwise/pointwise_map.h"
+#include "kernels/pointwise/pointwise_math.h"
+
+namespace openneuron::kernels::pointwise_detail {
+
+namespace {
+
+template <typename C>
+bool run_any_type(PointwiseOp op, const TensorView& out, const std::array<TensorView, 2>& in,
+                  const PointwiseParams& p) {
+  switch (op) {
+    case PointwiseOp::AddAlpha:
+    case PointwiseOp::SubAlpha: {
+      C alpha = p.present[0] ? scalar_as<C>(p.values[0]) : C(1);
+      if (op == PointwiseOp::SubAlpha) alpha = wrap_neg(alpha);
+      if (alpha == C(1)) {
+        map<C, C>(out, in, [](C a, C b) { return wrap_add(a, b); });
+      } else {
+        map<C, C>(out, in, [=](C a, C b) { return wrap_add(a, wrap_mul(alpha, b)); });
+      }
+      return true;
+    }
+    case PointwiseOp::Mul:
+      map<C, C>(out, in, [](C a, C b) { return wrap_mul(a, b); });
+      return true;
+    case PointwiseOp::Maximum:
+    case PointwiseOp::ClampMin:
+      map<C, C>(out, in, [](C a, C b) { return is_nan(a) ? a : propagating_max(a, b); });
+      return true;
+    case PointwiseOp::Minimum:
+    case PointwiseOp::ClampMax:
+      map<C, C>(out, in, [](C a, C b) { return is_nan(a) ? a : propagating_min(a, b); });
+      return true;
+    case PointwiseOp::ThresholdBackward: {
+      const C bound = scalar_as<C>(p.values[0]);
+      map<C, C>(out, in, [=](C grad, C x) { return x <= bound ? C(0) : grad; });
+      return true;
+    }
+#define OPENNEURON_PREDICATE(name, expr)                  \
+  case PointwiseOp::name:                                 \
+    map<bool, C>(out, in, [](C a, C b) { return expr; }); \
+    return true;
+      OPENNEURON_PREDICATE(Eq, a == b)
+      OPENNEURON_PREDICATE(Ne, a != b)
+      OPENNEURON_PREDICATE(Lt, a < b)
+      OPENNEURON_PREDICATE(Le, a <= b)
+      OPENNEURON_PREDICATE(Gt, a > b)
+      OPENNEURON_PREDICATE(Ge, a >= b)
+      OPENNEURON_PREDICATE(LogicalAnd, a != C(0) && b != C(0))
+      OPENNEURON_PREDICATE(LogicalOr, a != C(0) || b != C(0))
+      OPENNEURON_PREDICATE(LogicalXor, (a != C(0)) != (b != C(0)))
+#undef OPENNEURON_PREDICATE
+    default:
+      break;
+  }
+  if constexpr (std::is_integral_v<C>) {
+    switch (op) {
+      case PointwiseOp::Div:
+      case PointwiseOp::DivTrunc:
+        map<C, C>(out, in, [](C a, C b) { return int_div_trunc(a, b); });
+        return true;
+      case PointwiseOp::DivFloor:
+        map<C, C>(out, in, [](C a, C b) { return int_div_floor(a, b); });
+        return true;
+      case PointwiseOp::Remainder:
+        map<C, C>(out, in, [](C a, C b) { return int_mod_floor(a, b); });
+        return true;
+      case PointwiseOp::Fmod:
+        map<C, C>(out, in, [](C a, C b) { return int_mod_trunc(a, b); });
+        return true;
+      case PointwiseOp::Pow:
+        map<C, C>(out, in, [](C a, C b) { return int_pow(a, b); });
+        return true;
+      case PointwiseOp::BitwiseAnd:
+        map<C, C>(out, in, [](C a, C b) { return a & b; });
+        return true;
+      case PointwiseOp::BitwiseOr:
+        map<C, C>(out, in, [](C a, C b) { return a | b; });
+        return true;
+      case PointwiseOp::BitwiseXor:
+        map<C, C>(out, in, [](C a, C b) { return a ^ b; });
+        return true;
+      default:
+        unsupported_compute(op, DType::Int64);
+    }
+  } else {
+    switch (op) {
+      case PointwiseOp::Div:
+        map<C, C>(out, in, [](C a, C b) { return a / b; });
+        return true;
+      case PointwiseOp::DivTrunc:
+        map<C, C>(out, in, [](C a, C b) { return std::trunc(a / b); });
+        return true;
+      case PointwiseOp::DivFloor:
+        map<C, C>(out, in, [](C a, C b) { return float_div_floor(a, b); });
+        return true;
+      case PointwiseOp::Remainder:
+        map<C, C>(out, in, [](C a, C b) { return float_mod_floor(a, b); });
+        return true;
+      case PointwiseOp::Fmod:
+        map<C, C>(out, in, [](C a, C b) { return std::fmod(a, b); });
+        return true;
+      case PointwiseOp::Pow:
+        map<C, C>(out, in, [](C a, C b) { return std::pow(a, b); });
+        return true;
+      case PointwiseOp::Atan2:
+        map<C, C>(out, in, [](C a, C b) { return std::atan2(a, b); });
+        return true;
+      case PointwiseOp::LerpScalar: {
+        const C w = scalar_as<C>(p.values[0]);
+        // Interpolates from the nearer end so that weight 1 gives exactly y.
+        if (std::abs(w) < C(0.5)) {
+          map<C, C>(out, in, [=](C a, C b) { return a + w * (b - a); });
+        } else {
+          map<C, C>(out, in, [=](C a, C b) { return b - (b - a) * (C(1) - w); });
+        }
+        return true;
+      }
+      default:
+        unsupported_compute(op, DType::Float32);
+    }
+  }
+}
+
+}  // namespace
+
+bool run_binary_math(PointwiseOp op, const TensorView& out, const TensorView& x,
+                     const TensorView& y, DType compute, const PointwiseParams& params) {
+  bool handled = false;
+  visit_compute(compute, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    handled = run_any_type<C>(op, out, {x, y}, params);
+  });
+  return handled;
+}
+
+}  // namespace openneuron::kernels::pointwise_detail
