@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "sim/isa.h"
@@ -98,12 +99,42 @@ inline float reduce_step(AluOp op, float accumulator, float value) {
   return apply_alu(op == AluOp::kSubtract ? AluOp::kAdd : op, accumulator, value);
 }
 
+// The float with value 2^n, for -126 ≤ n ≤ 127.
+inline float power_of_two(int32_t n) {
+  const int32_t bits = (n + 127) << 23;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+// e^x in fp32 to about 1 ulp, written without branches or table lookups so loops over it
+// vectorise (the interpreter and the fast executor both call it, so they agree bit for bit):
+// x = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6 polynomial, then 2^n applied in two halves
+// so results near overflow and underflow round like any product.
+inline float exp_f32(float x) {
+  const float clamped = std::fmin(std::fmax(x, -104.0f), 88.8f);
+  const float n = std::nearbyint(clamped * 1.44269504088896341f);
+  float r = std::fma(n, -0.693145751953125f, clamped);  // ln2 split in two for exactness
+  r = std::fma(n, -1.428606765330187045e-06f, r);
+  float p = 1.0f / 720.0f;
+  p = std::fma(p, r, 1.0f / 120.0f);
+  p = std::fma(p, r, 1.0f / 24.0f);
+  p = std::fma(p, r, 1.0f / 6.0f);
+  p = std::fma(p, r, 0.5f);
+  p = std::fma(p, r, 1.0f);
+  p = std::fma(p, r, 1.0f);
+  const auto whole = static_cast<int32_t>(n);
+  const int32_t half = whole >> 1;
+  const float result = p * power_of_two(half) * power_of_two(whole - half);
+  return x != x ? x : result;
+}
+
 inline float apply_activation(ActivationFunction function, float x) {
   switch (function) {
     case ActivationFunction::kCopy:
       return x;
     case ActivationFunction::kExp:
-      return std::exp(x);
+      return exp_f32(x);
     case ActivationFunction::kLog:
       return std::log(x);
     case ActivationFunction::kTanh:

@@ -359,3 +359,45 @@ TEST(Instructions, AccumulateIntoUnwrittenPsumIsAnError) {
 
 }  // namespace
 }  // namespace openneuron::sim
+
+namespace openneuron::sim {
+namespace {
+
+// The streaming paths of the fast executor (strided views, dtype casts, runs longer than one
+// chunk, an overlapping in-buffer copy) against the reference interpreter, byte for byte.
+TEST(Instructions, StreamingPathsEqualTheReference) {
+  ProgramBuilder b;
+  const int64_t p = 64, f = 3000;  // 3000 elements per partition: several chunks
+  const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+  const int32_t y = b.hbm("y", DType::kBFloat16, p * f, true);
+  const int32_t out = b.hbm("out", DType::kBFloat16, p * f, false);
+  const auto tx = load(b, x, DType::kFloat32, p, f, "tx");
+  const auto ty = load(b, y, DType::kBFloat16, p, f, "ty");
+  const int32_t sum = b.tile("sum", Memory::kSbuf, DType::kBFloat16, p, f);
+  b.add(Opcode::kTensorTensor, b.ap(sum, {p, f}), {tx, ty}).alu0 = AluOp::kMax;
+  // Every other element, scaled: a strided destination and source.
+  AccessPattern even = b.ap(sum, {p, f / 2});
+  even.dims[1].stride = 2;
+  AccessPattern odd = even;
+  odd.offset = 1;
+  Instruction& scale = b.add(Opcode::kTensorScalar, even, {odd});
+  scale.alu0 = AluOp::kMultiply;
+  scale.imm0 = 3.0f;
+  scale.alu1 = AluOp::kSubtract;
+  scale.reverse1 = true;
+  scale.imm1 = 0.5f;
+  // Shift right by one element inside the same tile: overlapping, so read-all-first.
+  AccessPattern head = b.ap(sum, {p, f - 1});
+  AccessPattern tail = head;
+  tail.offset = 1;
+  b.add(Opcode::kTensorCopy, tail, {head});
+  Instruction& act = b.add(Opcode::kActivation, b.ap(sum, {p, f}), {b.ap(sum, {p, f})});
+  act.function = ActivationFunction::kExp;
+  act.imm0 = 0.25f;
+  store(b, out, b.ap(sum, {p, f}), p, f);
+  const auto got = run_both(b, {{x, random_floats(p * f, 21)}, {y, random_floats(p * f, 22)}}, out);
+  EXPECT_EQ(got.size(), static_cast<size_t>(p * f));
+}
+
+}  // namespace
+}  // namespace openneuron::sim
