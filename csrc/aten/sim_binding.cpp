@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "sim/cost_model.h"
 #include "sim/errors.h"
 #include "sim/profile.h"
 #include "sim/simulator.h"
@@ -185,6 +186,38 @@ class SimProgram {
   std::unique_ptr<Simulator> simulator_;
 };
 
+py::dict cost_dict(const OpCost& cost) {
+  py::dict result;
+  result["total_ns"] = cost.total_ns;
+  result["instructions"] = cost.instructions;
+  result["flops"] = cost.flops;
+  result["dma_bytes"] = cost.dma_bytes;
+  result["bound"] = engine_name(cost.bound);
+  py::dict engines;
+  for (int e = 0; e < static_cast<int>(Engine::kCount); ++e)
+    engines[engine_name(static_cast<Engine>(e))] = cost.engine_ns[e];
+  result["engines"] = engines;
+  return result;
+}
+
+py::dict matmul_cost_dict(const std::string& profile, int64_t batch, int64_t m, int64_t k,
+                          int64_t n, const std::string& dtype) {
+  return cost_dict(matmul_cost(core_profile(profile), batch, m, k, n, dtype_from_name(dtype)));
+}
+
+py::dict rows_cost_dict(const std::string& profile, int64_t rows, int64_t cols,
+                        const std::vector<std::pair<int, int>>& passes, const std::string& dtype,
+                        int64_t bytes_in, int64_t bytes_out) {
+  std::vector<Pass> decoded;
+  for (const auto& [opcode, inputs] : passes) {
+    if (opcode < 0 || opcode >= static_cast<int>(Opcode::kCount))
+      throw std::invalid_argument("unknown opcode " + std::to_string(opcode));
+    decoded.push_back({static_cast<Opcode>(opcode), inputs});
+  }
+  return cost_dict(rows_cost(core_profile(profile), rows, cols, decoded, dtype_from_name(dtype),
+                             bytes_in, bytes_out));
+}
+
 py::dict profile_dict(const std::string& name) {
   const CoreProfile& p = core_profile(name);
   py::dict d;
@@ -224,6 +257,12 @@ void register_sim_bindings(py::module_& m) {
            "Executes the program on HBM arrays bound in place.")
       .def("timing", &SimProgram::timing, py::arg("trace") = false,
            "The per-engine schedule, utilisation and memory peaks.");
+  m.def("_sim_matmul_cost", &matmul_cost_dict, py::arg("profile"), py::arg("batch"), py::arg("m"),
+        py::arg("k"), py::arg("n"), py::arg("dtype"),
+        "Projected time of batch x [m,k] @ [k,n] on one NeuronCore (per engine, ns).");
+  m.def("_sim_rows_cost", &rows_cost_dict, py::arg("profile"), py::arg("rows"), py::arg("cols"),
+        py::arg("passes"), py::arg("dtype"), py::arg("bytes_in"), py::arg("bytes_out"),
+        "Projected time of an op made of instruction passes over [rows, cols] (per engine, ns).");
   m.def("_sim_profile", &profile_dict, "The constants of a NeuronCore profile (trn2, trn3).");
   m.def("_sim_instruction_words", [] { return kInstructionWords; });
 }
