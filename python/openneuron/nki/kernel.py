@@ -471,9 +471,21 @@ class _BenchmarkedKernel:
         return _like_inputs(result.outputs, args)
 
 
-def benchmark(kernel=None, *, profile=None, save_trace_name=None, **_ignored):
+# nki.benchmark options that only matter on hardware (repetitions, compiler artefacts).
+_BENCHMARK_HARDWARE_OPTIONS = {"warmup", "iters", "save_neff_name", "additional_compile_opt"}
+
+
+def benchmark(kernel=None, *, profile=None, save_trace_name=None, **options):
     """``nki.benchmark``: runs the kernel and records its estimated latency in
-    ``.benchmark_result.nc_latency.get_latency_percentile(50)`` (µs)."""
+    ``.benchmark_result.nc_latency.get_latency_percentile(50)`` (µs). The hardware-only
+    options (warmup, iters, save_neff_name, additional_compile_opt) are accepted and change
+    nothing: the model is deterministic."""
+    unknown = sorted(set(options) - _BENCHMARK_HARDWARE_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"nki.benchmark() got unknown keyword arguments {unknown} (it takes: profile, "
+            f"save_trace_name, {', '.join(sorted(_BENCHMARK_HARDWARE_OPTIONS))})"
+        )
     if kernel is None:
         return lambda k: _BenchmarkedKernel(k, profile, save_trace_name)
     return _BenchmarkedKernel(kernel, profile, save_trace_name)
