@@ -112,8 +112,12 @@ inline float power_of_two(int32_t n) {
 // x = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6 polynomial, then 2^n applied in two halves
 // so results near overflow and underflow round like any product.
 inline float exp_f32(float x) {
-  const float clamped = std::fmin(std::fmax(x, -104.0f), 88.8f);
-  const float n = std::nearbyint(clamped * 1.44269504088896341f);
+  // Comparisons rather than fmin/fmax (library calls that keep loops scalar); NaN passes
+  // through both and is restored at the end.
+  float clamped = x < -104.0f ? -104.0f : x;
+  clamped = clamped > 88.8f ? 88.8f : clamped;
+  // Round to the nearest integer by adding and removing 1.5 * 2^23.
+  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = std::fma(n, -0.693145751953125f, clamped);  // ln2 split in two for exactness
   r = std::fma(n, -1.428606765330187045e-06f, r);
   float p = 1.0f / 720.0f;

@@ -357,7 +357,10 @@ void activation(CoreState& state, const Instruction& ins) {
           i = 1;
           started[partition] = 1;
         }
-        for (; i < n; ++i) acc = reduce_step(ins.alu1, acc, r[i]);
+        with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
+          const AluOp alu = op_value(op);
+          for (int64_t j = i; j < n; ++j) acc = apply_alu(alu, acc, r[j]);
+        });
         reduced[partition] = acc;
       }
       store_chunk(out, ins.dst.dtype, r, n);
@@ -398,6 +401,57 @@ void select(CoreState& state, const Instruction& ins) {
   state.mark_written(ins.dst);
 }
 
+// dst[g] = reduction of group g (the last `reduce_dims` free dimensions), each group folded
+// left to right from the identity (or its first element) as the reference folds it.
+void tensor_reduce(CoreState& state, const Instruction& ins) {
+  const AccessPattern& a = ins.src[0];
+  check_read(state, ins, a);
+  int64_t group = 1;
+  for (int d = a.rank - ins.reduce_dims; d < a.rank; ++d) group *= a.dims[d].size;
+  const int64_t groups = a.elements() / std::max<int64_t>(group, 1);
+  std::vector<float> out(static_cast<size_t>(groups));
+  float identity = 0.0f;
+  const bool has_identity = reduction_identity(ins.alu0, &identity);
+  float xa[kChunk];
+  with_alu(ins.alu0 == AluOp::kSubtract ? AluOp::kAdd : ins.alu0, [&](auto op) {
+    const AluOp alu = op_value(op);
+    RunCursor in(state, a);
+    int64_t g = 0, filled = 0;
+    float acc = identity;
+    while (!in.done()) {
+      const int64_t n = std::min(in.remaining(), kChunk);
+      const float* x = load_chunk(in, a.dtype, n, xa);
+      int64_t i = 0;
+      while (i < n) {
+        if (filled == 0 && !has_identity) {
+          acc = x[i++];
+          filled = 1;
+        } else if (filled == 0) {
+          acc = identity;
+        }
+        const int64_t take = std::min(n - i, group - filled);
+        for (int64_t j = 0; j < take; ++j) acc = apply_alu(alu, acc, x[i + j]);
+        i += take;
+        filled += take;
+        if (filled == group) {
+          out[g++] = ins.negate ? -acc : acc;
+          filled = 0;
+        }
+      }
+      in.advance(n);
+    }
+  });
+  RunCursor dst(state, ins.dst);
+  int64_t written = 0;
+  while (!dst.done()) {
+    const int64_t n = dst.remaining();
+    store_chunk(dst, ins.dst.dtype, out.data() + written, n);
+    written += n;
+    dst.advance(n);
+  }
+  state.mark_written(ins.dst);
+}
+
 // Whether the streaming path computes `ins` exactly as the reference does.
 bool streams(const CoreState& state, const Instruction& ins) {
   switch (ins.opcode) {
@@ -408,6 +462,7 @@ bool streams(const CoreState& state, const Instruction& ins) {
     case Opcode::kActivation:
     case Opcode::kMemset:
     case Opcode::kSelect:
+    case Opcode::kTensorReduce:
       break;
     default:
       return false;
@@ -442,6 +497,8 @@ void execute_fast(CoreState& state, const Instruction& ins) {
       return memset_tile(state, ins);
     case Opcode::kSelect:
       return select(state, ins);
+    case Opcode::kTensorReduce:
+      return tensor_reduce(state, ins);
     default:
       execute_rows(state, ins);
   }

@@ -401,3 +401,32 @@ TEST(Instructions, StreamingPathsEqualTheReference) {
 
 }  // namespace
 }  // namespace openneuron::sim
+
+namespace openneuron::sim {
+namespace {
+
+// The fast reduction folds each group in the reference's order: sums over several chunks,
+// a strided source, max without and add with an identity.
+TEST(Instructions, StreamingReductionEqualsTheReference) {
+  for (AluOp op : {AluOp::kAdd, AluOp::kMax, AluOp::kSubtract}) {
+    ProgramBuilder b;
+    const int64_t p = 32, f = 2500;
+    const int32_t x = b.hbm("x", DType::kBFloat16, p * f, true);
+    const int32_t out = b.hbm("out", DType::kFloat32, p * 2, false);
+    const auto tx = load(b, x, DType::kBFloat16, p, f, "tx");
+    const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, p, 2);
+    AccessPattern halves = tx;  // [p, 2, f/2]: even and odd elements, reduced separately
+    halves.rank = 3;
+    halves.dims[1] = {2, 1};
+    halves.dims[2] = {f / 2, 2};
+    Instruction& reduce = b.add(Opcode::kTensorReduce, b.ap(r, {p, 2}), {halves});
+    reduce.alu0 = op;
+    reduce.negate = op == AluOp::kMax;
+    store(b, out, b.ap(r, {p, 2}), p, 2);
+    const auto got = run_both(b, {{x, random_floats(p * f, 31)}}, out);
+    EXPECT_EQ(got.size(), static_cast<size_t>(p * 2));
+  }
+}
+
+}  // namespace
+}  // namespace openneuron::sim
