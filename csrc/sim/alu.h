@@ -133,6 +133,36 @@ inline float exp_f32(float x) {
   return x != x ? x : result;
 }
 
+// Reductions with an identity fold in eight lanes: element j of a row goes to lane j mod 8, and
+// the lanes combine as ((0,1),(2,3)),((4,5),(6,7)). The order is part of the definition (the
+// reference interpreter and the fast executor both follow it); it lets the fast executor keep
+// eight independent accumulators instead of one serial chain.
+constexpr int kReduceLanes = 8;
+
+inline float combine_lanes(AluOp op, const float* lanes) {
+  const float a = reduce_step(op, lanes[0], lanes[1]), b = reduce_step(op, lanes[2], lanes[3]);
+  const float c = reduce_step(op, lanes[4], lanes[5]), d = reduce_step(op, lanes[6], lanes[7]);
+  return reduce_step(op, reduce_step(op, a, b), reduce_step(op, c, d));
+}
+
+// The reduction of values[0..count) with `op` as isa.h defines it: in lanes when `op` has an
+// identity, else left to right from the first element.
+inline float reduce_row(AluOp op, const float* values, int64_t count) {
+  float identity = 0.0f;
+  if (!reduction_identity(op, &identity)) {
+    if (count == 0) return identity;
+    float acc = values[0];
+    for (int64_t j = 1; j < count; ++j) acc = reduce_step(op, acc, values[j]);
+    return acc;
+  }
+  float lanes[kReduceLanes];
+  for (float& lane : lanes) lane = identity;
+  for (int64_t j = 0; j < count; ++j) {
+    lanes[j % kReduceLanes] = reduce_step(op, lanes[j % kReduceLanes], values[j]);
+  }
+  return combine_lanes(op, lanes);
+}
+
 inline float apply_activation(ActivationFunction function, float x) {
   switch (function) {
     case ActivationFunction::kCopy:

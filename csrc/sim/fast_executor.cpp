@@ -160,6 +160,25 @@ bool same_pattern(const AccessPattern& x, const AccessPattern& y) {
   return true;
 }
 
+// Folds values[0..n) into the lanes of a row whose first `count` elements are already in
+// (alu.h's lane order), with eight independent accumulators over aligned blocks.
+template <typename Op>
+void fold_lanes(Op op, float* lanes, int64_t count, const float* values, int64_t n) {
+  const AluOp alu = op_value(op);
+  int64_t j = 0;
+  for (; j < n && (count + j) % kReduceLanes != 0; ++j) {
+    float& lane = lanes[(count + j) % kReduceLanes];
+    lane = apply_alu(alu, lane, values[j]);
+  }
+  for (; j + kReduceLanes <= n; j += kReduceLanes) {
+    for (int l = 0; l < kReduceLanes; ++l) lanes[l] = apply_alu(alu, lanes[l], values[j + l]);
+  }
+  for (; j < n; ++j) {
+    float& lane = lanes[(count + j) % kReduceLanes];
+    lane = apply_alu(alu, lane, values[j]);
+  }
+}
+
 // Two operands overlap in memory without being the same pattern: streaming would read what it
 // just wrote, so such instructions take the general path (which reads everything first).
 bool overlaps(const CoreState& state, const AccessPattern& dst, const AccessPattern& src) {
@@ -340,6 +359,8 @@ void activation(CoreState& state, const Instruction& ins) {
   const bool has_identity = reduction_identity(ins.alu1, &identity);
   std::vector<float> reduced(static_cast<size_t>(p), identity);
   std::vector<char> started(static_cast<size_t>(p), has_identity ? 1 : 0);
+  std::vector<float> lanes(static_cast<size_t>(p * kReduceLanes), identity);
+  std::vector<int64_t> counts(static_cast<size_t>(p), 0);
   float xa[kChunk], result[kChunk];
   with_function(ins.function, [&](auto fn) {
     stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
@@ -349,7 +370,12 @@ void activation(CoreState& state, const Instruction& ins) {
       const float sc = scale[partition], bi = bias[partition];
       const ActivationFunction function = function_value(fn);
       for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], sc, bi));
-      if (reduce) {
+      if (reduce && has_identity) {
+        with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
+          fold_lanes(op, lanes.data() + partition * kReduceLanes, counts[partition], r, n);
+        });
+        counts[partition] += n;
+      } else if (reduce) {
         float acc = reduced[partition];
         int64_t i = 0;
         if (!started[partition] && n > 0) {
@@ -357,16 +383,17 @@ void activation(CoreState& state, const Instruction& ins) {
           i = 1;
           started[partition] = 1;
         }
-        with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
-          const AluOp alu = op_value(op);
-          for (int64_t j = i; j < n; ++j) acc = apply_alu(alu, acc, r[j]);
-        });
+        for (int64_t j = i; j < n; ++j) acc = reduce_step(ins.alu1, acc, r[j]);
         reduced[partition] = acc;
       }
       store_chunk(out, ins.dst.dtype, r, n);
     });
   });
   state.mark_written(ins.dst);
+  if (reduce && has_identity) {
+    for (int64_t q = 0; q < p; ++q)
+      reduced[q] = combine_lanes(ins.alu1, lanes.data() + q * kReduceLanes);
+  }
   if (reduce) {
     RunCursor out(state, ins.dst2);
     for (int64_t q = 0; q < p && !out.done(); ++q) {
@@ -413,28 +440,37 @@ void tensor_reduce(CoreState& state, const Instruction& ins) {
   float identity = 0.0f;
   const bool has_identity = reduction_identity(ins.alu0, &identity);
   float xa[kChunk];
-  with_alu(ins.alu0 == AluOp::kSubtract ? AluOp::kAdd : ins.alu0, [&](auto op) {
+  const AluOp folded = ins.alu0 == AluOp::kSubtract ? AluOp::kAdd : ins.alu0;
+  with_alu(folded, [&](auto op) {
     const AluOp alu = op_value(op);
     RunCursor in(state, a);
     int64_t g = 0, filled = 0;
     float acc = identity;
+    float lanes[kReduceLanes];
     while (!in.done()) {
       const int64_t n = std::min(in.remaining(), kChunk);
       const float* x = load_chunk(in, a.dtype, n, xa);
       int64_t i = 0;
       while (i < n) {
-        if (filled == 0 && !has_identity) {
-          acc = x[i++];
-          filled = 1;
-        } else if (filled == 0) {
-          acc = identity;
+        if (filled == 0) {
+          if (has_identity) {
+            std::fill(lanes, lanes + kReduceLanes, identity);
+          } else {
+            acc = x[i++];
+            filled = 1;
+          }
         }
         const int64_t take = std::min(n - i, group - filled);
-        for (int64_t j = 0; j < take; ++j) acc = apply_alu(alu, acc, x[i + j]);
+        if (has_identity) {
+          fold_lanes(op, lanes, filled, x + i, take);
+        } else {
+          for (int64_t j = 0; j < take; ++j) acc = apply_alu(alu, acc, x[i + j]);
+        }
         i += take;
         filled += take;
         if (filled == group) {
-          out[g++] = ins.negate ? -acc : acc;
+          const float result = has_identity ? combine_lanes(ins.alu0, lanes) : acc;
+          out[g++] = ins.negate ? -result : result;
           filled = 0;
         }
       }

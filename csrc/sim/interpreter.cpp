@@ -316,14 +316,8 @@ void execute(CoreState& state, const Instruction& ins) {
       for (int d = a.rank - ins.reduce_dims; d < a.rank; ++d) group *= a.dims[d].size;
       const int64_t groups = a.elements() / group;
       std::vector<float> out(static_cast<size_t>(groups));
-      float identity;
-      const bool has_identity = reduction_identity(ins.alu0, &identity);
       for (int64_t g = 0; g < groups; ++g) {
-        const float* values = x.data() + g * group;
-        float acc = has_identity ? identity : values[0];
-        for (int64_t j = has_identity ? 0 : 1; j < group; ++j) {
-          acc = reduce_step(ins.alu0, acc, values[j]);
-        }
+        const float acc = reduce_row(ins.alu0, x.data() + g * group, group);
         out[g] = ins.negate ? -acc : acc;
       }
       Access::write(state, dst, out.data());
@@ -430,16 +424,12 @@ void execute(CoreState& state, const Instruction& ins) {
       const auto scale = per_partition<Access>(state, ins, c, ins.imm0, p);
       const bool reduce = ins.alu1 != AluOp::kBypass;
       std::vector<float> reduced(static_cast<size_t>(p));
-      float identity = 0.0f;
-      const bool has_identity = reduction_identity(ins.alu1, &identity);
       for (int64_t i = 0; i < p; ++i) {
-        float acc = identity;
         for (int64_t j = 0; j < f; ++j) {
           float& v = x[i * f + j];
           v = apply_activation(ins.function, std::fma(v, scale[i], bias[i]));
-          if (reduce) acc = (j == 0 && !has_identity) ? v : reduce_step(ins.alu1, acc, v);
         }
-        reduced[i] = acc;
+        if (reduce) reduced[i] = reduce_row(ins.alu1, x.data() + i * f, f);
       }
       Access::write(state, dst, x.data());
       if (reduce) Access::write(state, ins.dst2, reduced.data());

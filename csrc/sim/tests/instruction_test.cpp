@@ -408,23 +408,29 @@ namespace {
 // The fast reduction folds each group in the reference's order: sums over several chunks,
 // a strided source, max without and add with an identity.
 TEST(Instructions, StreamingReductionEqualsTheReference) {
-  for (AluOp op : {AluOp::kAdd, AluOp::kMax, AluOp::kSubtract}) {
-    ProgramBuilder b;
-    const int64_t p = 32, f = 2500;
-    const int32_t x = b.hbm("x", DType::kBFloat16, p * f, true);
-    const int32_t out = b.hbm("out", DType::kFloat32, p * 2, false);
-    const auto tx = load(b, x, DType::kBFloat16, p, f, "tx");
-    const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, p, 2);
-    AccessPattern halves = tx;  // [p, 2, f/2]: even and odd elements, reduced separately
-    halves.rank = 3;
-    halves.dims[1] = {2, 1};
-    halves.dims[2] = {f / 2, 2};
-    Instruction& reduce = b.add(Opcode::kTensorReduce, b.ap(r, {p, 2}), {halves});
-    reduce.alu0 = op;
-    reduce.negate = op == AluOp::kMax;
-    store(b, out, b.ap(r, {p, 2}), p, 2);
-    const auto got = run_both(b, {{x, random_floats(p * f, 31)}}, out);
-    EXPECT_EQ(got.size(), static_cast<size_t>(p * 2));
+  for (bool strided : {true, false}) {
+    for (AluOp op : {AluOp::kAdd, AluOp::kMax, AluOp::kSubtract, AluOp::kDivide}) {
+      ProgramBuilder b;
+      // Strided: [p, 2, 1250] even/odd halves. Contiguous: [p, 3, 1001], so groups of 1001
+      // straddle the 1024-element chunks at lane offsets that are not multiples of eight.
+      const int64_t p = 32, groups = strided ? 2 : 3, length = strided ? 1250 : 1001;
+      const int64_t f = groups * length;
+      // fp32 inputs: sums of bf16 values this size are exact in any order, fp32 ones are not.
+      const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+      const int32_t out = b.hbm("out", DType::kFloat32, p * groups, false);
+      const auto tx = load(b, x, DType::kFloat32, p, f, "tx");
+      const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, p, groups);
+      AccessPattern rows = tx;
+      rows.rank = 3;
+      rows.dims[1] = strided ? Dim{groups, 1} : Dim{groups, length};
+      rows.dims[2] = strided ? Dim{length, 2} : Dim{length, 1};
+      Instruction& reduce = b.add(Opcode::kTensorReduce, b.ap(r, {p, groups}), {rows});
+      reduce.alu0 = op;
+      reduce.negate = op == AluOp::kMax;
+      store(b, out, b.ap(r, {p, groups}), p, groups);
+      const auto got = run_both(b, {{x, random_floats(p * f, 31, 0.5f, 2.0f)}}, out);
+      EXPECT_EQ(got.size(), static_cast<size_t>(p * groups));
+    }
   }
 }
 
