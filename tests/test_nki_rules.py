@@ -172,3 +172,44 @@ def test_process_stays_usable_after_a_violation():
     with pytest.raises(KernelRuleError):
         nki.simulate(bad)(X)
     np.testing.assert_array_equal(nki.simulate(good)(X), 2 * X)
+
+
+def test_unknown_keyword_arguments_are_errors_naming_call_and_line():
+    def isa_call(x):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        # violation:
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0, oprand1=3.0)
+        return t
+
+    error = expect("unknown-argument", isa_call, X)
+    assert "nisa.tensor_scalar" in str(error) and "oprand1" in str(error)
+
+    def language_call(x):
+        t = nl.load(x)
+        # violation:
+        u = nl.exp(t, dtyp=nl.bfloat16)
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, u)
+        return out
+
+    assert "dtyp" in str(expect("unknown-argument", language_call, X))
+
+    def view_call(x):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        # violation:
+        t.ap([[64, 128], [1, 64]], offst=0)
+        return t
+
+    assert "offst" in str(expect("unknown-argument", view_call, X))
+
+    # The API's neutral spellings still work: mask=None is accepted and changes nothing.
+    def neutral(x):
+        t = nl.load(x, mask=None)
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.exp(t, mask=None), mask=None)
+        return out
+
+    assert np.allclose(nki.simulate(neutral)(X), np.exp(X))
+    with pytest.raises(TypeError, match="repeats"):
+        nki.benchmark(neutral, repeats=3)

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "sim/cost_model.h"
 #include "sim/errors.h"
 #include "sim/profile.h"
 #include "sim/simulator.h"
@@ -113,57 +114,108 @@ py::dict timeline_dict(const Program& program, const Timeline& timeline, bool wi
   return result;
 }
 
-// Runs a traced program. inputs: {buffer index: bytes}; outputs: buffer indices to return.
-py::dict run_program(const std::string& profile_name, const std::string& source,
-                     const py::list& buffers, const py::array_t<int64_t, py::array::c_style>& words,
-                     const py::array_t<double, py::array::c_style>& immediates,
-                     const py::dict& inputs, const std::vector<int32_t>& outputs, bool execute,
-                     bool reference, bool with_trace) {
-  const CoreProfile& profile = core_profile(profile_name);
-  Program program = decode(source, buffers, words, immediates);
-  std::unique_ptr<Simulator> simulator;
-  try {
-    simulator = std::make_unique<Simulator>(std::move(program), profile);
-  } catch (const SimError& error) {
-    raise_rule(error);
+// A traced program decoded, placed and checked once; run() executes it on arrays bound in
+// place (no copies in or out), timing() schedules it once and keeps the result.
+class SimProgram {
+ public:
+  SimProgram(const std::string& profile_name, const std::string& source, const py::list& buffers,
+             const py::array_t<int64_t, py::array::c_style>& words,
+             const py::array_t<double, py::array::c_style>& immediates)
+      : profile_name_(profile_name) {
+    const CoreProfile& profile = core_profile(profile_name);
+    Program program = decode(source, buffers, words, immediates);
+    try {
+      simulator_ = std::make_unique<Simulator>(std::move(program), profile);
+    } catch (const SimError& error) {
+      raise_rule(error);
+    }
   }
-  py::dict result;
-  if (execute) {
-    for (const auto& item : inputs) {
+
+  // arrays: {HBM buffer index: C-contiguous array of exactly that buffer's bytes}. Inputs are
+  // read in place; kernel-created tensors are written into theirs. Unbound buffers get storage
+  // of their own (inputs read as zeros).
+  void run(const py::dict& arrays, bool reference) {
+    const Program& program = simulator_->program();
+    std::vector<py::buffer_info> views;  // keeps the buffers' views alive while running
+    for (const auto& item : arrays) {
       const auto index = item.first.cast<int32_t>();
-      const py::buffer_info info = py::reinterpret_borrow<py::buffer>(item.second).request();
-      simulator->set_input(index, info.ptr, static_cast<size_t>(info.size * info.itemsize));
+      if (index < 0 || index >= static_cast<int32_t>(program.buffers.size()) ||
+          program.buffers[index].memory != Memory::kHbm) {
+        throw std::invalid_argument("buffer " + std::to_string(index) + " is not an HBM tensor");
+      }
+      py::buffer_info info = py::reinterpret_borrow<py::buffer>(item.second).request(true);
+      const int64_t bytes = info.size * info.itemsize;
+      if (bytes != program.buffers[index].bytes_per_partition) {
+        throw std::invalid_argument("array for '" + program.buffers[index].name + "' holds " +
+                                    std::to_string(bytes) + " bytes, the tensor " +
+                                    std::to_string(program.buffers[index].bytes_per_partition));
+      }
+      simulator_->bind(index, static_cast<uint8_t*>(info.ptr));
+      views.push_back(std::move(info));
     }
     bool failed = false;
     SimError failure("", "", "", 0);
     {
       py::gil_scoped_release no_gil;
       try {
-        simulator->run(reference);
+        simulator_->run(reference);
       } catch (const SimError& error) {
         failed = true;
         failure = error;
       }
     }
     if (failed) raise_rule(failure);
-    py::dict values;
-    for (int32_t index : outputs) {
-      const auto& bytes = simulator->hbm(index);
-      values[py::int_(index)] =
-          py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+
+  py::dict timing(bool with_trace) {
+    Timeline timeline;
+    {
+      py::gil_scoped_release no_gil;
+      timeline = simulator_->timing();
     }
-    result["outputs"] = values;
+    py::dict result;
+    result["timing"] = timeline_dict(simulator_->program(), timeline, with_trace, profile_name_);
+    result["sbuf_peak_bytes"] = simulator_->layout().sbuf_peak_bytes;
+    result["psum_peak_bytes"] = simulator_->layout().psum_peak_bytes;
+    result["instructions"] = simulator_->program().instructions.size();
+    return result;
   }
-  Timeline timeline;
-  {
-    py::gil_scoped_release no_gil;
-    timeline = simulator->timing();
-  }
-  result["timing"] = timeline_dict(simulator->program(), timeline, with_trace, profile_name);
-  result["sbuf_peak_bytes"] = simulator->layout().sbuf_peak_bytes;
-  result["psum_peak_bytes"] = simulator->layout().psum_peak_bytes;
-  result["instructions"] = simulator->program().instructions.size();
+
+ private:
+  std::string profile_name_;
+  std::unique_ptr<Simulator> simulator_;
+};
+
+py::dict cost_dict(const OpCost& cost) {
+  py::dict result;
+  result["total_ns"] = cost.total_ns;
+  result["instructions"] = cost.instructions;
+  result["flops"] = cost.flops;
+  result["dma_bytes"] = cost.dma_bytes;
+  result["bound"] = engine_name(cost.bound);
+  py::dict engines;
+  for (int e = 0; e < static_cast<int>(Engine::kCount); ++e)
+    engines[engine_name(static_cast<Engine>(e))] = cost.engine_ns[e];
+  result["engines"] = engines;
   return result;
+}
+
+py::dict matmul_cost_dict(const std::string& profile, int64_t batch, int64_t m, int64_t k,
+                          int64_t n, const std::string& dtype) {
+  return cost_dict(matmul_cost(core_profile(profile), batch, m, k, n, dtype_from_name(dtype)));
+}
+
+py::dict rows_cost_dict(const std::string& profile, int64_t rows, int64_t cols,
+                        const std::vector<std::pair<int, int>>& passes, const std::string& dtype,
+                        int64_t bytes_in, int64_t bytes_out) {
+  std::vector<Pass> decoded;
+  for (const auto& [opcode, inputs] : passes) {
+    if (opcode < 0 || opcode >= static_cast<int>(Opcode::kCount))
+      throw std::invalid_argument("unknown opcode " + std::to_string(opcode));
+    decoded.push_back({static_cast<Opcode>(opcode), inputs});
+  }
+  return cost_dict(rows_cost(core_profile(profile), rows, cols, decoded, dtype_from_name(dtype),
+                             bytes_in, bytes_out));
 }
 
 py::dict profile_dict(const std::string& name) {
@@ -194,10 +246,23 @@ py::dict profile_dict(const std::string& name) {
 }  // namespace
 
 void register_sim_bindings(py::module_& m) {
-  m.def("_sim_run", &run_program, py::arg("profile"), py::arg("source"), py::arg("buffers"),
-        py::arg("words"), py::arg("immediates"), py::arg("inputs"), py::arg("outputs"),
-        py::arg("execute") = true, py::arg("reference") = false, py::arg("trace") = false,
-        "Runs a traced NKI program on the simulated NeuronCore.");
+  py::class_<SimProgram>(m, "_SimProgram",
+                         "A traced NKI program placed and checked for the simulated NeuronCore.")
+      .def(py::init<const std::string&, const std::string&, const py::list&,
+                    const py::array_t<int64_t, py::array::c_style>&,
+                    const py::array_t<double, py::array::c_style>&>(),
+           py::arg("profile"), py::arg("source"), py::arg("buffers"), py::arg("words"),
+           py::arg("immediates"))
+      .def("run", &SimProgram::run, py::arg("arrays"), py::arg("reference") = false,
+           "Executes the program on HBM arrays bound in place.")
+      .def("timing", &SimProgram::timing, py::arg("trace") = false,
+           "The per-engine schedule, utilisation and memory peaks.");
+  m.def("_sim_matmul_cost", &matmul_cost_dict, py::arg("profile"), py::arg("batch"), py::arg("m"),
+        py::arg("k"), py::arg("n"), py::arg("dtype"),
+        "Projected time of batch x [m,k] @ [k,n] on one NeuronCore (per engine, ns).");
+  m.def("_sim_rows_cost", &rows_cost_dict, py::arg("profile"), py::arg("rows"), py::arg("cols"),
+        py::arg("passes"), py::arg("dtype"), py::arg("bytes_in"), py::arg("bytes_out"),
+        "Projected time of an op made of instruction passes over [rows, cols] (per engine, ns).");
   m.def("_sim_profile", &profile_dict, "The constants of a NeuronCore profile (trn2, trn3).");
   m.def("_sim_instruction_words", [] { return kInstructionWords; });
 }

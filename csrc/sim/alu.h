@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "sim/isa.h"
@@ -98,12 +99,76 @@ inline float reduce_step(AluOp op, float accumulator, float value) {
   return apply_alu(op == AluOp::kSubtract ? AluOp::kAdd : op, accumulator, value);
 }
 
+// The float with value 2^n, for -126 ≤ n ≤ 127.
+inline float power_of_two(int32_t n) {
+  const int32_t bits = (n + 127) << 23;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+// e^x in fp32 to about 1 ulp, written without branches or table lookups so loops over it
+// vectorise (the interpreter and the fast executor both call it, so they agree bit for bit):
+// x = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6 polynomial, then 2^n applied in two halves
+// so results near overflow and underflow round like any product.
+inline float exp_f32(float x) {
+  // Comparisons rather than fmin/fmax (library calls that keep loops scalar); NaN passes
+  // through both and is restored at the end.
+  float clamped = x < -104.0f ? -104.0f : x;
+  clamped = clamped > 88.8f ? 88.8f : clamped;
+  // Round to the nearest integer by adding and removing 1.5 * 2^23.
+  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = std::fma(n, -0.693145751953125f, clamped);  // ln2 split in two for exactness
+  r = std::fma(n, -1.428606765330187045e-06f, r);
+  float p = 1.0f / 720.0f;
+  p = std::fma(p, r, 1.0f / 120.0f);
+  p = std::fma(p, r, 1.0f / 24.0f);
+  p = std::fma(p, r, 1.0f / 6.0f);
+  p = std::fma(p, r, 0.5f);
+  p = std::fma(p, r, 1.0f);
+  p = std::fma(p, r, 1.0f);
+  const auto whole = static_cast<int32_t>(n);
+  const int32_t half = whole >> 1;
+  const float result = p * power_of_two(half) * power_of_two(whole - half);
+  return x != x ? x : result;
+}
+
+// Reductions with an identity fold in eight lanes: element j of a row goes to lane j mod 8, and
+// the lanes combine as ((0,1),(2,3)),((4,5),(6,7)). The order is part of the definition (the
+// reference interpreter and the fast executor both follow it); it lets the fast executor keep
+// eight independent accumulators instead of one serial chain.
+constexpr int kReduceLanes = 8;
+
+inline float combine_lanes(AluOp op, const float* lanes) {
+  const float a = reduce_step(op, lanes[0], lanes[1]), b = reduce_step(op, lanes[2], lanes[3]);
+  const float c = reduce_step(op, lanes[4], lanes[5]), d = reduce_step(op, lanes[6], lanes[7]);
+  return reduce_step(op, reduce_step(op, a, b), reduce_step(op, c, d));
+}
+
+// The reduction of values[0..count) with `op` as isa.h defines it: in lanes when `op` has an
+// identity, else left to right from the first element.
+inline float reduce_row(AluOp op, const float* values, int64_t count) {
+  float identity = 0.0f;
+  if (!reduction_identity(op, &identity)) {
+    if (count == 0) return identity;
+    float acc = values[0];
+    for (int64_t j = 1; j < count; ++j) acc = reduce_step(op, acc, values[j]);
+    return acc;
+  }
+  float lanes[kReduceLanes];
+  for (float& lane : lanes) lane = identity;
+  for (int64_t j = 0; j < count; ++j) {
+    lanes[j % kReduceLanes] = reduce_step(op, lanes[j % kReduceLanes], values[j]);
+  }
+  return combine_lanes(op, lanes);
+}
+
 inline float apply_activation(ActivationFunction function, float x) {
   switch (function) {
     case ActivationFunction::kCopy:
       return x;
     case ActivationFunction::kExp:
-      return std::exp(x);
+      return exp_f32(x);
     case ActivationFunction::kLog:
       return std::log(x);
     case ActivationFunction::kTanh:

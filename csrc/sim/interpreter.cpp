@@ -24,49 +24,69 @@ namespace {
                  program.source, instruction.line);
 }
 
-// Moves operands element by element through their access patterns.
+// Calls visit(element address, position) for every element of `ap` in row-major order.
+template <typename Visit>
+void for_each_element(const CoreState& state, const AccessPattern& ap, Visit&& visit) {
+  const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
+  const int64_t size = dtype_size(ap.dtype);
+  const int first_free = on_chip ? 1 : 0;
+  int64_t index[kMaxDims] = {0, 0, 0, 0, 0};
+  const int64_t total = ap.elements();
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t offset = ap.offset;
+    for (int d = first_free; d < ap.rank; ++d) offset += index[d] * ap.dims[d].stride;
+    visit(state.row(ap, on_chip ? index[0] : 0) + offset * size, n);
+    for (int d = ap.rank - 1; d >= 0; --d) {
+      if (++index[d] < ap.dims[d].size) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// Moves operands element by element through their access patterns; every element read is
+// checked on its own.
 struct ElementAccess {
   static std::vector<float> read(CoreState& state, const Instruction& instruction,
                                  const AccessPattern& ap) {
-    const auto refs = state.elements(ap);
-    std::vector<float> values(refs.size());
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (refs[i].written && !refs[i].written[0]) {
-        uninitialized(state, instruction, ap, static_cast<int64_t>(i));
-      }
-      values[i] = load_element(ap.dtype, refs[i].data);
-    }
+    std::vector<float> values(static_cast<size_t>(ap.elements()));
+    for_each_element(state, ap, [&](const uint8_t* data, int64_t n) {
+      if (!state.element_written(ap, n)) uninitialized(state, instruction, ap, n);
+      values[n] = load_element(ap.dtype, data);
+    });
     return values;
   }
 
   static void write(CoreState& state, const AccessPattern& ap, const float* values) {
-    const auto refs = state.elements(ap);
-    const int size = dtype_size(ap.dtype);
-    for (size_t i = 0; i < refs.size(); ++i) {
-      store_element(ap.dtype, refs[i].data, values[i]);
-      if (refs[i].written) std::memset(refs[i].written, 1, size);
-    }
+    for_each_element(state, ap,
+                     [&](uint8_t* data, int64_t n) { store_element(ap.dtype, data, values[n]); });
+    state.mark_written(ap);
   }
 
   // Same-dtype moves keep the bits (integers wider than fp32's mantissa stay exact).
   static void copy_bits(CoreState& state, const Instruction& instruction, const AccessPattern& dst,
                         const AccessPattern& src) {
-    const auto from = state.elements(src);
-    const auto to = state.elements(dst);
     const int size = dtype_size(src.dtype);
-    for (size_t i = 0; i < from.size(); ++i) {
-      if (from[i].written && !from[i].written[0]) {
-        uninitialized(state, instruction, src, static_cast<int64_t>(i));
-      }
-      std::memcpy(to[i].data, from[i].data, size);
-      if (to[i].written) std::memset(to[i].written, 1, size);
-    }
+    std::vector<uint8_t> bytes(static_cast<size_t>(src.elements() * size));
+    for_each_element(state, src, [&](const uint8_t* data, int64_t n) {
+      if (!state.element_written(src, n)) uninitialized(state, instruction, src, n);
+      std::memcpy(bytes.data() + n * size, data, size);
+    });
+    for_each_element(state, dst, [&](uint8_t* data, int64_t n) {
+      std::memcpy(data, bytes.data() + n * size, size);
+    });
+    state.mark_written(dst);
   }
 };
 
 // Walks an operand as rows: for each partition (HBM: each index of the outer dims), runs of
-// the innermost dimension, converted a run at a time.
+// the innermost dimension, converted a run at a time. The written-state is checked and marked
+// once per operand.
 struct RowAccess {
+  [[noreturn]] static void unwritten(CoreState& state, const Instruction& instruction,
+                                     const AccessPattern& ap) {
+    report_unwritten(state, instruction, ap);
+  }
+
   template <typename Visit>
   static void for_each_run(CoreState& state, const AccessPattern& ap, Visit&& visit) {
     const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
@@ -81,18 +101,16 @@ struct RowAccess {
     if (inner == 0 && on_chip) outer_count = 1;
     int64_t position = 0;
     for (int64_t p = 0; p < partitions; ++p) {
-      uint8_t* data = state.row(ap, p, false);
-      uint8_t* flags = state.row(ap, p, true);
+      uint8_t* data = state.row(ap, p);
       int64_t index[kMaxDims] = {0, 0, 0, 0, 0};
       for (int64_t o = 0; o < outer_count; ++o) {
         int64_t offset = ap.offset;
         for (int d = first_outer; d < inner; ++d) offset += index[d] * ap.dims[d].stride;
-        uint8_t* run_flags = flags ? flags + offset * size : nullptr;
         if (inner == 0 && on_chip) {
-          visit(data + offset * size, run_flags, int64_t{1}, int64_t{0}, position);
+          visit(data + offset * size, int64_t{1}, int64_t{0}, position);
           position += 1;
         } else {
-          visit(data + offset * size, run_flags, run, stride * size, position);
+          visit(data + offset * size, run, stride * size, position);
           position += run;
         }
         for (int d = inner - 1; d >= first_outer; --d) {
@@ -103,79 +121,62 @@ struct RowAccess {
     }
   }
 
+  static void check(CoreState& state, const Instruction& instruction, const AccessPattern& ap) {
+    if (!state.all_written(ap)) unwritten(state, instruction, ap);
+  }
+
   static std::vector<float> read(CoreState& state, const Instruction& instruction,
                                  const AccessPattern& ap) {
+    check(state, instruction, ap);
     std::vector<float> values(static_cast<size_t>(ap.elements()));
     const int64_t size = dtype_size(ap.dtype);
-    for_each_run(
-        state, ap,
-        [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
-          if (step == size) {
-            if (flags && std::memchr(flags, 0, static_cast<size_t>(count * size)) != nullptr) {
-              for (int64_t i = 0; i < count; ++i) {
-                if (!flags[i * size]) uninitialized(state, instruction, ap, position + i);
-              }
-            }
-            load_row(ap.dtype, data, values.data() + position, count);
-            return;
-          }
-          for (int64_t i = 0; i < count; ++i) {
-            if (flags && !flags[i * step]) uninitialized(state, instruction, ap, position + i);
-            values[position + i] = load_element(ap.dtype, data + i * step);
-          }
-        });
+    for_each_run(state, ap, [&](uint8_t* data, int64_t count, int64_t step, int64_t position) {
+      if (step == size) {
+        load_row(ap.dtype, data, values.data() + position, count);
+        return;
+      }
+      for (int64_t i = 0; i < count; ++i)
+        values[position + i] = load_element(ap.dtype, data + i * step);
+    });
     return values;
   }
 
   static void write(CoreState& state, const AccessPattern& ap, const float* values) {
     const int64_t size = dtype_size(ap.dtype);
-    for_each_run(state, ap,
-                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
-                   if (step == size) {
-                     store_row(ap.dtype, values + position, data, count);
-                     if (flags) std::memset(flags, 1, static_cast<size_t>(count * size));
-                     return;
-                   }
-                   for (int64_t i = 0; i < count; ++i) {
-                     store_element(ap.dtype, data + i * step, values[position + i]);
-                     if (flags) std::memset(flags + i * step, 1, static_cast<size_t>(size));
-                   }
-                 });
+    for_each_run(state, ap, [&](uint8_t* data, int64_t count, int64_t step, int64_t position) {
+      if (step == size) {
+        store_row(ap.dtype, values + position, data, count);
+        return;
+      }
+      for (int64_t i = 0; i < count; ++i)
+        store_element(ap.dtype, data + i * step, values[position + i]);
+    });
+    state.mark_written(ap);
   }
 
   static void copy_bits(CoreState& state, const Instruction& instruction, const AccessPattern& dst,
                         const AccessPattern& src) {
+    check(state, instruction, src);
     // Gather raw bytes in row-major order, then scatter them.
     const int64_t size = dtype_size(src.dtype);
     std::vector<uint8_t> bytes(static_cast<size_t>(src.elements() * size));
-    for_each_run(state, src,
-                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
-                   for (int64_t i = 0; i < count; ++i) {
-                     if (flags && !flags[i * step])
-                       uninitialized(state, instruction, src, position + i);
-                   }
-                   if (step == size) {
-                     std::memcpy(bytes.data() + position * size, data,
-                                 static_cast<size_t>(count * size));
-                   } else {
-                     for (int64_t i = 0; i < count; ++i) {
-                       std::memcpy(bytes.data() + (position + i) * size, data + i * step, size);
-                     }
-                   }
-                 });
-    for_each_run(state, dst,
-                 [&](uint8_t* data, uint8_t* flags, int64_t count, int64_t step, int64_t position) {
-                   if (step == size) {
-                     std::memcpy(data, bytes.data() + position * size,
-                                 static_cast<size_t>(count * size));
-                     if (flags) std::memset(flags, 1, static_cast<size_t>(count * size));
-                   } else {
-                     for (int64_t i = 0; i < count; ++i) {
-                       std::memcpy(data + i * step, bytes.data() + (position + i) * size, size);
-                       if (flags) std::memset(flags + i * step, 1, static_cast<size_t>(size));
-                     }
-                   }
-                 });
+    for_each_run(state, src, [&](uint8_t* data, int64_t count, int64_t step, int64_t position) {
+      if (step == size) {
+        std::memcpy(bytes.data() + position * size, data, static_cast<size_t>(count * size));
+      } else {
+        for (int64_t i = 0; i < count; ++i)
+          std::memcpy(bytes.data() + (position + i) * size, data + i * step, size);
+      }
+    });
+    for_each_run(state, dst, [&](uint8_t* data, int64_t count, int64_t step, int64_t position) {
+      if (step == size) {
+        std::memcpy(data, bytes.data() + position * size, static_cast<size_t>(count * size));
+      } else {
+        for (int64_t i = 0; i < count; ++i)
+          std::memcpy(data + i * step, bytes.data() + (position + i) * size, size);
+      }
+    });
+    state.mark_written(dst);
   }
 };
 
@@ -201,8 +202,8 @@ void matmul_reference(const std::vector<float>& stationary, const std::vector<fl
   }
 }
 
-// Same order of fused multiply-adds per output element (k = 0..K-1), register-blocked: a 4-row
-// by 64-column block of results stays in vector registers while k runs.
+// Same order of fused multiply-adds per output element (k = 0..K-1), register-blocked: a block
+// of kRows × kCols results stays in vector registers while k runs.
 template <int kRows, int kCols>
 void matmul_block(const float* __restrict stationary, const float* __restrict moving,
                   int64_t k_size, int64_t m_size, int64_t n_size, int64_t m0, int64_t n0,
@@ -220,26 +221,29 @@ void matmul_block(const float* __restrict stationary, const float* __restrict mo
   }
 }
 
+// Columns [n0, n_size) of rows [m0, m0 + kRows): blocks of 64, then 16, then 8 columns, then
+// one column at a time.
+template <int kRows>
+void matmul_rows(const float* stationary, const float* moving, int64_t k_size, int64_t m_size,
+                 int64_t n_size, int64_t m0, float* out) {
+  int64_t n0 = 0;
+  for (; n0 + 64 <= n_size; n0 += 64)
+    matmul_block<kRows, 64>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
+  for (; n0 + 16 <= n_size; n0 += 16)
+    matmul_block<kRows, 16>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
+  for (; n0 + 8 <= n_size; n0 += 8)
+    matmul_block<kRows, 8>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
+  for (; n0 < n_size; ++n0)
+    matmul_block<kRows, 1>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
+}
+
 void matmul_fast(const std::vector<float>& stationary, const std::vector<float>& moving,
                  int64_t k_size, int64_t m_size, int64_t n_size, std::vector<float>& out) {
-  constexpr int kRows = 4, kCols = 64;
-  const int64_t m_full = m_size / kRows * kRows, n_full = n_size / kCols * kCols;
-  for (int64_t m0 = 0; m0 < m_full; m0 += kRows) {
-    for (int64_t n0 = 0; n0 < n_full; n0 += kCols) {
-      matmul_block<kRows, kCols>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, n0,
-                                 out.data());
-    }
-  }
-  // Edges: one element at a time, in the same k order.
-  for (int64_t m = 0; m < m_size; ++m) {
-    for (int64_t n = (m < m_full ? n_full : 0); n < n_size; ++n) {
-      float sum = 0.0f;
-      for (int64_t k = 0; k < k_size; ++k) {
-        sum = std::fma(stationary[k * m_size + m], moving[k * n_size + n], sum);
-      }
-      out[m * n_size + n] = sum;
-    }
-  }
+  int64_t m0 = 0;
+  for (; m0 + 4 <= m_size; m0 += 4)
+    matmul_rows<4>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, out.data());
+  for (; m0 < m_size; ++m0)
+    matmul_rows<1>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, out.data());
 }
 
 float tf32_input(DType dtype, float value) {
@@ -312,14 +316,8 @@ void execute(CoreState& state, const Instruction& ins) {
       for (int d = a.rank - ins.reduce_dims; d < a.rank; ++d) group *= a.dims[d].size;
       const int64_t groups = a.elements() / group;
       std::vector<float> out(static_cast<size_t>(groups));
-      float identity;
-      const bool has_identity = reduction_identity(ins.alu0, &identity);
       for (int64_t g = 0; g < groups; ++g) {
-        const float* values = x.data() + g * group;
-        float acc = has_identity ? identity : values[0];
-        for (int64_t j = has_identity ? 0 : 1; j < group; ++j) {
-          acc = reduce_step(ins.alu0, acc, values[j]);
-        }
+        const float acc = reduce_row(ins.alu0, x.data() + g * group, group);
         out[g] = ins.negate ? -acc : acc;
       }
       Access::write(state, dst, out.data());
@@ -426,16 +424,12 @@ void execute(CoreState& state, const Instruction& ins) {
       const auto scale = per_partition<Access>(state, ins, c, ins.imm0, p);
       const bool reduce = ins.alu1 != AluOp::kBypass;
       std::vector<float> reduced(static_cast<size_t>(p));
-      float identity = 0.0f;
-      const bool has_identity = reduction_identity(ins.alu1, &identity);
       for (int64_t i = 0; i < p; ++i) {
-        float acc = identity;
         for (int64_t j = 0; j < f; ++j) {
           float& v = x[i * f + j];
           v = apply_activation(ins.function, std::fma(v, scale[i], bias[i]));
-          if (reduce) acc = (j == 0 && !has_identity) ? v : reduce_step(ins.alu1, acc, v);
         }
-        reduced[i] = acc;
+        if (reduce) reduced[i] = reduce_row(ins.alu1, x.data() + i * f, f);
       }
       Access::write(state, dst, x.data());
       if (reduce) Access::write(state, ins.dst2, reduced.data());
@@ -493,7 +487,15 @@ void execute_reference(CoreState& state, const Instruction& instruction) {
   execute<ElementAccess, false>(state, instruction);
 }
 
-void execute_fast(CoreState& state, const Instruction& instruction) {
+void report_unwritten(CoreState& state, const Instruction& instruction, const AccessPattern& ap) {
+  const int64_t total = ap.elements();
+  for (int64_t i = 0; i < total; ++i) {
+    if (!state.element_written(ap, i)) uninitialized(state, instruction, ap, i);
+  }
+  uninitialized(state, instruction, ap, 0);
+}
+
+void execute_rows(CoreState& state, const Instruction& instruction) {
   execute<RowAccess, true>(state, instruction);
 }
 

@@ -26,6 +26,8 @@
 //                   alu1 = kBypass ends after the first operation.
 //   kTensorReduce   dst[P, kept...] = reduction with alu0 of a over its last `reduce_dims` free
 //                   dimensions (never the partition dimension); negate flips the result's sign.
+//                   Reductions whose op has an identity fold in eight lanes (alu.h reduce_row):
+//                   element j into lane j mod 8, lanes combined pairwise; others left to right.
 //   kTensorCopy     dst = a, with a dtype cast; may run on Vector, Scalar or GpSimd.
 //   kMemset         dst = imm0.
 //   kSelect         dst = a != 0 ? b : c, elementwise.

@@ -9,23 +9,24 @@ Simulator::Simulator(Program program, const CoreProfile& profile)
     : program_(std::move(program)), profile_(profile) {
   layout_ = plan_layout(program_, profile_);
   check_rules(program_, profile_, layout_);
-}
-
-CoreState& Simulator::state() {
-  if (!state_) {
-    execution_layout_ = plan_layout(program_, profile_, /*next_fit=*/false);
-    state_ = std::make_unique<CoreState>(program_, profile_, execution_layout_);
-  }
-  return *state_;
+  execution_layout_ = plan_layout(program_, profile_, /*next_fit=*/false);
 }
 
 void Simulator::set_input(int32_t buffer, const void* data, size_t bytes) {
-  state().write_hbm(buffer, data, bytes);
+  const auto* begin = static_cast<const uint8_t*>(data);
+  inputs_[buffer].assign(begin, begin + bytes);
 }
 
+void Simulator::bind(int32_t buffer, uint8_t* data) { bound_[buffer] = data; }
+
 void Simulator::run(bool reference) {
-  CoreState& core = state();
-  core.fill_missing_inputs();
+  state_ = std::make_unique<CoreState>(program_, profile_, execution_layout_);
+  CoreState& core = *state_;
+  for (const auto& [buffer, bytes] : inputs_) core.write_hbm(buffer, bytes.data(), bytes.size());
+  for (const auto& [buffer, data] : bound_) core.bind_hbm(buffer, data);
+  inputs_.clear();
+  bound_.clear();
+  core.prepare();
   for (size_t i = 0; i < program_.instructions.size(); ++i) {
     for (int32_t buffer : execution_layout_.born_at[i]) core.begin_life(buffer);
     if (reference) {
@@ -36,6 +37,10 @@ void Simulator::run(bool reference) {
   }
 }
 
-const std::vector<uint8_t>& Simulator::hbm(int32_t buffer) const { return state_->hbm(buffer); }
+std::vector<uint8_t> Simulator::hbm(int32_t buffer) const {
+  const uint8_t* data = state_->hbm(buffer);
+  const auto bytes = static_cast<size_t>(program_.buffers[buffer].bytes_per_partition);
+  return std::vector<uint8_t>(data, data + bytes);
+}
 
 }  // namespace openneuron::sim

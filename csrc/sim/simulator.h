@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -18,16 +19,21 @@ class Simulator {
   // Places the buffers and checks every rule; throws SimError on the first violation.
   Simulator(Program program, const CoreProfile& profile);
 
-  // Fills HBM input `buffer` (its bytes, row-major) before run().
+  // Fills HBM input `buffer` (its bytes, row-major) for the next run(): a copy is kept.
   void set_input(int32_t buffer, const void* data, size_t bytes);
+  // Makes HBM buffer `buffer` live in the caller's memory (its full size) for the next run():
+  // inputs are read there and kernel-created tensors written there, without copies. The
+  // memory must stay valid until run() returns.
+  void bind(int32_t buffer, uint8_t* data);
 
-  // Executes every instruction in issue order (each buffer's life starts at its first use,
-  // poisoned); `reference` selects the reference interpreter instead of the fast executor.
-  // Throws SimError on a read of never-written memory.
+  // Executes every instruction in issue order on a fresh core (each buffer's life starts at
+  // its first use, unwritten); `reference` selects the reference interpreter instead of the
+  // fast executor. Throws SimError on a read of never-written memory. Bindings and inputs
+  // apply to this run only.
   void run(bool reference = false);
 
   // An HBM buffer's bytes after run().
-  const std::vector<uint8_t>& hbm(int32_t buffer) const;
+  std::vector<uint8_t> hbm(int32_t buffer) const;
 
   // The per-engine schedule (does not need run()).
   Timeline timing() const { return schedule(program_, profile_, layout_); }
@@ -37,12 +43,12 @@ class Simulator {
   const CoreProfile& profile() const { return profile_; }
 
  private:
-  CoreState& state();
-
   Program program_;
   const CoreProfile& profile_;
   Layout layout_;            // next-fit: the timing model's placement
   Layout execution_layout_;  // first-fit: the functional state's (smaller) placement
+  std::map<int32_t, std::vector<uint8_t>> inputs_;
+  std::map<int32_t, uint8_t*> bound_;
   std::unique_ptr<CoreState> state_;
 };
 

@@ -7,99 +7,147 @@ namespace openneuron::sim {
 
 CoreState::CoreState(const Program& program, const CoreProfile& profile, const Layout& layout)
     : program_(program), profile_(profile), layout_(layout) {
-  for (size_t b = 0; b < program.buffers.size(); ++b) {
+  const size_t count = program.buffers.size();
+  for (size_t b = 0; b < count; ++b) {
     const Buffer& buffer = program.buffers[b];
     if (buffer.memory == Memory::kHbm || layout.first_use[b] < 0) continue;
     int64_t& extent = buffer.memory == Memory::kPsum ? psum_row_bytes_ : sbuf_row_bytes_;
     extent = std::max(extent, layout.base[b] + buffer.bytes_per_partition);
   }
-  const size_t sbuf_bytes = static_cast<size_t>(profile.partitions * sbuf_row_bytes_);
-  const size_t psum_bytes = static_cast<size_t>(profile.partitions * psum_row_bytes_);
-  sbuf_.assign(sbuf_bytes, 0xFF);
-  sbuf_written_.assign(sbuf_bytes, 0);
-  psum_.assign(psum_bytes, 0xFF);
-  psum_written_.assign(psum_bytes, 0);
-  hbm_.resize(program.buffers.size());
-  hbm_written_.resize(program.buffers.size());
-  for (size_t b = 0; b < program.buffers.size(); ++b) {
+  // Left uninitialised: every read is checked against the written-state first.
+  sbuf_.reset(new uint8_t[static_cast<size_t>(profile.partitions * sbuf_row_bytes_) + 1]);
+  psum_.reset(new uint8_t[static_cast<size_t>(profile.partitions * psum_row_bytes_) + 1]);
+  hbm_.assign(count, nullptr);
+  hbm_owned_.resize(count);
+  written_.resize(count);
+  for (size_t b = 0; b < count; ++b) {
     const Buffer& buffer = program.buffers[b];
-    if (buffer.memory != Memory::kHbm) continue;
-    const auto bytes = static_cast<size_t>(buffer.bytes_per_partition);
-    // An input is written in full before the kernel starts and stays so: it needs no flags,
-    // and its bytes arrive with write_hbm (one pass over the memory, not two).
-    if (buffer.initialized) continue;
-    hbm_[b].assign(bytes, 0xFF);
-    hbm_written_[b].assign(bytes, 0);
-  }
-}
-
-void CoreState::fill_missing_inputs() {
-  for (size_t b = 0; b < program_.buffers.size(); ++b) {
-    const Buffer& buffer = program_.buffers[b];
-    if (buffer.memory == Memory::kHbm && buffer.initialized && hbm_[b].empty()) {
-      hbm_[b].assign(static_cast<size_t>(buffer.bytes_per_partition), 0);
+    if (buffer.memory == Memory::kHbm) {
+      if (!buffer.initialized)
+        written_[b] = std::make_unique<WrittenMap>(1, buffer.bytes_per_partition);
+    } else {
+      written_[b] = std::make_unique<WrittenMap>(buffer.partitions, buffer.bytes_per_partition);
     }
   }
 }
+
+void CoreState::bind_hbm(int32_t buffer, uint8_t* data) { hbm_[buffer] = data; }
 
 void CoreState::write_hbm(int32_t buffer, const void* data, size_t bytes) {
   const auto capacity = static_cast<size_t>(program_.buffers[buffer].bytes_per_partition);
-  auto& storage = hbm_[buffer];
+  auto& storage = hbm_owned_[buffer];
   const auto* bytes_in = static_cast<const uint8_t*>(data);
   storage.assign(bytes_in, bytes_in + std::min(bytes, capacity));
   storage.resize(capacity, 0);
-  if (!hbm_written_[buffer].empty()) std::memset(hbm_written_[buffer].data(), 1, bytes);
+  hbm_[buffer] = storage.data();
+  if (written_[buffer]) written_[buffer]->mark(0, 1, 0, static_cast<int64_t>(bytes));
+}
+
+void CoreState::prepare() {
+  for (size_t b = 0; b < program_.buffers.size(); ++b) {
+    const Buffer& buffer = program_.buffers[b];
+    if (buffer.memory != Memory::kHbm) continue;
+    const auto bytes = static_cast<size_t>(buffer.bytes_per_partition);
+    const bool owned = !hbm_owned_[b].empty();
+    if (hbm_[b] == nullptr) {
+      hbm_owned_[b].assign(bytes, buffer.initialized ? 0 : 0xFF);
+      hbm_[b] = hbm_owned_[b].data();
+    } else if (!buffer.initialized && !owned) {
+      std::memset(hbm_[b], 0xFF, bytes);  // a bound kernel-created tensor starts poisoned
+    }
+  }
 }
 
 void CoreState::begin_life(int32_t buffer) {
-  const Buffer& info = program_.buffers[buffer];
-  if (info.memory == Memory::kHbm) return;
-  const bool on_psum = info.memory == Memory::kPsum;
-  auto& data = on_psum ? psum_ : sbuf_;
-  auto& written = on_psum ? psum_written_ : sbuf_written_;
-  const int64_t row_bytes = on_psum ? psum_row_bytes_ : sbuf_row_bytes_;
-  const int64_t base = layout_.base[buffer];
-  for (int64_t p = 0; p < info.partitions; ++p) {
-    const size_t at = static_cast<size_t>(p * row_bytes + base);
-    std::memset(data.data() + at, 0xFF, static_cast<size_t>(info.bytes_per_partition));
-    std::memset(written.data() + at, 0, static_cast<size_t>(info.bytes_per_partition));
-  }
+  if (program_.buffers[buffer].memory == Memory::kHbm) return;
+  written_[buffer]->clear();
 }
 
-uint8_t* CoreState::row(const AccessPattern& ap, int64_t partition, bool flags) {
+uint8_t* CoreState::row(const AccessPattern& ap, int64_t partition) const {
   const Buffer& info = program_.buffers[ap.buffer];
-  if (info.memory == Memory::kHbm) {
-    auto& storage = (flags ? hbm_written_ : hbm_)[ap.buffer];
-    return storage.empty() ? nullptr : storage.data();
-  }
+  if (info.memory == Memory::kHbm) return hbm_[ap.buffer];
   const bool on_psum = info.memory == Memory::kPsum;
   const int64_t row_bytes = on_psum ? psum_row_bytes_ : sbuf_row_bytes_;
-  uint8_t* memory =
-      on_psum ? (flags ? psum_written_ : psum_).data() : (flags ? sbuf_written_ : sbuf_).data();
+  uint8_t* memory = on_psum ? psum_.get() : sbuf_.get();
   return memory + (ap.start_partition + partition) * row_bytes + layout_.base[ap.buffer];
 }
 
-std::vector<ElementRef> CoreState::elements(const AccessPattern& ap) {
-  std::vector<ElementRef> result;
-  result.reserve(static_cast<size_t>(ap.elements()));
+template <typename Visit>
+void CoreState::for_each_footprint(const AccessPattern& ap, Visit&& visit) const {
   const bool on_chip = program_.buffers[ap.buffer].memory != Memory::kHbm;
   const int64_t size = dtype_size(ap.dtype);
-  const int first_free = on_chip ? 1 : 0;
+  const int64_t first_row = on_chip ? ap.start_partition : 0;
+  const int64_t last_row = on_chip ? first_row + ap.partitions() : 1;
+  // The free dimensions with more than one element, innermost last.
+  int64_t sizes[kMaxDims], strides[kMaxDims];
+  int count = 0;
+  for (int d = on_chip ? 1 : 0; d < ap.rank; ++d) {
+    if (ap.dims[d].size == 1) continue;
+    sizes[count] = ap.dims[d].size;
+    strides[count++] = ap.dims[d].stride;
+  }
+  // Dense (row-major contiguous) free dimensions: one byte range per partition.
+  bool dense = true;
+  int64_t expected = 1, total = 1;
+  for (int d = count - 1; d >= 0; --d) {
+    if (strides[d] != expected) dense = false;
+    expected *= sizes[d];
+    total *= sizes[d];
+  }
+  if (dense) {
+    visit(first_row, last_row, ap.offset * size, (ap.offset + total) * size);
+    return;
+  }
+  // Otherwise each run of the innermost dimension (a single element when it is strided).
+  const bool inner_contiguous = strides[count - 1] == 1;
+  const int64_t run = inner_contiguous ? sizes[count - 1] : 1;
+  const int outer = inner_contiguous ? count - 1 : count;
   int64_t index[kMaxDims] = {0, 0, 0, 0, 0};
-  const int64_t total = ap.elements();
-  for (int64_t n = 0; n < total; ++n) {
+  const int64_t runs = total / run;
+  for (int64_t n = 0; n < runs; ++n) {
     int64_t offset = ap.offset;
-    for (int d = first_free; d < ap.rank; ++d) offset += index[d] * ap.dims[d].stride;
-    const int64_t partition = on_chip ? index[0] : 0;
-    uint8_t* flags = row(ap, partition, true);
-    result.push_back(
-        {row(ap, partition, false) + offset * size, flags ? flags + offset * size : nullptr});
-    for (int d = ap.rank - 1; d >= 0; --d) {
-      if (++index[d] < ap.dims[d].size) break;
+    for (int d = 0; d < outer; ++d) offset += index[d] * strides[d];
+    visit(first_row, last_row, offset * size, (offset + run) * size);
+    for (int d = outer - 1; d >= 0; --d) {
+      if (++index[d] < sizes[d]) break;
       index[d] = 0;
     }
   }
-  return result;
+}
+
+bool CoreState::all_written(const AccessPattern& ap) {
+  WrittenMap* map = written_[ap.buffer].get();
+  if (map == nullptr) return true;
+  bool ok = true;
+  for_each_footprint(ap, [&](int64_t r0, int64_t r1, int64_t low, int64_t high) {
+    if (ok && !map->covered(r0, r1, low, high)) ok = false;
+  });
+  return ok;
+}
+
+void CoreState::mark_written(const AccessPattern& ap) {
+  WrittenMap* map = written_[ap.buffer].get();
+  if (map == nullptr) return;
+  for_each_footprint(
+      ap, [&](int64_t r0, int64_t r1, int64_t low, int64_t high) { map->mark(r0, r1, low, high); });
+}
+
+bool CoreState::element_written(const AccessPattern& ap, int64_t index) {
+  WrittenMap* map = written_[ap.buffer].get();
+  if (map == nullptr) return true;
+  const bool on_chip = program_.buffers[ap.buffer].memory != Memory::kHbm;
+  int64_t offset = ap.offset, row = 0;
+  for (int d = ap.rank - 1; d >= 0; --d) {
+    const int64_t i = index % ap.dims[d].size;
+    index /= ap.dims[d].size;
+    if (on_chip && d == 0) {
+      row = ap.start_partition + i;
+    } else {
+      offset += i * ap.dims[d].stride;
+    }
+  }
+  const int64_t size = dtype_size(ap.dtype);
+  return map->covered(row, row + 1, offset * size, (offset + 1) * size);
 }
 
 }  // namespace openneuron::sim

@@ -1,49 +1,58 @@
 // The memories of one NeuronCore while a program runs: SBUF and PSUM as partitions × bytes,
-// HBM tensors, and a written-flag per byte so reads of never-written memory are caught.
+// HBM tensors (owned, or the caller's memory bound in place), and which bytes of each buffer
+// were written, so reads of never-written memory are caught (written.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/isa.h"
 #include "sim/layout.h"
 #include "sim/profile.h"
+#include "sim/written.h"
 
 namespace openneuron::sim {
-
-// One element of an operand: where its bytes are and where its written-flags are (null for
-// memory that is always written: kernel inputs).
-struct ElementRef {
-  uint8_t* data;
-  uint8_t* written;
-};
 
 class CoreState {
  public:
   CoreState(const Program& program, const CoreProfile& profile, const Layout& layout);
 
-  // Copies `bytes` into HBM buffer `buffer` and marks them written.
+  // Makes HBM buffer `buffer` live in the caller's `data` (its full size, row-major) for the
+  // run: inputs are read there, kernel-created tensors written there (no copies).
+  void bind_hbm(int32_t buffer, uint8_t* data);
+  // Copies `bytes` into HBM buffer `buffer` (owned storage; the rest reads as zeros).
   void write_hbm(int32_t buffer, const void* data, size_t bytes);
-  const std::vector<uint8_t>& hbm(int32_t buffer) const { return hbm_[buffer]; }
+  const uint8_t* hbm(int32_t buffer) const { return hbm_[buffer]; }
 
-  // Inputs the caller never filled read as zeros.
-  void fill_missing_inputs();
+  // Before the first instruction: inputs without storage read as zeros; kernel-created HBM
+  // tensors are filled with NaN (0xFF in every float format) and marked never written.
+  void prepare();
 
-  // Starts a buffer's life: on-chip bytes are filled with NaN (0xFF in every float format)
-  // and marked never written, as a fresh allocation on the device holds stale data.
+  // Starts an on-chip buffer's life: none of its bytes are written (reads of them are errors,
+  // so the stale bytes a new allocation holds are never observed).
   void begin_life(int32_t buffer);
 
   // Row `partition` (relative to the pattern's start) of an operand: the address of element
   // offset 0 of that partition; elements are then at + offset·size. HBM ignores `partition`.
-  // With `flags`, the written-flags instead, or null when the memory is always written.
-  uint8_t* row(const AccessPattern& ap, int64_t partition, bool flags);
+  uint8_t* row(const AccessPattern& ap, int64_t partition) const;
 
-  // Every element of `ap` in row-major order (partition, then free dims).
-  std::vector<ElementRef> elements(const AccessPattern& ap);
+  // The written-state of a buffer; null for memory that is always written (kernel inputs).
+  WrittenMap* written(int32_t buffer) { return written_[buffer].get(); }
+
+  // Whether every element of `ap` was written / marks them written (its whole footprint).
+  bool all_written(const AccessPattern& ap);
+  void mark_written(const AccessPattern& ap);
+  // Whether element `index` (row-major over `ap`) was written: the slow path errors take.
+  bool element_written(const AccessPattern& ap, int64_t index);
 
   const Program& program() const { return program_; }
 
  private:
+  // Calls visit(first_row, last_row, low, high) for byte ranges covering `ap`'s footprint.
+  template <typename Visit>
+  void for_each_footprint(const AccessPattern& ap, Visit&& visit) const;
+
   const Program& program_;
   const CoreProfile& profile_;
   const Layout& layout_;
@@ -51,9 +60,10 @@ class CoreState {
   // kernel does not pay for the whole 24 MiB SBUF.
   int64_t sbuf_row_bytes_ = 0;
   int64_t psum_row_bytes_ = 0;
-  std::vector<uint8_t> sbuf_, sbuf_written_;
-  std::vector<uint8_t> psum_, psum_written_;
-  std::vector<std::vector<uint8_t>> hbm_, hbm_written_;
+  std::unique_ptr<uint8_t[]> sbuf_, psum_;
+  std::vector<uint8_t*> hbm_;                    // per buffer: where its bytes are
+  std::vector<std::vector<uint8_t>> hbm_owned_;  // storage of buffers not bound
+  std::vector<std::unique_ptr<WrittenMap>> written_;
 };
 
 }  // namespace openneuron::sim

@@ -199,6 +199,21 @@ double covered(std::vector<std::pair<double, double>> intervals) {
   return total;
 }
 
+// The LoadStationary part of a matmul: min(64, M) cycles (×4 for fp32), the first term of the
+// published max(min(64, M), N).
+double stationary_load_ns(const Instruction& ins, const CoreProfile& profile) {
+  int64_t cycles = std::min(profile.matmul_min_stationary, ins.src[0].free_size());
+  if (ins.src[0].dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
+  return static_cast<double>(cycles) / profile.tensor_ghz;
+}
+
+// The MultiplyMoving part: N cycles (×4 for fp32).
+double moving_ns(const Instruction& ins, const CoreProfile& profile) {
+  int64_t cycles = ins.src[1].free_size();
+  if (ins.src[0].dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
+  return static_cast<double>(cycles) / profile.tensor_ghz;
+}
+
 }  // namespace
 
 double instruction_cost_ns(const Program& program, const Instruction& ins,
@@ -282,18 +297,48 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
   const double sync_ns = profile.semaphore_wait_cycles / profile.gpsimd_ghz;
   DmaCalendar dma;
   std::vector<std::pair<double, double>> dma_in_flight;
+  double tensor_weights_free = 0;  // when the PE array can take the next stationary tensor
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     const Instruction& ins = program.instructions[i];
     const int engine = static_cast<int>(ins.engine);
-    double start = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
-    start = std::max(start, tracker.ready(ins.dst, true, ins.engine, sync_ns));
-    start = std::max(start, tracker.ready(ins.dst2, true, ins.engine, sync_ns));
-    for (const auto& src : ins.src)
-      start = std::max(start, tracker.ready(src, false, ins.engine, sync_ns));
+    const double engine_was_free = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
+    // When the operands are ready, with and without the semaphore wait on other engines.
+    double ready = 0, ready_unsynced = 0;
+    auto consider = [&](const AccessPattern& ap, bool is_write) {
+      ready = std::max(ready, tracker.ready(ap, is_write, ins.engine, sync_ns));
+      ready_unsynced = std::max(ready_unsynced, tracker.ready(ap, is_write, ins.engine, 0.0));
+    };
+    consider(ins.dst, true);
+    consider(ins.dst2, true);
+    for (const auto& src : ins.src) consider(src, false);
+    double start = std::max(engine_was_free, ready);
+    // The dependent-instruction overhead is work of the waiting engine: the part of it that
+    // falls after the engine's previous instruction keeps the engine busy.
+    const double wait_overhead =
+        ins.engine == Engine::kDma
+            ? 0.0
+            : std::max(0.0, start - std::max(engine_was_free, ready_unsynced));
     const double cost = instruction_cost_ns(program, ins, profile);
     double end = start + cost;
     EngineSummary& summary = timeline.engines[engine];
-    if (ins.engine == Engine::kDma) {
+    if (ins.opcode == Opcode::kMatmul) {
+      // LoadStationary, then MultiplyMoving. The array takes the next stationary tensor while
+      // the current moving one streams, so a matmul whose operands are resident loads during
+      // the previous one; one that waits for its operands (one semaphore wait per instruction,
+      // covering both) loads after the wait, exposed, and the load keeps the engine busy.
+      const double load = stationary_load_ns(ins, profile);
+      const double operands_ready = std::max(tracker.ready(ins.src[0], false, ins.engine, sync_ns),
+                                             tracker.ready(ins.src[1], false, ins.engine, sync_ns));
+      const double load_start = std::max(operands_ready, tensor_weights_free);
+      const double load_end = load_start + load;
+      const double moving_start = std::max(load_end, start);
+      const double exposed = std::max(0.0, load_end - std::max(load_start, engine_was_free));
+      start = moving_start - exposed;
+      end = moving_start + moving_ns(ins, profile);
+      tensor_weights_free = moving_start;
+      engine_free[engine] = end;
+      summary.busy_ns += end - moving_start + exposed + wait_overhead;
+    } else if (ins.engine == Engine::kDma) {
       // Bandwidth is taken for the transfer; the data lands after the fixed latency too.
       start = dma.place(start, cost);
       end = start + cost + profile.dma_fixed_ns;
@@ -301,7 +346,8 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
       timeline.dma_bytes += ins.src[0].elements() * dtype_size(ins.src[0].dtype);
     } else {
       engine_free[engine] = end;
-      summary.busy_ns += cost;
+      summary.busy_ns += cost + wait_overhead;
+      if (ins.engine == Engine::kTensor) tensor_weights_free = end;  // a transpose reloads it
     }
     if (ins.opcode == Opcode::kMatmul) {
       timeline.matmul_flops += 2 * ins.src[0].elements() * ins.src[1].free_size();

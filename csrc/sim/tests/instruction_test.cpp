@@ -359,3 +359,80 @@ TEST(Instructions, AccumulateIntoUnwrittenPsumIsAnError) {
 
 }  // namespace
 }  // namespace openneuron::sim
+
+namespace openneuron::sim {
+namespace {
+
+// The streaming paths of the fast executor (strided views, dtype casts, runs longer than one
+// chunk, an overlapping in-buffer copy) against the reference interpreter, byte for byte.
+TEST(Instructions, StreamingPathsEqualTheReference) {
+  ProgramBuilder b;
+  const int64_t p = 64, f = 3000;  // 3000 elements per partition: several chunks
+  const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+  const int32_t y = b.hbm("y", DType::kBFloat16, p * f, true);
+  const int32_t out = b.hbm("out", DType::kBFloat16, p * f, false);
+  const auto tx = load(b, x, DType::kFloat32, p, f, "tx");
+  const auto ty = load(b, y, DType::kBFloat16, p, f, "ty");
+  const int32_t sum = b.tile("sum", Memory::kSbuf, DType::kBFloat16, p, f);
+  b.add(Opcode::kTensorTensor, b.ap(sum, {p, f}), {tx, ty}).alu0 = AluOp::kMax;
+  // Every other element, scaled: a strided destination and source.
+  AccessPattern even = b.ap(sum, {p, f / 2});
+  even.dims[1].stride = 2;
+  AccessPattern odd = even;
+  odd.offset = 1;
+  Instruction& scale = b.add(Opcode::kTensorScalar, even, {odd});
+  scale.alu0 = AluOp::kMultiply;
+  scale.imm0 = 3.0f;
+  scale.alu1 = AluOp::kSubtract;
+  scale.reverse1 = true;
+  scale.imm1 = 0.5f;
+  // Shift right by one element inside the same tile: overlapping, so read-all-first.
+  AccessPattern head = b.ap(sum, {p, f - 1});
+  AccessPattern tail = head;
+  tail.offset = 1;
+  b.add(Opcode::kTensorCopy, tail, {head});
+  Instruction& act = b.add(Opcode::kActivation, b.ap(sum, {p, f}), {b.ap(sum, {p, f})});
+  act.function = ActivationFunction::kExp;
+  act.imm0 = 0.25f;
+  store(b, out, b.ap(sum, {p, f}), p, f);
+  const auto got = run_both(b, {{x, random_floats(p * f, 21)}, {y, random_floats(p * f, 22)}}, out);
+  EXPECT_EQ(got.size(), static_cast<size_t>(p * f));
+}
+
+}  // namespace
+}  // namespace openneuron::sim
+
+namespace openneuron::sim {
+namespace {
+
+// The fast reduction folds each group in the reference's order: sums over several chunks,
+// a strided source, max without and add with an identity.
+TEST(Instructions, StreamingReductionEqualsTheReference) {
+  for (bool strided : {true, false}) {
+    for (AluOp op : {AluOp::kAdd, AluOp::kMax, AluOp::kSubtract, AluOp::kDivide}) {
+      ProgramBuilder b;
+      // Strided: [p, 2, 1250] even/odd halves. Contiguous: [p, 3, 1001], so groups of 1001
+      // straddle the 1024-element chunks at lane offsets that are not multiples of eight.
+      const int64_t p = 32, groups = strided ? 2 : 3, length = strided ? 1250 : 1001;
+      const int64_t f = groups * length;
+      // fp32 inputs: sums of bf16 values this size are exact in any order, fp32 ones are not.
+      const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+      const int32_t out = b.hbm("out", DType::kFloat32, p * groups, false);
+      const auto tx = load(b, x, DType::kFloat32, p, f, "tx");
+      const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, p, groups);
+      AccessPattern rows = tx;
+      rows.rank = 3;
+      rows.dims[1] = strided ? Dim{groups, 1} : Dim{groups, length};
+      rows.dims[2] = strided ? Dim{length, 2} : Dim{length, 1};
+      Instruction& reduce = b.add(Opcode::kTensorReduce, b.ap(r, {p, groups}), {rows});
+      reduce.alu0 = op;
+      reduce.negate = op == AluOp::kMax;
+      store(b, out, b.ap(r, {p, groups}), p, groups);
+      const auto got = run_both(b, {{x, random_floats(p * f, 31, 0.5f, 2.0f)}}, out);
+      EXPECT_EQ(got.size(), static_cast<size_t>(p * groups));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace openneuron::sim

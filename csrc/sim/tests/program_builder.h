@@ -93,7 +93,7 @@ inline std::vector<float> random_floats(size_t count, uint32_t seed, float low =
 
 // The elements of an HBM buffer as fp32.
 inline std::vector<float> read_floats(const Simulator& simulator, int32_t buffer) {
-  const auto& bytes = simulator.hbm(buffer);
+  const auto bytes = simulator.hbm(buffer);
   const DType dtype = simulator.program().buffers[buffer].dtype;
   const int size = dtype_size(dtype);
   std::vector<float> values(bytes.size() / size);

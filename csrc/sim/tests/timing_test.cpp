@@ -27,6 +27,42 @@ TEST(Timing, MatmulCostFollowsThePublishedFormula) {
   EXPECT_DOUBLE_EQ(instruction_cost_ns(b.program(), ins, trn2), 4 * 64 / 2.4);
 }
 
+// Back-to-back matmuls on resident operands load each stationary tensor while the previous
+// moving one streams (max(min(64, M), N) apiece); a matmul that waits for a DMA of its operands
+// loads after the wait, so its LoadStationary and the semaphore wait keep the engine busy.
+TEST(Timing, StationaryLoadsOverlapOnlyWhenOperandsAreResident) {
+  const CoreProfile& trn2 = core_profile("trn2");
+  ProgramBuilder b;  // fp32 tiles: 512-byte multiples, so no two share a dependency block
+  const int32_t in = b.hbm("in", DType::kFloat32, 128 * 128, true);
+  const int32_t s = b.tile("s", Memory::kSbuf, DType::kFloat32, 128, 128);
+  const int32_t m = b.tile("m", Memory::kSbuf, DType::kFloat32, 128, 512);
+  const int32_t late = b.tile("late", Memory::kSbuf, DType::kFloat32, 128, 128);
+  const int32_t r = b.tile("r", Memory::kPsum, DType::kFloat32, 128, 512);
+  b.add(Opcode::kMemset, b.ap(s, {128, 128}), {});
+  b.add(Opcode::kMemset, b.ap(m, {128, 512}), {});
+  AccessPattern columns = b.ap(in, {128, 128});  // read transposed: 4-byte chunks, a slow DMA
+  columns.dims[0].stride = 1;
+  columns.dims[1].stride = 128;
+  b.add(Opcode::kDmaCopy, b.ap(late, {128, 128}), {columns});
+  for (int i = 0; i < 4; ++i)
+    b.add(Opcode::kMatmul, b.ap(r, {128, 512}), {b.ap(s, {128, 128}), b.ap(m, {128, 512})});
+  b.add(Opcode::kMatmul, b.ap(r, {128, 512}), {b.ap(late, {128, 128}), b.ap(m, {128, 512})});
+  Simulator simulator(b.program(), trn2);
+  const Timeline t = simulator.timing();
+  const double moving = 4 * 512 / 2.4, load = 4 * 64 / 2.4;  // fp32: four passes
+  for (int i = 4; i <= 5; ++i)                               // resident: one moving phase apart
+    EXPECT_NEAR(t.instructions[i + 1].end_ns - t.instructions[i].end_ns, moving, 1e-6);
+  const double sync = trn2.semaphore_wait_cycles / trn2.gpsimd_ghz;
+  const InstructionTiming& dma = t.instructions[2];
+  const InstructionTiming& waiting = t.instructions[7];
+  EXPECT_NEAR(waiting.end_ns, dma.end_ns + sync + load + moving, 1e-6);
+  // The first matmul waited on the memsets (its load exposed too), the last on the DMA.
+  const double first = t.instructions[3].end_ns - t.instructions[3].start_ns;
+  EXPECT_NEAR(first, load + moving, 1e-6);
+  EXPECT_NEAR(t.engines[static_cast<int>(Engine::kTensor)].busy_ns,
+              5 * moving + 2 * load + 2 * sync, 1e-6);
+}
+
 TEST(Timing, IndependentEnginesOverlapAndDependenciesSerialise) {
   const CoreProfile& trn2 = core_profile("trn2");
   ProgramBuilder b;

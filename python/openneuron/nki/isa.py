@@ -6,6 +6,7 @@ the kernel's trace; the simulator checks the hardware rules and runs it.
 
 import numbers
 
+from openneuron.nki import arguments as _arguments
 from openneuron.nki import trace as tr
 from openneuron.nki.tensor import NkiTensor
 
@@ -533,3 +534,6 @@ for _name in (
 ):
     globals()[_name] = _not_simulated(_name)
 del _name
+
+
+_arguments.wrap_module(globals(), "nisa")

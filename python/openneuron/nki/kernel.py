@@ -1,8 +1,8 @@
 """Launching kernels: ``@nki.jit``, ``kernel[lnc](...)``, ``nki.simulate`` and latency estimates.
 
 A launch traces the kernel once per program id into an instruction stream, encodes it and runs
-it on the simulated NeuronCore (``openneuron._C._sim_run``), which checks the rules, executes
-it and schedules it on the engines.
+it on the simulated NeuronCore (``openneuron._C._SimProgram``): decoded, placed and checked once
+per signature, then executed on the caller's arrays in place and scheduled on the engines.
 """
 
 import functools
@@ -285,50 +285,73 @@ class CompiledLaunch:
             self.sample_inputs = arrays
             self.programs.append(_Program(recording, indices))
         self.written_inputs = set().union(*(p.written_inputs for p in self.programs))
+        self._simulators = {}
+        self._timings = {}
 
     @property
     def instructions(self) -> int:
         return sum(len(p.recording.instructions) for p in self.programs)
 
+    def _simulator(self, number, carried):
+        """Program `number` decoded, placed and rule-checked once (per whether kernel-created
+        HBM tensors arrive from an earlier core)."""
+        key = (number, carried)
+        simulator = self._simulators.get(key)
+        if simulator is None:
+            program = self.programs[number]
+            for buffer in program.created:
+                buffer.initialized = carried
+            buffers = [b.encode() for b in program.recording.buffers]
+            simulator = _sim()._SimProgram(
+                self.profile, self.source, buffers, program.words, program.immediates
+            )
+            self._simulators[key] = simulator
+        return simulator
+
+    def _timing(self, number, carried, trace):
+        key = (number, carried, trace)
+        timing = self._timings.get(key)
+        if timing is None:
+            timing = self._simulator(number, carried).timing(trace)
+            self._timings[key] = timing
+        return timing
+
     def run(self, arrays, execute=True, reference=False, trace=False):
         """Runs every program id on `arrays` (the kernel's array arguments in order).
-        Returns (LaunchResult, the input arrays as the kernel left them)."""
+        Returns (LaunchResult, the input arrays as the kernel left them). Inputs are read in
+        place; outputs are written straight into new arrays; inputs the kernel writes are
+        copied first, so a failing kernel leaves the caller's arrays as they were."""
         arrays = list(arrays)
         carried = {}  # kernel-created HBM buffers by creation order, as earlier cores left them
         cores, final = [], {}
-        for program in self.programs:
-            inputs = {
-                index: arrays[position] for position, index in enumerate(program.input_indices)
-            }
-            for order, buffer in enumerate(program.created):
-                buffer.initialized = order in carried
-                if order in carried:
-                    inputs[buffer.index] = carried[order]
-            buffers = [b.encode() for b in program.recording.buffers]
-            wanted = [b.index for b in program.hbm]
-            result = _sim()._sim_run(
-                self.profile,
-                self.source,
-                buffers,
-                program.words,
-                program.immediates,
-                {i: np.ascontiguousarray(a).reshape(-1).view(np.uint8) for i, a in inputs.items()},
-                wanted,
-                execute,
-                reference,
-                trace,
-            )
-            cores.append(result)
+        for number, program in enumerate(self.programs):
+            is_carried = bool(carried)
+            simulator = self._simulator(number, is_carried)
             if execute:
                 final = {}
+                bound = {}
+                for position, index in enumerate(program.input_indices):
+                    host = np.ascontiguousarray(arrays[position])
+                    if position in program.written_inputs:
+                        host = host.copy()
+                    final[index] = host
+                    bound[index] = host.reshape(-1).view(np.uint8)
+                for order, buffer in enumerate(program.created):
+                    if order in carried:
+                        host = carried[order].copy()
+                    else:
+                        host = np.empty(buffer.shape, dtype=buffer.dtype.numpy)
+                    final[buffer.index] = host
+                    bound[buffer.index] = host.reshape(-1).view(np.uint8)
+                simulator.run(bound, reference)
                 for b in program.hbm:
-                    raw = np.frombuffer(result["outputs"][b.index], dtype=np.uint8)
-                    final[b.index] = raw.view(b.dtype.numpy).reshape(b.shape).copy()
+                    final[b.index] = final[b.index].reshape(b.shape)
                 for order, buffer in enumerate(program.created):
                     carried[order] = final[buffer.index]
                 for position, index in enumerate(program.input_indices):
                     if position in program.written_inputs:
                         arrays[position] = final[index]
+            cores.append(self._timing(number, is_carried, trace))
         outputs = None
         if execute and self.returned is not None:
             views = {id(t): _view_array(t, final) for t in _flatten(self.returned, [])}
@@ -448,9 +471,21 @@ class _BenchmarkedKernel:
         return _like_inputs(result.outputs, args)
 
 
-def benchmark(kernel=None, *, profile=None, save_trace_name=None, **_ignored):
+# nki.benchmark options that only matter on hardware (repetitions, compiler artefacts).
+_BENCHMARK_HARDWARE_OPTIONS = {"warmup", "iters", "save_neff_name", "additional_compile_opt"}
+
+
+def benchmark(kernel=None, *, profile=None, save_trace_name=None, **options):
     """``nki.benchmark``: runs the kernel and records its estimated latency in
-    ``.benchmark_result.nc_latency.get_latency_percentile(50)`` (µs)."""
+    ``.benchmark_result.nc_latency.get_latency_percentile(50)`` (µs). The hardware-only
+    options (warmup, iters, save_neff_name, additional_compile_opt) are accepted and change
+    nothing: the model is deterministic."""
+    unknown = sorted(set(options) - _BENCHMARK_HARDWARE_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"nki.benchmark() got unknown keyword arguments {unknown} (it takes: profile, "
+            f"save_trace_name, {', '.join(sorted(_BENCHMARK_HARDWARE_OPTIONS))})"
+        )
     if kernel is None:
         return lambda k: _BenchmarkedKernel(k, profile, save_trace_name)
     return _BenchmarkedKernel(kernel, profile, save_trace_name)

@@ -7,6 +7,7 @@ reductions, Tensor engine for matmul and transpose).
 
 import numbers
 
+from openneuron.nki import arguments as _arguments
 from openneuron.nki import isa as nisa
 from openneuron.nki import trace as tr
 from openneuron.nki.dtypes import (  # noqa: F401  (re-exported as nl.<dtype>)
@@ -141,11 +142,11 @@ def full(shape, fill_value, dtype=float32, buffer=None, name=None, **_ignored):
     return result
 
 
-def zeros(shape, dtype=float32, buffer=None, name=None, **kwargs):
+def zeros(shape, dtype=float32, buffer=None, name=None, **_ignored):
     return full(shape, 0.0, dtype, buffer, name)
 
 
-def ones(shape, dtype=float32, buffer=None, name=None, **kwargs):
+def ones(shape, dtype=float32, buffer=None, name=None, **_ignored):
     return full(shape, 1.0, dtype, buffer, name)
 
 
@@ -246,6 +247,13 @@ def _accumulate(target, other):
 # ---------------------------------------------------------------- elementwise math
 def _op(name, alu=None, act=None):
     def function(*args, dtype=None, **kwargs):
+        for key, value in kwargs.items():
+            if not (key == "mask" and value is None):
+                tr.fail(
+                    "unknown-argument",
+                    f"nl.{name}() got the keyword argument {key}={value!r}, which it does not "
+                    "take (it takes: dtype)",
+                )
         if act is not None and (alu is None or len(args) == 1):
             x = args[0]
             result = ndarray(x.shape, dtype or x.dtype, sbuf)
@@ -444,3 +452,6 @@ def softmax(x, axis=-1, dtype=None, **_ignored):
 
 def _is_number(value):
     return isinstance(value, numbers.Number)
+
+
+_arguments.wrap_module(globals(), "nl")

@@ -5,6 +5,7 @@ moves the start partition. HBM tensors are flat row-major memory. Slicing, integ
 ``reshape`` and ``ap`` make new views without moving data.
 """
 
+from openneuron.nki import arguments as _arguments
 from openneuron.nki import trace as tr
 from openneuron.nki.dtypes import as_dtype
 
@@ -336,3 +337,6 @@ class NkiTensor:
         from openneuron.nki import language as nl
 
         return nl._accumulate(self, other)
+
+
+NkiTensor.ap = _arguments.reject_unknown(NkiTensor.ap, "ap")

@@ -1,19 +1,22 @@
-"""A roofline estimate of what an op would take on a NeuronCore: the larger of its arithmetic
-time at the tensor engine's published peak and its memory time at the published HBM bandwidth,
-with a fixed launch floor. It stands in for the simulator's cost model until that lands, and says
-so in every report (``METHOD``)."""
+"""What an op would take on a NeuronCore. Ops the simulator's cost model knows (matmuls,
+elementwise math, activations, reductions, softmax, norms, copies: ``cost_model.py``) get its
+per-engine projection; any other op gets a roofline: the larger of its arithmetic time at the
+tensor engine's published peak and its memory time at the published HBM bandwidth. Both have a
+fixed launch floor, and every report says which applies (``METHOD``)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+LNC = 2  # physical NeuronCores per logical core (the device's default on trn2 and trn3)
 LAUNCH_FLOOR_US = 2.0  # an assumed fixed cost per queued device op
 VECTOR_FRACTION = 1 / 16  # assumed: non-matmul ops reach this fraction of the bf16 tensor peak
 METHOD = (
-    "roofline from the published peaks (tensor-engine TFLOPS, HBM GB/s); other ops at "
-    f"1/{round(1 / VECTOR_FRACTION)} of the bf16 peak, a {LAUNCH_FLOOR_US:g} us launch floor; "
-    "an estimate, not a cost model"
+    "the NeuronCore simulator's cost model (instruction costs per engine, DMA) for matmul, "
+    "elementwise, activation, reduction, softmax, norm and copy ops; a roofline from the "
+    "published peaks for other ops (non-matmul ops at "
+    f"1/{round(1 / VECTOR_FRACTION)} of the bf16 peak); a {LAUNCH_FLOOR_US:g} us launch floor"
 )
 HOST_LINK_GB_PER_S = 64.0  # an assumed host <-> device link (PCIe Gen5 x16) for H2D/D2H copies
 
@@ -45,6 +48,7 @@ class Projection:
     trn2_us: float
     trn3_us: float
     bound: str  # "compute", "memory" or "launch" (on trn2)
+    engine: str = ""  # the busiest engine on trn2 (cost-model ops), else ""
 
 
 _profiles_cache: dict[str, dict[str, float]] = {}
@@ -122,6 +126,9 @@ def project(
             times[profile] = max(moved / (bandwidth * 1e3), LAUNCH_FLOOR_US)
         bound = "memory" if times["trn2"] > LAUNCH_FLOOR_US else "launch"
         return Projection(0.0, float(copy_bytes), times["trn2"], times["trn3"], bound)
+    modelled = _cost_model_projection(name, shapes, dtypes)
+    if modelled is not None:
+        return modelled
     flops, moved, tensor_engine = estimate_work(name, shapes, dtypes)
     low_precision = any(d in ("c10::BFloat16", "c10::Half") for d in dtypes)
     times, bounds = {}, {}
@@ -145,3 +152,20 @@ def project(
             else "memory"
         )
     return Projection(flops, moved, times["trn2"], times["trn3"], bounds["trn2"])
+
+
+def _cost_model_projection(name: str, shapes: Sequence[Any], dtypes: Sequence[str]):
+    from openneuron.profiler.cost_model import op_cost
+
+    costs = {p: op_cost(name, shapes, dtypes, profile=p, cores=LNC) for p in ("trn2", "trn3")}
+    if costs["trn2"] is None:
+        return None
+    trn2 = costs["trn2"]
+    times = {p: max(c.total_us, LAUNCH_FLOOR_US) for p, c in costs.items()}
+    if times["trn2"] == LAUNCH_FLOOR_US:
+        bound = "launch"
+    else:
+        bound = "memory" if trn2.bound == "dma" else "compute"
+    return Projection(
+        trn2.flops, float(trn2.dma_bytes), times["trn2"], times["trn3"], bound, trn2.bound
+    )

@@ -1,0 +1,543 @@
+// The fast executor's streaming paths: copies and elementwise instructions walk their operands
+// run by run (a run: elements at a fixed step inside one partition), a chunk at a time, with
+// the ALU operation chosen once per chunk so the inner loops vectorise. Each element is
+// computed exactly as the reference interpreter computes it (alu.h), so the bytes agree.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "sim/alu.h"
+#include "sim/interpreter.h"
+
+namespace openneuron::sim {
+
+namespace {
+
+constexpr int64_t kChunk = 1024;
+
+// The runs of an access pattern in row-major order. Free dimensions of one element are
+// dropped and contiguous ones merged, so a dense tile is one run per partition.
+class RunCursor {
+ public:
+  RunCursor(const CoreState& state, const AccessPattern& ap) : state_(state), ap_(ap) {
+    on_chip_ = state.program().buffers[ap.buffer].memory != Memory::kHbm;
+    size_ = dtype_size(ap.dtype);
+    partitions_ = on_chip_ ? ap.partitions() : 1;
+    for (int d = on_chip_ ? 1 : 0; d < ap.rank; ++d) {
+      if (ap.dims[d].size == 1) continue;
+      if (count_ > 0 && strides_[count_ - 1] == ap.dims[d].size * ap.dims[d].stride) {
+        sizes_[count_ - 1] *= ap.dims[d].size;  // merges into the outer one
+        strides_[count_ - 1] = ap.dims[d].stride;
+        continue;
+      }
+      sizes_[count_] = ap.dims[d].size;
+      strides_[count_++] = ap.dims[d].stride;
+    }
+    if (count_ == 0) {
+      sizes_[0] = 1;
+      strides_[0] = 1;
+      count_ = 1;
+    }
+    run_length_ = sizes_[count_ - 1];
+    step_ = strides_[count_ - 1] * size_;
+    start_partition();
+  }
+
+  bool done() const { return partition_ >= partitions_; }
+  uint8_t* data() const { return data_; }
+  int64_t remaining() const { return remaining_; }
+  int64_t step() const { return step_; }
+  int64_t partition() const { return partition_; }
+  bool contiguous() const { return step_ == size_; }
+
+  void advance(int64_t n) {
+    data_ += n * step_;
+    remaining_ -= n;
+    if (remaining_ > 0) return;
+    for (int d = count_ - 2; d >= 0; --d) {
+      if (++index_[d] < sizes_[d]) {
+        begin_run();
+        return;
+      }
+      index_[d] = 0;
+    }
+    ++partition_;
+    if (!done()) start_partition();
+  }
+
+ private:
+  void start_partition() {
+    row_ = state_.row(ap_, partition_);
+    begin_run();
+  }
+  void begin_run() {
+    int64_t offset = ap_.offset;
+    for (int d = 0; d < count_ - 1; ++d) offset += index_[d] * strides_[d];
+    data_ = row_ + offset * size_;
+    remaining_ = run_length_;
+  }
+
+  const CoreState& state_;
+  const AccessPattern& ap_;
+  bool on_chip_ = false;
+  int64_t size_ = 4;
+  int64_t partitions_ = 1, partition_ = 0;
+  int count_ = 0;
+  int64_t sizes_[kMaxDims] = {}, strides_[kMaxDims] = {}, index_[kMaxDims] = {};
+  int64_t run_length_ = 1, step_ = 4, remaining_ = 0;
+  uint8_t* row_ = nullptr;
+  uint8_t* data_ = nullptr;
+};
+
+// `n` elements of a run as fp32: in place when they already are, else converted into `buffer`.
+const float* load_chunk(const RunCursor& run, DType dtype, int64_t n, float* buffer) {
+  if (dtype == DType::kFloat32 && run.contiguous())
+    return reinterpret_cast<const float*>(run.data());
+  if (run.contiguous()) {
+    load_row(dtype, run.data(), buffer, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) buffer[i] = load_element(dtype, run.data() + i * run.step());
+  }
+  return buffer;
+}
+
+// Where to compute `n` results: the destination itself when it holds contiguous fp32.
+float* output_chunk(const RunCursor& run, DType dtype, float* buffer) {
+  return dtype == DType::kFloat32 && run.contiguous() ? reinterpret_cast<float*>(run.data())
+                                                      : buffer;
+}
+
+void store_chunk(const RunCursor& run, DType dtype, const float* values, int64_t n) {
+  if (values == reinterpret_cast<const float*>(run.data())) return;
+  if (run.contiguous()) {
+    store_row(dtype, values, run.data(), n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) store_element(dtype, run.data() + i * run.step(), values[i]);
+  }
+}
+
+// Calls f with the ALU operation as a compile-time constant for the common ones.
+template <typename F>
+void with_alu(AluOp op, F&& f) {
+  switch (op) {
+    case AluOp::kBypass:
+      return f(std::integral_constant<AluOp, AluOp::kBypass>{});
+    case AluOp::kAdd:
+      return f(std::integral_constant<AluOp, AluOp::kAdd>{});
+    case AluOp::kSubtract:
+      return f(std::integral_constant<AluOp, AluOp::kSubtract>{});
+    case AluOp::kMultiply:
+      return f(std::integral_constant<AluOp, AluOp::kMultiply>{});
+    case AluOp::kDivide:
+      return f(std::integral_constant<AluOp, AluOp::kDivide>{});
+    case AluOp::kMax:
+      return f(std::integral_constant<AluOp, AluOp::kMax>{});
+    case AluOp::kMin:
+      return f(std::integral_constant<AluOp, AluOp::kMin>{});
+    default:
+      return f(op);
+  }
+}
+
+template <typename Op>
+AluOp op_value(Op op) {
+  if constexpr (std::is_same_v<Op, AluOp>) {
+    return op;
+  } else {
+    return Op::value;
+  }
+}
+
+bool same_pattern(const AccessPattern& x, const AccessPattern& y) {
+  if (x.buffer != y.buffer || x.dtype != y.dtype || x.start_partition != y.start_partition ||
+      x.offset != y.offset || x.rank != y.rank)
+    return false;
+  for (int d = 0; d < x.rank; ++d) {
+    if (x.dims[d].size != y.dims[d].size || x.dims[d].stride != y.dims[d].stride) return false;
+  }
+  return true;
+}
+
+// Folds values[0..n) into the lanes of a row whose first `count` elements are already in
+// (alu.h's lane order), with eight independent accumulators over aligned blocks.
+template <typename Op>
+void fold_lanes(Op op, float* lanes, int64_t count, const float* values, int64_t n) {
+  const AluOp alu = op_value(op);
+  int64_t j = 0;
+  for (; j < n && (count + j) % kReduceLanes != 0; ++j) {
+    float& lane = lanes[(count + j) % kReduceLanes];
+    lane = apply_alu(alu, lane, values[j]);
+  }
+  for (; j + kReduceLanes <= n; j += kReduceLanes) {
+    for (int l = 0; l < kReduceLanes; ++l) lanes[l] = apply_alu(alu, lanes[l], values[j + l]);
+  }
+  for (; j < n; ++j) {
+    float& lane = lanes[(count + j) % kReduceLanes];
+    lane = apply_alu(alu, lane, values[j]);
+  }
+}
+
+// Two operands overlap in memory without being the same pattern: streaming would read what it
+// just wrote, so such instructions take the general path (which reads everything first).
+bool overlaps(const CoreState& state, const AccessPattern& dst, const AccessPattern& src) {
+  if (!src.valid() || src.buffer != dst.buffer) return false;
+  if (same_pattern(src, dst)) return false;
+  const auto span = [&](const AccessPattern& ap, int64_t* low, int64_t* high) {
+    const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
+    int64_t first = ap.offset, last = ap.offset;
+    for (int d = on_chip ? 1 : 0; d < ap.rank; ++d) {
+      const int64_t reach = (ap.dims[d].size - 1) * ap.dims[d].stride;
+      (reach < 0 ? first : last) += reach;
+    }
+    *low = first * dtype_size(ap.dtype);
+    *high = (last + 1) * dtype_size(ap.dtype);
+  };
+  int64_t dl, dh, sl, sh;
+  span(dst, &dl, &dh);
+  span(src, &sl, &sh);
+  const bool on_chip = state.program().buffers[dst.buffer].memory != Memory::kHbm;
+  const bool rows_meet =
+      !on_chip || (dst.start_partition < src.start_partition + src.partitions() &&
+                   src.start_partition < dst.start_partition + dst.partitions());
+  return rows_meet && dl < sh && sl < dh;
+}
+
+void check_read(CoreState& state, const Instruction& ins, const AccessPattern& ap) {
+  if (ap.valid() && !state.all_written(ap)) report_unwritten(state, ins, ap);
+}
+
+// The per-partition values of an optional [P, 1] operand, else the immediate.
+std::vector<float> scalars(CoreState& state, const AccessPattern& operand, float immediate,
+                           int64_t partitions) {
+  std::vector<float> values(static_cast<size_t>(partitions), immediate);
+  if (!operand.valid()) return values;
+  RunCursor run(state, operand);
+  for (int64_t p = 0; p < partitions && !run.done(); ++p) {
+    values[p] = load_element(operand.dtype, run.data());
+    run.advance(run.remaining());
+  }
+  return values;
+}
+
+// Streams dst and up to three sources in lockstep: body(n, partition, dst run, source runs).
+template <typename Body>
+void stream(CoreState& state, const AccessPattern& dst, const AccessPattern* sources, int count,
+            Body&& body) {
+  RunCursor out(state, dst);
+  std::vector<RunCursor> in;
+  in.reserve(count);
+  for (int s = 0; s < count; ++s) in.emplace_back(state, sources[s]);
+  while (!out.done()) {
+    int64_t n = std::min(out.remaining(), kChunk);
+    for (const auto& run : in) n = std::min(n, run.remaining());
+    body(n, out, in.data());
+    out.advance(n);
+    for (auto& run : in) run.advance(n);
+  }
+}
+
+void copy(CoreState& state, const Instruction& ins) {
+  const AccessPattern& dst = ins.dst;
+  const AccessPattern& src = ins.src[0];
+  check_read(state, ins, src);
+  const int64_t size = dtype_size(src.dtype);
+  const bool same = src.dtype == dst.dtype;
+  float buffer[kChunk], staging[kChunk];
+  stream(state, dst, &src, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
+    if (same) {
+      if (out.contiguous() && in[0].contiguous()) {
+        std::memcpy(out.data(), in[0].data(), static_cast<size_t>(n * size));
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          std::memcpy(out.data() + i * out.step(), in[0].data() + i * in[0].step(), size);
+      }
+      return;
+    }
+    const float* values = load_chunk(in[0], src.dtype, n, buffer);
+    if (values != buffer) {
+      std::memcpy(staging, values, static_cast<size_t>(n) * sizeof(float));
+      values = staging;
+    }
+    store_chunk(out, dst.dtype, values, n);
+  });
+  state.mark_written(dst);
+}
+
+void tensor_tensor(CoreState& state, const Instruction& ins) {
+  const AccessPattern sources[2] = {ins.src[0], ins.src[1]};
+  check_read(state, ins, sources[0]);
+  check_read(state, ins, sources[1]);
+  float xa[kChunk], xb[kChunk], result[kChunk];
+  with_alu(ins.alu0, [&](auto op) {
+    stream(state, ins.dst, sources, 2, [&](int64_t n, RunCursor& out, RunCursor* in) {
+      const float* a = load_chunk(in[0], sources[0].dtype, n, xa);
+      const float* b = load_chunk(in[1], sources[1].dtype, n, xb);
+      float* r = output_chunk(out, ins.dst.dtype, result);
+      const AluOp alu = op_value(op);
+      for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, a[i], b[i]);
+      store_chunk(out, ins.dst.dtype, r, n);
+    });
+  });
+  state.mark_written(ins.dst);
+}
+
+// r = r op s (reverse: s op r) for one per-partition scalar s.
+template <typename Op>
+void scalar_pass(Op op, bool reverse, float s, float* r, int64_t n) {
+  const AluOp alu = op_value(op);
+  if (reverse) {
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, s, r[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, r[i], s);
+  }
+}
+
+void tensor_scalar(CoreState& state, const Instruction& ins) {
+  const AccessPattern& a = ins.src[0];
+  check_read(state, ins, a);
+  check_read(state, ins, ins.src[1]);
+  check_read(state, ins, ins.src[2]);
+  const int64_t p = a.partitions();
+  const auto s0 = scalars(state, ins.src[1], ins.imm0, p);
+  const auto s1 = scalars(state, ins.src[2], ins.imm1, p);
+  float xa[kChunk], result[kChunk];
+  stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
+    const float* x = load_chunk(in[0], a.dtype, n, xa);
+    float* r = output_chunk(out, ins.dst.dtype, result);
+    if (r != x) std::memcpy(r, x, static_cast<size_t>(n) * sizeof(float));
+    const int64_t partition = in[0].partition();
+    with_alu(ins.alu0, [&](auto op) { scalar_pass(op, ins.reverse0, s0[partition], r, n); });
+    if (ins.alu1 != AluOp::kBypass) {
+      with_alu(ins.alu1, [&](auto op) { scalar_pass(op, ins.reverse1, s1[partition], r, n); });
+    }
+    store_chunk(out, ins.dst.dtype, r, n);
+  });
+  state.mark_written(ins.dst);
+}
+
+// Calls f with the activation function as a compile-time constant.
+template <typename F>
+void with_function(ActivationFunction function, F&& f) {
+  switch (function) {
+#define ON_FUNCTION(name)        \
+  case ActivationFunction::name: \
+    return f(std::integral_constant<ActivationFunction, ActivationFunction::name>{});
+    ON_FUNCTION(kCopy)
+    ON_FUNCTION(kExp)
+    ON_FUNCTION(kRelu)
+    ON_FUNCTION(kSquare)
+    ON_FUNCTION(kRsqrt)
+    ON_FUNCTION(kSqrt)
+    ON_FUNCTION(kReciprocal)
+#undef ON_FUNCTION
+    default:
+      return f(function);
+  }
+}
+
+template <typename Fn>
+ActivationFunction function_value(Fn fn) {
+  if constexpr (std::is_same_v<Fn, ActivationFunction>) {
+    return fn;
+  } else {
+    return Fn::value;
+  }
+}
+
+void activation(CoreState& state, const Instruction& ins) {
+  const AccessPattern& a = ins.src[0];
+  check_read(state, ins, a);
+  check_read(state, ins, ins.src[1]);
+  check_read(state, ins, ins.src[2]);
+  const int64_t p = a.partitions();
+  const auto bias = scalars(state, ins.src[1], ins.imm1, p);
+  const auto scale = scalars(state, ins.src[2], ins.imm0, p);
+  const bool reduce = ins.alu1 != AluOp::kBypass;
+  float identity = 0.0f;
+  const bool has_identity = reduction_identity(ins.alu1, &identity);
+  std::vector<float> reduced(static_cast<size_t>(p), identity);
+  std::vector<char> started(static_cast<size_t>(p), has_identity ? 1 : 0);
+  std::vector<float> lanes(static_cast<size_t>(p * kReduceLanes), identity);
+  std::vector<int64_t> counts(static_cast<size_t>(p), 0);
+  float xa[kChunk], result[kChunk];
+  with_function(ins.function, [&](auto fn) {
+    stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
+      const float* x = load_chunk(in[0], a.dtype, n, xa);
+      float* r = output_chunk(out, ins.dst.dtype, result);
+      const int64_t partition = in[0].partition();
+      const float sc = scale[partition], bi = bias[partition];
+      const ActivationFunction function = function_value(fn);
+      for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], sc, bi));
+      if (reduce && has_identity) {
+        with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
+          fold_lanes(op, lanes.data() + partition * kReduceLanes, counts[partition], r, n);
+        });
+        counts[partition] += n;
+      } else if (reduce) {
+        float acc = reduced[partition];
+        int64_t i = 0;
+        if (!started[partition] && n > 0) {
+          acc = r[0];
+          i = 1;
+          started[partition] = 1;
+        }
+        for (int64_t j = i; j < n; ++j) acc = reduce_step(ins.alu1, acc, r[j]);
+        reduced[partition] = acc;
+      }
+      store_chunk(out, ins.dst.dtype, r, n);
+    });
+  });
+  state.mark_written(ins.dst);
+  if (reduce && has_identity) {
+    for (int64_t q = 0; q < p; ++q)
+      reduced[q] = combine_lanes(ins.alu1, lanes.data() + q * kReduceLanes);
+  }
+  if (reduce) {
+    RunCursor out(state, ins.dst2);
+    for (int64_t q = 0; q < p && !out.done(); ++q) {
+      store_element(ins.dst2.dtype, out.data(), reduced[q]);
+      out.advance(out.remaining());
+    }
+    state.mark_written(ins.dst2);
+  }
+}
+
+void memset_tile(CoreState& state, const Instruction& ins) {
+  float values[kChunk];
+  std::fill(values, values + kChunk, ins.imm0);
+  stream(state, ins.dst, nullptr, 0, [&](int64_t n, RunCursor& out, RunCursor*) {
+    store_chunk(out, ins.dst.dtype, values, n);
+  });
+  state.mark_written(ins.dst);
+}
+
+void select(CoreState& state, const Instruction& ins) {
+  const AccessPattern sources[3] = {ins.src[0], ins.src[1], ins.src[2]};
+  for (const auto& source : sources) check_read(state, ins, source);
+  float xa[kChunk], xb[kChunk], xc[kChunk], result[kChunk];
+  stream(state, ins.dst, sources, 3, [&](int64_t n, RunCursor& out, RunCursor* in) {
+    const float* predicate = load_chunk(in[0], sources[0].dtype, n, xa);
+    const float* on_true = load_chunk(in[1], sources[1].dtype, n, xb);
+    const float* on_false = load_chunk(in[2], sources[2].dtype, n, xc);
+    float* r = output_chunk(out, ins.dst.dtype, result);
+    for (int64_t i = 0; i < n; ++i) r[i] = predicate[i] == 0.0f ? on_false[i] : on_true[i];
+    store_chunk(out, ins.dst.dtype, r, n);
+  });
+  state.mark_written(ins.dst);
+}
+
+// dst[g] = reduction of group g (the last `reduce_dims` free dimensions), each group folded
+// left to right from the identity (or its first element) as the reference folds it.
+void tensor_reduce(CoreState& state, const Instruction& ins) {
+  const AccessPattern& a = ins.src[0];
+  check_read(state, ins, a);
+  int64_t group = 1;
+  for (int d = a.rank - ins.reduce_dims; d < a.rank; ++d) group *= a.dims[d].size;
+  const int64_t groups = a.elements() / std::max<int64_t>(group, 1);
+  std::vector<float> out(static_cast<size_t>(groups));
+  float identity = 0.0f;
+  const bool has_identity = reduction_identity(ins.alu0, &identity);
+  float xa[kChunk];
+  const AluOp folded = ins.alu0 == AluOp::kSubtract ? AluOp::kAdd : ins.alu0;
+  with_alu(folded, [&](auto op) {
+    const AluOp alu = op_value(op);
+    RunCursor in(state, a);
+    int64_t g = 0, filled = 0;
+    float acc = identity;
+    float lanes[kReduceLanes];
+    while (!in.done()) {
+      const int64_t n = std::min(in.remaining(), kChunk);
+      const float* x = load_chunk(in, a.dtype, n, xa);
+      int64_t i = 0;
+      while (i < n) {
+        if (filled == 0) {
+          if (has_identity) {
+            std::fill(lanes, lanes + kReduceLanes, identity);
+          } else {
+            acc = x[i++];
+            filled = 1;
+          }
+        }
+        const int64_t take = std::min(n - i, group - filled);
+        if (has_identity) {
+          fold_lanes(op, lanes, filled, x + i, take);
+        } else {
+          for (int64_t j = 0; j < take; ++j) acc = apply_alu(alu, acc, x[i + j]);
+        }
+        i += take;
+        filled += take;
+        if (filled == group) {
+          const float result = has_identity ? combine_lanes(ins.alu0, lanes) : acc;
+          out[g++] = ins.negate ? -result : result;
+          filled = 0;
+        }
+      }
+      in.advance(n);
+    }
+  });
+  RunCursor dst(state, ins.dst);
+  int64_t written = 0;
+  while (!dst.done()) {
+    const int64_t n = dst.remaining();
+    store_chunk(dst, ins.dst.dtype, out.data() + written, n);
+    written += n;
+    dst.advance(n);
+  }
+  state.mark_written(ins.dst);
+}
+
+// Whether the streaming path computes `ins` exactly as the reference does.
+bool streams(const CoreState& state, const Instruction& ins) {
+  switch (ins.opcode) {
+    case Opcode::kDmaCopy:
+    case Opcode::kTensorCopy:
+    case Opcode::kTensorTensor:
+    case Opcode::kTensorScalar:
+    case Opcode::kActivation:
+    case Opcode::kMemset:
+    case Opcode::kSelect:
+    case Opcode::kTensorReduce:
+      break;
+    default:
+      return false;
+  }
+  for (const auto& src : ins.src) {
+    if (overlaps(state, ins.dst, src)) return false;
+  }
+  if (ins.opcode == Opcode::kActivation && ins.dst2.valid() &&
+      (overlaps(state, ins.dst2, ins.src[0]) || ins.dst2.buffer == ins.dst.buffer))
+    return false;
+  return true;
+}
+
+}  // namespace
+
+void execute_fast(CoreState& state, const Instruction& ins) {
+  if (!streams(state, ins)) {
+    execute_rows(state, ins);
+    return;
+  }
+  switch (ins.opcode) {
+    case Opcode::kDmaCopy:
+    case Opcode::kTensorCopy:
+      return copy(state, ins);
+    case Opcode::kTensorTensor:
+      return tensor_tensor(state, ins);
+    case Opcode::kTensorScalar:
+      return tensor_scalar(state, ins);
+    case Opcode::kActivation:
+      return activation(state, ins);
+    case Opcode::kMemset:
+      return memset_tile(state, ins);
+    case Opcode::kSelect:
+      return select(state, ins);
+    case Opcode::kTensorReduce:
+      return tensor_reduce(state, ins);
+    default:
+      execute_rows(state, ins);
+  }
+}
+
+}  // namespace openneuron::sim
