@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.run import format_value, machine, print_table, sync  # noqa: E402
+from bench.run import format_value, machine, print_table, replace_section, sync  # noqa: E402
 
 BEGIN = "<!-- torch.compile section: written by bench/compile_bench.py -->"
 END = "<!-- end of torch.compile section -->"
@@ -170,13 +170,7 @@ def main() -> None:
     print(f"\ngeomeans: {results['geomeans']}\ndynamic: {results['dynamic']}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2))
-    page = args.markdown.read_text() if args.markdown.exists() else ""
-    section = markdown(results, " ".join(sys.argv[1:]))
-    if BEGIN in page and END in page:
-        page = page[: page.index(BEGIN)] + section + page[page.index(END) + len(END) + 1 :]
-    else:
-        page = page.rstrip("\n") + "\n\n" + section
-    args.markdown.write_text(page)
+    replace_section(args.markdown, markdown(results, " ".join(sys.argv[1:])), BEGIN, END)
     print(f"wrote {args.json} and {args.markdown}")
 
 

@@ -314,13 +314,31 @@ def write_markdown(path: Path, results: dict, arguments: str) -> None:
             return f"{begin}\n{markdown_report(results, arguments, label)}{end}\n"
         return old[old.index(begin) : old.index(end) + len(end)] + "\n" if begin in old else ""
 
-    compile_begin = "<!-- torch.compile section"
-    compile_end = "<!-- end of torch.compile section -->"
-    compiled = ""
-    if compile_begin in old and compile_end in old:
-        compiled = old[old.index(compile_begin) : old.index(compile_end) + len(compile_end)] + "\n"
-    parts = [PAGE_TITLE + "\n", block("native ISA"), block("AVX2 cap"), compiled]
+    kept = []  # the sections other benchmarks write, as they were
+    for begin, end in OTHER_SECTIONS:
+        if begin in old and end in old:
+            kept.append(old[old.index(begin) : old.index(end) + len(end)] + "\n")
+    parts = [PAGE_TITLE + "\n", block("native ISA"), block("AVX2 cap"), *kept]
     path.write_text("\n".join(part for part in parts if part))
+
+
+# (start, end) markers of the sections bench/compile_bench.py and bench/adaptive_eager_bench.py
+# write into docs/performance.md.
+OTHER_SECTIONS = [
+    ("<!-- torch.compile section", "<!-- end of torch.compile section -->"),
+    ("<!-- adaptive eager section", "<!-- end of adaptive eager section -->"),
+]
+
+
+def replace_section(path: Path, section: str, begin: str, end: str) -> None:
+    """Puts `section` (text from marker `begin` to marker `end`) into the page at `path` in
+    place of its previous version, or at the end; the rest of the page is kept."""
+    page = path.read_text() if path.exists() else ""
+    if begin in page and end in page:
+        page = page[: page.index(begin)] + section + page[page.index(end) + len(end) + 1 :]
+    else:
+        page = page.rstrip("\n") + "\n\n" + section
+    path.write_text(page)
 
 
 def markdown_report(results: dict, arguments: str, label: str) -> str:
