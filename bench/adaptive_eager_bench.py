@@ -102,6 +102,14 @@ def one_element_overhead(repeats: int) -> dict:
     }
 
 
+def describe(machine_info: dict) -> str:
+    m = machine_info
+    return (
+        f"{m['cores']} cores of {m['cpu_model']}, neuron kernels {m['neuron_isa']}, "
+        f"torch {m['torch']} ({m['torch_isa']}), load average {m['load_average_1min']}"
+    )
+
+
 def markdown(results: dict, arguments: str) -> str:
     lines = [
         BEGIN,
@@ -109,7 +117,8 @@ def markdown(results: dict, arguments: str) -> str:
         "## Adaptive eager",
         "",
         f"Measured {results['date']} with `.venv/bin/python bench/adaptive_eager_bench.py "
-        f"{arguments}` (`make bench-adaptive`), on {results['machine']}. Training step times "
+        f"{arguments}` (`make bench-adaptive`), on {describe(results['machine'])}. Training step "
+        "times "
         "in ms (medians of interleaved steps); `plain_vs_adaptive` above 1 means adaptive eager "
         "is faster.",
         "",
