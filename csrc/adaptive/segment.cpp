@@ -177,17 +177,7 @@ void run_recorded_op(RecordedOp op) {
 
 namespace {
 
-// Ops this small take about as long as handing them to the stream's worker (as in the bridge).
-constexpr int64_t kSmallWorkElements = 2048;
-
-template <typename Work>
-void enqueue_sized(runtime::Stream& stream, const char* name, int64_t elements, Work&& work) {
-  if (elements <= kSmallWorkElements) {
-    stream.enqueue_small(name, std::forward<Work>(work));
-  } else {
-    stream.enqueue(name, std::forward<Work>(work));
-  }
-}
+using runtime::enqueue_sized;
 
 void queue_one(runtime::Stream& stream, const RecordedOp& op) {
   enqueue_sized(stream, op.name, op.out.numel(), [op] { run_recorded_op(op); });

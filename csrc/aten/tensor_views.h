@@ -27,18 +27,8 @@ kernels::TensorView broadcast_view(const at::Tensor& tensor, at::IntArrayRef sha
 // The calling thread's current stream on the tensor's device.
 runtime::Stream& stream_for(const at::Tensor& tensor);
 
-// Ops on at most this many elements take about as long as handing them to the stream's worker.
-constexpr int64_t kSmallWorkElements = 2048;
-
-// Queues `work` on `stream`, or, when it touches at most kSmallWorkElements elements and the
-// stream is idle, runs it at once on the calling thread (same outcome, no hand-off).
-template <typename Work>
-void enqueue_sized(runtime::Stream& stream, const char* name, int64_t elements, Work&& work) {
-  if (elements <= kSmallWorkElements) {
-    stream.enqueue_small(name, std::forward<Work>(work));
-  } else {
-    stream.enqueue(name, std::forward<Work>(work));
-  }
-}
+// Size-dependent queuing (inline on an idle stream for tiny work), shared with the runtime.
+using runtime::enqueue_sized;
+using runtime::kSmallWorkElements;
 
 }  // namespace openneuron::bridge

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "runtime/tracer.h"
 
@@ -143,5 +144,19 @@ class Stream {
   std::atomic<PendingWork*> pending_{nullptr};
   std::thread worker_;  // started by the first enqueue()
 };
+
+// Ops on at most this many elements take about as long as handing them to the stream's worker.
+constexpr int64_t kSmallWorkElements = 2048;
+
+// Queues `work` on `stream`, or, when it touches at most kSmallWorkElements elements and the
+// stream is idle, runs it at once on the calling thread (same outcome, no hand-off).
+template <typename Work>
+void enqueue_sized(Stream& stream, const char* name, int64_t elements, Work&& work) {
+  if (elements <= kSmallWorkElements) {
+    stream.enqueue_small(name, std::forward<Work>(work));
+  } else {
+    stream.enqueue(name, std::forward<Work>(work));
+  }
+}
 
 }  // namespace openneuron::runtime
