@@ -134,6 +134,9 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
     run_segment(stream, std::move(finished));
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  // A segment's ops are large (views of 16 dims): reserve room for a typical segment at once
+  // rather than growing the vector (and copying them) op by op.
+  if (ops_.capacity() == 0) ops_.reserve(16);
   ops_.push_back(op);
   size_.store(ops_.size(), std::memory_order_relaxed);
   for (int k = 0; k < op.num_inputs; ++k) {
