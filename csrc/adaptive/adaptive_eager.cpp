@@ -114,15 +114,15 @@ bool record(runtime::Stream& stream, const RecordedOp& op) {
 }
 
 void flush_all() {
-  std::vector<std::pair<runtime::Stream*, Segment*>> pending;
+  std::vector<runtime::Stream*> streams;
   {
     Segments& all = segments();
     std::lock_guard<std::mutex> lock(all.mutex);
-    for (auto& [stream, segment] : all.by_stream) {
-      pending.emplace_back(const_cast<runtime::Stream*>(stream), segment);
+    for (const auto& entry : all.by_stream) {
+      streams.push_back(const_cast<runtime::Stream*>(entry.first));
     }
   }
-  for (auto& [stream, segment] : pending) stream->flush_pending();
+  for (runtime::Stream* stream : streams) stream->flush_pending();
 }
 
 Metrics metrics() {

@@ -18,7 +18,6 @@ Counters& counters();
 inline void count(std::atomic<int64_t> Counters::* counter, int64_t n = 1) {
   (counters().*counter).fetch_add(n, std::memory_order_relaxed);
 }
-inline void count_segment_end(std::atomic<int64_t> Counters::* counter) { count(counter); }
 
 // Counts a fallback and keeps its reason; the first one of each reason is printed once.
 void note_fallback(const std::string& reason);

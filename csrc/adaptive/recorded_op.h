@@ -1,8 +1,8 @@
 // One eager pointwise op as adaptive eager records it: the kernel call it would have queued.
 #pragma once
 
-#include "kernels/pointwise/pointwise.h"
 #include "kernels/core/tensor_view.h"
+#include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::adaptive {
 

@@ -80,13 +80,17 @@ Segment::Fit Segment::fits(const RecordedOp& op) const {
   return conflicts(op.out, true) ? Fit::Alias : Fit::Joins;
 }
 
-std::vector<RecordedOp> Segment::take() {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::vector<RecordedOp> Segment::take_locked() {
   accesses_.clear();
   size_.store(0, std::memory_order_relaxed);
   std::vector<RecordedOp> ops = std::move(ops_);
   ops_.clear();
   return ops;
+}
+
+std::vector<RecordedOp> Segment::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return take_locked();
 }
 
 namespace {
@@ -119,13 +123,10 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
     std::lock_guard<std::mutex> lock(mutex_);
     const Fit fit = fits(op);
     if (fit != Fit::Joins) {
-      count_segment_end(fit == Fit::Shape   ? &Counters::ended_by_shape
-                        : fit == Fit::Alias ? &Counters::ended_by_alias
-                                            : &Counters::ended_by_limit);
-      finished = std::move(ops_);
-      ops_.clear();
-      accesses_.clear();
-      size_.store(0, std::memory_order_relaxed);
+      count(fit == Fit::Shape   ? &Counters::ended_by_shape
+            : fit == Fit::Alias ? &Counters::ended_by_alias
+                                : &Counters::ended_by_limit);
+      finished = take_locked();
     }
   }
   // Queued outside the lock: queuing flushes the stream's pending work, which is this segment.
@@ -160,7 +161,7 @@ void Segment::add_access(const TensorView& view, bool write) {
 void Segment::flush(runtime::Stream& stream) {
   std::vector<RecordedOp> ops = take();
   if (ops.empty()) return;
-  count_segment_end(&Counters::ended_by_stream);
+  count(&Counters::ended_by_stream);
   learn(ops);
   run_segment(stream, std::move(ops));
 }

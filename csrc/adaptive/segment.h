@@ -34,8 +34,10 @@ class Segment final : public runtime::PendingWork {
  private:
   enum class Fit { Joins, Shape, Alias, Limit };
   Fit fits(const RecordedOp& op) const;
-  // Takes the ops out under the lock; the caller runs them.
+  // Takes the ops out (and forgets their accesses); the caller runs them. take() locks,
+  // take_locked() expects mutex_ held.
   std::vector<RecordedOp> take();
+  std::vector<RecordedOp> take_locked();
 
   // Learns from how the segment that `ops` formed turned out.
   void learn(const std::vector<RecordedOp>& ops);

@@ -115,26 +115,6 @@ compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentD
 }
 
 namespace {
-void lower_to_kernel(const compiler::Graph& graph, const SegmentDataflow& flow,
-                     SegmentProgram& out);
-}  // namespace
-
-std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<RecordedOp>& ops,
-                                                      const SegmentDataflow& flow) {
-  auto program = std::make_shared<SegmentProgram>();
-  compiler::Graph graph = segment_graph(ops, flow);
-  program->ir_before = compiler::print_graph(graph);
-  try {
-    compiler::run_pipeline(graph);
-    program->ir_after = compiler::print_graph(graph);
-    lower_to_kernel(graph, flow, *program);
-  } catch (const std::exception& e) {
-    program->error = e.what();
-  }
-  return program;
-}
-
-namespace {
 
 // The optimised graph's fused nodes, in order, as the program's kernels. Values that pass from
 // one kernel to another must be segment outputs (they travel through memory), and no kernel may
@@ -191,6 +171,21 @@ void lower_to_kernel(const compiler::Graph& graph, const SegmentDataflow& flow,
 }
 
 }  // namespace
+
+std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<RecordedOp>& ops,
+                                                      const SegmentDataflow& flow) {
+  auto program = std::make_shared<SegmentProgram>();
+  compiler::Graph graph = segment_graph(ops, flow);
+  program->ir_before = compiler::print_graph(graph);
+  try {
+    compiler::run_pipeline(graph);
+    program->ir_after = compiler::print_graph(graph);
+    lower_to_kernel(graph, flow, *program);
+  } catch (const std::exception& e) {
+    program->error = e.what();
+  }
+  return program;
+}
 
 std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
                                        const SegmentDataflow& flow) {

@@ -228,7 +228,6 @@ TEST_F(SegmentTest, OffRecordsNothing) {
 
 TEST(ViewRules, OverlapAndIdentity) {
   std::vector<float> storage(100);
-  Buffer b;
   TensorView a;
   a.data = storage.data();
   a.ndim = 1;
