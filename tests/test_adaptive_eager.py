@@ -198,6 +198,25 @@ def test_results_of_freed_temporaries_are_not_stored():
     assert openneuron.adaptive_eager_metrics()["stores_skipped"] >= 2
 
 
+def test_a_segment_keeps_its_signature_whichever_blocks_the_allocator_reuses():
+    # Free blocks left by earlier work (holes between live ones) change which buffers a
+    # segment's results land in and which overwrite one another; the cache must still see one
+    # op sequence.
+    x = torch.randn(3000, device="neuron")
+    holes = [(), (0,), (1, 3), (2,), (0, 1, 2, 3), (3,)]
+    with openneuron.adaptive_eager():
+        for freed in holes:
+            blocks = [torch.empty(3000, device="neuron") for _ in range(4)]
+            for index in freed:
+                blocks[index] = None
+            kept = chain(x, x)
+            torch.neuron.synchronize()
+            del kept, blocks
+    metrics = openneuron.adaptive_eager_metrics()
+    assert metrics["fused_segments"] == len(holes), metrics
+    assert metrics["cache_hits"] >= len(holes) - 1, metrics
+
+
 def test_a_repeated_segment_compiles_once():
     x = torch.randn(3000, device="neuron")
     with openneuron.adaptive_eager():

@@ -1,6 +1,7 @@
 // Lowering a segment of recorded ops to the graph IR and compiling it.
 #include "adaptive/segment_program.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -59,6 +60,10 @@ SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
     }
     if (!replaced) written.push_back(Version{op.out, static_cast<int>(i)});
   }
+  // Outputs in recording order: the order of `written` follows which blocks the allocator
+  // reused, and would give one op sequence several cache signatures.
+  std::sort(written.begin(), written.end(),
+            [](const Version& a, const Version& b) { return a.op < b.op; });
   for (const Version& v : written) {
     const RecordedOp& op = ops[v.op];
     if (op.out_in_device_block && !is_live(op.out.data)) continue;
