@@ -327,3 +327,15 @@ def test_debug_dir_receives_segment_ir(run_python, tmp_path):
     (dump,) = list((tmp_path / "adaptive_eager").glob("segment_*.ir"))
     text = dump.read_text()
     assert "pointwise" in text and "fused" in text and "Tanh" in text
+
+
+def test_ops_on_tensors_of_many_dims_run_eagerly_and_equal_eager():
+    # A recorded op holds views of at most 8 dims (to stay cheap to copy); beyond, ops run as
+    # plain eager does.
+    x = torch.randn([2] * 10, device="neuron")
+    eager = torch.tanh(x * 0.5 + 1)
+    with openneuron.adaptive_eager():
+        fused = torch.tanh(x * 0.5 + 1)
+        torch.neuron.synchronize()
+    assert openneuron.adaptive_eager_metrics()["ops_recorded"] == 0
+    assert_bitwise([eager], [fused])

@@ -65,7 +65,7 @@ bool well_formed(const RecordedOp& op) {
   if (op.num_inputs != (op.is_cast ? 1 : kernels::pointwise_arity(op.op))) return false;
   if (op.is_cast && op.inputs[0].on_host) return false;
   for (int k = 0; k < op.num_inputs; ++k) {
-    const kernels::TensorView& in = op.inputs[k].view;
+    const RecordedView& in = op.inputs[k].view;
     if (in.ndim != op.out.ndim) return false;
     for (int d = 0; d < in.ndim; ++d) {
       if (in.sizes[d] != op.out.sizes[d]) return false;

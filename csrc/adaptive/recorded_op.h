@@ -1,7 +1,7 @@
 // One eager pointwise op as adaptive eager records it: the kernel call it would have queued.
 #pragma once
 
-#include "kernels/core/tensor_view.h"
+#include "adaptive/recorded_view.h"
 #include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::adaptive {
@@ -9,7 +9,7 @@ namespace openneuron::adaptive {
 // An operand already broadcast to the op's shape (stride 0 along broadcast dims), or a host
 // scalar captured by value (then view.data is rebound to host_value when the op runs).
 struct RecordedInput {
-  kernels::TensorView view;
+  RecordedView view;
   alignas(8) unsigned char host_value[16] = {};
   bool on_host = false;
 };
@@ -22,7 +22,7 @@ struct RecordedOp {
   kernels::PointwiseOp op = kernels::PointwiseOp::Abs;
   kernels::DType compute = kernels::DType::Float32;
   kernels::PointwiseParams params;
-  kernels::TensorView out;
+  RecordedView out;
   RecordedInput inputs[3];
   int num_inputs = 0;
   // `out` lies in a block of the device's caching allocator (every neuron tensor does). Once

@@ -17,7 +17,7 @@ namespace openneuron::adaptive {
 
 using kernels::TensorView;
 
-bool same_view(const TensorView& a, const TensorView& b) {
+bool same_view(const RecordedView& a, const RecordedView& b) {
   if (a.data != b.data || a.dtype != b.dtype || a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d) {
     if (a.sizes[d] != b.sizes[d] || (a.sizes[d] != 1 && a.strides[d] != b.strides[d])) return false;
@@ -31,7 +31,7 @@ struct ByteRange {
   uintptr_t begin, end;  // [begin, end)
 };
 
-ByteRange byte_range(const TensorView& v) {
+ByteRange byte_range(const RecordedView& v) {
   const int64_t element = static_cast<int64_t>(kernels::element_size(v.dtype));
   int64_t low = 0, high = 0;
   for (int d = 0; d < v.ndim; ++d) {
@@ -43,7 +43,7 @@ ByteRange byte_range(const TensorView& v) {
   return {base + low * element, base + (high + 1) * element};
 }
 
-bool same_shape(const TensorView& a, const TensorView& b) {
+bool same_shape(const RecordedView& a, const RecordedView& b) {
   if (a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d) {
     if (a.sizes[d] != b.sizes[d]) return false;
@@ -53,7 +53,7 @@ bool same_shape(const TensorView& a, const TensorView& b) {
 
 }  // namespace
 
-bool views_overlap(const TensorView& a, const TensorView& b) {
+bool views_overlap(const RecordedView& a, const RecordedView& b) {
   const ByteRange x = byte_range(a), y = byte_range(b);
   return x.begin < y.end && y.begin < x.end;
 }
@@ -64,7 +64,7 @@ Segment::Fit Segment::fits(const RecordedOp& op) const {
   if (ops_.size() >= kMaxOps || accesses_.size() + op.num_inputs + 1 > kMaxViews) {
     return Fit::Limit;
   }
-  auto conflicts = [&](const TensorView& view, bool write) {
+  auto conflicts = [&](const RecordedView& view, bool write) {
     const ByteRange range = byte_range(view);
     for (const Access& a : accesses_) {
       if ((write || a.write) && range.begin < a.end && a.begin < range.end &&
@@ -135,8 +135,8 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
     run_segment(stream, std::move(finished));
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  // A segment's ops are large (views of 16 dims): reserve room for a typical segment at once
-  // rather than growing the vector (and copying them) op by op.
+  // Reserve room for a typical segment at once rather than growing the vector (and copying
+  // its ops) op by op.
   if (ops_.capacity() == 0) ops_.reserve(16);
   ops_.push_back(op);
   size_.store(ops_.size(), std::memory_order_relaxed);
@@ -147,7 +147,7 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
   stream.set_pending(this);
 }
 
-void Segment::add_access(const TensorView& view, bool write) {
+void Segment::add_access(const RecordedView& view, bool write) {
   for (Access& a : accesses_) {
     if (same_view(a.view, view)) {
       a.write = a.write || write;
@@ -169,13 +169,14 @@ void Segment::flush(runtime::Stream& stream) {
 void run_recorded_op(RecordedOp op) {
   TensorView inputs[3];
   for (int k = 0; k < op.num_inputs; ++k) {
-    inputs[k] = op.inputs[k].view;
+    inputs[k] = op.inputs[k].view.expand();
     if (op.inputs[k].on_host) inputs[k].data = op.inputs[k].host_value;
   }
+  const TensorView out = op.out.expand();
   if (op.is_cast) {
-    kernels::copy(op.out, inputs[0]);
+    kernels::copy(out, inputs[0]);
   } else {
-    kernels::pointwise(op.op, op.out, inputs, op.num_inputs, op.compute, op.params);
+    kernels::pointwise(op.op, out, inputs, op.num_inputs, op.compute, op.params);
   }
 }
 
@@ -243,7 +244,7 @@ void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
   count(&Counters::stores_skipped, flow.stores_skipped);
 
   std::vector<TensorView> outputs;
-  for (int op : flow.outputs) outputs.push_back(ops[op].out);
+  for (int op : flow.outputs) outputs.push_back(ops[op].out.expand());
   std::vector<const char*> names;  // joined only if a kernel fails
   for (const RecordedOp& op : ops) names.push_back(op.name);
   const int64_t elements = ops.front().out.numel();
@@ -251,8 +252,10 @@ void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
   enqueue_sized(stream, "adaptive_eager_segment", elements,
                 [program, outputs = std::move(outputs), external = flow.external,
                  names = std::move(names), perturb]() mutable {
+                  std::vector<TensorView> external_views;
                   for (RecordedInput& in : external) {
                     if (in.on_host) in.view.data = in.host_value;
+                    external_views.push_back(in.view.expand());
                   }
                   std::vector<TensorView> kernel_outputs, kernel_inputs;
                   try {
@@ -261,7 +264,7 @@ void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
                       kernel_inputs.clear();
                       for (int o : k.outputs) kernel_outputs.push_back(outputs[o]);
                       for (int i : k.inputs) {
-                        kernel_inputs.push_back(i >= 0 ? external[i].view : outputs[-1 - i]);
+                        kernel_inputs.push_back(i >= 0 ? external_views[i] : outputs[-1 - i]);
                       }
                       compiler::run_fused_kernel(k.kernel, kernel_outputs.data(),
                                                  kernel_inputs.data());

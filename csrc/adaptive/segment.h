@@ -51,11 +51,11 @@ class Segment final : public runtime::PendingWork {
   uint32_t skipped_ = 0;
   // Distinct views the segment touches (the fused kernels' operands), with their byte ranges.
   struct Access {
-    kernels::TensorView view;
+    RecordedView view;
     uintptr_t begin, end;
     bool write;
   };
-  void add_access(const kernels::TensorView& view, bool write);
+  void add_access(const RecordedView& view, bool write);
   std::vector<Access> accesses_;
 };
 
@@ -64,9 +64,9 @@ class Segment final : public runtime::PendingWork {
 void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops);
 
 // True when the two views are the same memory seen the same way.
-bool same_view(const kernels::TensorView& a, const kernels::TensorView& b);
+bool same_view(const RecordedView& a, const RecordedView& b);
 
 // True when the views' byte ranges intersect.
-bool views_overlap(const kernels::TensorView& a, const kernels::TensorView& b);
+bool views_overlap(const RecordedView& a, const RecordedView& b);
 
 }  // namespace openneuron::adaptive

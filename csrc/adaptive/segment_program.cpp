@@ -19,7 +19,7 @@ SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
                                  const std::function<bool(const void*)>& is_live) {
   SegmentDataflow flow;
   struct Version {
-    kernels::TensorView view;
+    RecordedView view;
     int op;  // the op whose result the memory holds now
   };
   std::vector<Version> written;

@@ -9,28 +9,36 @@
 namespace openneuron::bridge {
 
 // Records out = op(inputs) on `stream` and returns true while adaptive eager is on; false
-// (nothing done) when the caller must queue the kernel itself. `name` outlives the process's ops.
+// (nothing done) when the caller must queue the kernel itself (also for views of more dims
+// than a recorded op holds). `name` outlives the process's ops.
 template <typename Input>
 bool record_adaptive(runtime::Stream& stream, const char* name, kernels::PointwiseOp op,
                      const kernels::TensorView& out, const Input* inputs, int num_inputs,
                      kernels::DType compute, const kernels::PointwiseParams& params) {
-  if (!adaptive::enabled()) return false;
+  if (!adaptive::enabled() || !adaptive::RecordedView::fits(out)) return false;
+  for (int k = 0; k < num_inputs; ++k) {
+    if constexpr (std::is_same_v<Input, Operand>) {
+      if (!adaptive::RecordedView::fits(inputs[k].view)) return false;
+    } else {
+      if (!adaptive::RecordedView::fits(inputs[k])) return false;
+    }
+  }
   adaptive::RecordedOp recorded;
   recorded.name = name;
   recorded.op = op;
   recorded.compute = compute;
   recorded.params = params;
-  recorded.out = out;
+  recorded.out = adaptive::RecordedView::of(out);
   recorded.out_in_device_block = true;
   recorded.num_inputs = num_inputs;
   for (int k = 0; k < num_inputs; ++k) {
     if constexpr (std::is_same_v<Input, Operand>) {
-      recorded.inputs[k].view = inputs[k].view;
+      recorded.inputs[k].view = adaptive::RecordedView::of(inputs[k].view);
       recorded.inputs[k].on_host = inputs[k].on_host;
       std::memcpy(recorded.inputs[k].host_value, inputs[k].host_value,
                   sizeof recorded.inputs[k].host_value);
     } else {
-      recorded.inputs[k].view = inputs[k];
+      recorded.inputs[k].view = adaptive::RecordedView::of(inputs[k]);
     }
   }
   return adaptive::record(stream, recorded);
@@ -39,14 +47,17 @@ bool record_adaptive(runtime::Stream& stream, const char* name, kernels::Pointwi
 // The same for a dtype conversion dst = src (src already broadcast to dst's shape).
 inline bool record_adaptive_cast(runtime::Stream& stream, const kernels::TensorView& dst,
                                  const kernels::TensorView& src) {
-  if (!adaptive::enabled()) return false;
+  if (!adaptive::enabled() || !adaptive::RecordedView::fits(dst) ||
+      !adaptive::RecordedView::fits(src)) {
+    return false;
+  }
   adaptive::RecordedOp recorded;
   recorded.name = "aten::copy_";
   recorded.is_cast = true;
-  recorded.out = dst;
+  recorded.out = adaptive::RecordedView::of(dst);
   recorded.out_in_device_block = true;
   recorded.num_inputs = 1;
-  recorded.inputs[0].view = src;
+  recorded.inputs[0].view = adaptive::RecordedView::of(src);
   return adaptive::record(stream, recorded);
 }
 

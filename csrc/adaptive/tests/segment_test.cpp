@@ -51,9 +51,9 @@ RecordedOp make_op(const char* name, PointwiseOp op, TensorView out, std::vector
   RecordedOp r;
   r.name = name;
   r.op = op;
-  r.out = out;
+  r.out = RecordedView::of(out);
   r.num_inputs = static_cast<int>(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) r.inputs[k].view = inputs[k];
+  for (size_t k = 0; k < inputs.size(); ++k) r.inputs[k].view = RecordedView::of(inputs[k]);
   if (!std::isnan(p0)) {
     r.params.values[0] = kernels::Scalar::from_double(p0);
     r.params.present[0] = true;
@@ -226,14 +226,36 @@ TEST_F(SegmentTest, OffRecordsNothing) {
   EXPECT_FALSE(record(*stream_, make_op("aten::neg", PointwiseOp::Neg, y.view(), {x.view()})));
 }
 
+TEST(ViewRules, RecordedViewsRoundTripAndBoundTheirDims) {
+  std::vector<float> storage(64);
+  TensorView view;
+  view.data = storage.data();
+  view.ndim = kMaxRecordedDims;
+  for (int d = 0; d < view.ndim; ++d) {
+    view.sizes[d] = d % 2 + 1;
+    view.strides[d] = 1 << d;
+  }
+  ASSERT_TRUE(RecordedView::fits(view));
+  const TensorView back = RecordedView::of(view).expand();
+  EXPECT_EQ(back.data, view.data);
+  EXPECT_EQ(back.ndim, view.ndim);
+  for (int d = 0; d < view.ndim; ++d) {
+    EXPECT_EQ(back.sizes[d], view.sizes[d]);
+    EXPECT_EQ(back.strides[d], view.strides[d]);
+  }
+  view.ndim = kMaxRecordedDims + 1;
+  view.sizes[kMaxRecordedDims] = 1;
+  EXPECT_FALSE(RecordedView::fits(view));
+}
+
 TEST(ViewRules, OverlapAndIdentity) {
   std::vector<float> storage(100);
-  TensorView a;
+  RecordedView a;
   a.data = storage.data();
   a.ndim = 1;
   a.sizes[0] = 50;
   a.strides[0] = 1;
-  TensorView later = a;
+  RecordedView later = a;
   later.data = storage.data() + 50;
   EXPECT_FALSE(views_overlap(a, later));
   later.data = storage.data() + 49;
