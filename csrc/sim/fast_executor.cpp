@@ -2,14 +2,18 @@
 // run by run (a run: elements at a fixed step inside one partition), a chunk at a time, with
 // the ALU operation chosen once per chunk so the inner loops vectorise. Each element is
 // computed exactly as the reference interpreter computes it (alu.h), so the bytes agree.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "sim/alu.h"
 #include "sim/interpreter.h"
+#include "sim/matmul_kernel.h"
 
 namespace openneuron::sim {
 
@@ -21,7 +25,7 @@ constexpr int64_t kChunk = 1024;
 // dropped and contiguous ones merged, so a dense tile is one run per partition.
 class RunCursor {
  public:
-  RunCursor(const CoreState& state, const AccessPattern& ap) : state_(state), ap_(ap) {
+  RunCursor(const CoreState& state, const AccessPattern& ap) : ap_(ap) {
     on_chip_ = state.program().buffers[ap.buffer].memory != Memory::kHbm;
     size_ = dtype_size(ap.dtype);
     partitions_ = on_chip_ ? ap.partitions() : 1;
@@ -42,6 +46,8 @@ class RunCursor {
     }
     run_length_ = sizes_[count_ - 1];
     step_ = strides_[count_ - 1] * size_;
+    base_ = state.row_base(ap);
+    row_stride_ = state.row_stride(ap);
     start_partition();
   }
 
@@ -69,7 +75,7 @@ class RunCursor {
 
  private:
   void start_partition() {
-    row_ = state_.row(ap_, partition_);
+    row_ = base_ + partition_ * row_stride_;
     begin_run();
   }
   void begin_run() {
@@ -79,8 +85,9 @@ class RunCursor {
     remaining_ = run_length_;
   }
 
-  const CoreState& state_;
   const AccessPattern& ap_;
+  uint8_t* base_ = nullptr;
+  int64_t row_stride_ = 0;
   bool on_chip_ = false;
   int64_t size_ = 4;
   int64_t partitions_ = 1, partition_ = 0;
@@ -160,18 +167,45 @@ bool same_pattern(const AccessPattern& x, const AccessPattern& y) {
   return true;
 }
 
+// lanes[0..8) = lanes op values[0..8) as apply_alu computes it, in one AVX2 operation for the
+// common reductions (maxps/minps return the second operand unless the first compares greater /
+// less, as apply_alu's selects do; a NaN in either operand then gives apply_alu's quiet NaN).
+template <typename Op>
+inline void fold_eight(Op op, __m256& lanes, const float* values) {
+  const __m256 v = _mm256_loadu_ps(values);
+  const AluOp alu = op_value(op);
+  if (alu == AluOp::kAdd) {
+    lanes = _mm256_add_ps(lanes, v);
+  } else if (alu == AluOp::kMultiply) {
+    lanes = _mm256_mul_ps(lanes, v);
+  } else if (alu == AluOp::kMax || alu == AluOp::kMin) {
+    const __m256 picked = alu == AluOp::kMax ? _mm256_max_ps(lanes, v) : _mm256_min_ps(lanes, v);
+    const __m256 unordered = _mm256_cmp_ps(lanes, v, _CMP_UNORD_Q);
+    lanes = _mm256_blendv_ps(picked, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
+                             unordered);
+  } else {
+    alignas(32) float x[kReduceLanes];
+    _mm256_store_ps(x, lanes);
+    for (int l = 0; l < kReduceLanes; ++l) x[l] = apply_alu(alu, x[l], values[l]);
+    lanes = _mm256_load_ps(x);
+  }
+}
+
 // Folds values[0..n) into the lanes of a row whose first `count` elements are already in
 // (alu.h's lane order), with eight independent accumulators over aligned blocks.
 template <typename Op>
 void fold_lanes(Op op, float* lanes, int64_t count, const float* values, int64_t n) {
+  static_assert(kReduceLanes == 8, "one AVX2 vector of lanes");
   const AluOp alu = op_value(op);
   int64_t j = 0;
   for (; j < n && (count + j) % kReduceLanes != 0; ++j) {
     float& lane = lanes[(count + j) % kReduceLanes];
     lane = apply_alu(alu, lane, values[j]);
   }
-  for (; j + kReduceLanes <= n; j += kReduceLanes) {
-    for (int l = 0; l < kReduceLanes; ++l) lanes[l] = apply_alu(alu, lanes[l], values[j + l]);
+  if (j + kReduceLanes <= n) {
+    __m256 vector = _mm256_loadu_ps(lanes);
+    for (; j + kReduceLanes <= n; j += kReduceLanes) fold_eight(op, vector, values + j);
+    _mm256_storeu_ps(lanes, vector);
   }
   for (; j < n; ++j) {
     float& lane = lanes[(count + j) % kReduceLanes];
@@ -488,6 +522,66 @@ void tensor_reduce(CoreState& state, const Instruction& ins) {
   state.mark_written(ins.dst);
 }
 
+// An on-chip fp32 operand whose free elements are contiguous in each partition: its first
+// element and the floats from one partition to the next.
+bool dense_fp32_rows(const CoreState& state, const AccessPattern& ap, float** first,
+                     int64_t* row_floats) {
+  if (ap.dtype != DType::kFloat32) return false;
+  if (state.program().buffers[ap.buffer].memory == Memory::kHbm) return false;
+  int64_t expected = 1;
+  for (int d = ap.rank - 1; d >= 1; --d) {
+    if (ap.dims[d].size != 1 && ap.dims[d].stride != expected) return false;
+    expected *= ap.dims[d].size;
+  }
+  const int64_t stride = state.row_stride(ap);
+  if (stride % static_cast<int64_t>(sizeof(float)) != 0) return false;
+  *first = reinterpret_cast<float*>(state.row_base(ap)) + ap.offset;
+  *row_floats = stride / static_cast<int64_t>(sizeof(float));
+  return true;
+}
+
+// A matmul on fp32 operands read and written where they lie (no copies): returns false, doing
+// nothing, when the operands need the general path (casts, tf32, strided free dimensions).
+bool matmul_in_place(CoreState& state, const Instruction& ins) {
+  float *a, *b, *out;
+  int64_t lda, ldb, ldc;
+  if (!dense_fp32_rows(state, ins.src[0], &a, &lda) ||
+      !dense_fp32_rows(state, ins.src[1], &b, &ldb) || !dense_fp32_rows(state, ins.dst, &out, &ldc))
+    return false;
+  if (ins.dst.buffer == ins.src[0].buffer || ins.dst.buffer == ins.src[1].buffer) return false;
+  check_read(state, ins, ins.src[0]);
+  check_read(state, ins, ins.src[1]);
+  if (ins.accumulate) check_read(state, ins, ins.dst);
+  const int64_t k = ins.src[0].partitions(), m = ins.src[0].free_size();
+  matmul_fp32(a, lda, b, ldb, k, m, ins.src[1].free_size(), out, ldc, ins.accumulate);
+  state.mark_written(ins.dst);
+  return true;
+}
+
+// A transpose between fp32 tiles where they lie, in 8 × 8 blocks so both sides stay in cache;
+// false (nothing done) when the general path is needed.
+bool transpose_in_place(CoreState& state, const Instruction& ins) {
+  float *in, *out;
+  int64_t in_row, out_row;
+  if (!dense_fp32_rows(state, ins.src[0], &in, &in_row) ||
+      !dense_fp32_rows(state, ins.dst, &out, &out_row) || ins.dst.buffer == ins.src[0].buffer)
+    return false;
+  check_read(state, ins, ins.src[0]);
+  const int64_t p = ins.src[0].partitions(), f = ins.src[0].free_size();
+  constexpr int64_t kBlock = 8;
+  for (int64_t i0 = 0; i0 < p; i0 += kBlock) {
+    const int64_t i1 = std::min(p, i0 + kBlock);
+    for (int64_t j0 = 0; j0 < f; j0 += kBlock) {
+      const int64_t j1 = std::min(f, j0 + kBlock);
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t i = i0; i < i1; ++i) out[j * out_row + i] = in[i * in_row + j];
+      }
+    }
+  }
+  state.mark_written(ins.dst);
+  return true;
+}
+
 // Whether the streaming path computes `ins` exactly as the reference does.
 bool streams(const CoreState& state, const Instruction& ins) {
   switch (ins.opcode) {
@@ -515,6 +609,8 @@ bool streams(const CoreState& state, const Instruction& ins) {
 }  // namespace
 
 void execute_fast(CoreState& state, const Instruction& ins) {
+  if (ins.opcode == Opcode::kMatmul && matmul_in_place(state, ins)) return;
+  if (ins.opcode == Opcode::kTranspose && transpose_in_place(state, ins)) return;
   if (!streams(state, ins)) {
     execute_rows(state, ins);
     return;

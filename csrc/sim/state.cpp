@@ -63,15 +63,6 @@ void CoreState::begin_life(int32_t buffer) {
   written_[buffer]->clear();
 }
 
-uint8_t* CoreState::row(const AccessPattern& ap, int64_t partition) const {
-  const Buffer& info = program_.buffers[ap.buffer];
-  if (info.memory == Memory::kHbm) return hbm_[ap.buffer];
-  const bool on_psum = info.memory == Memory::kPsum;
-  const int64_t row_bytes = on_psum ? psum_row_bytes_ : sbuf_row_bytes_;
-  uint8_t* memory = on_psum ? psum_.get() : sbuf_.get();
-  return memory + (ap.start_partition + partition) * row_bytes + layout_.base[ap.buffer];
-}
-
 template <typename Visit>
 void CoreState::for_each_footprint(const AccessPattern& ap, Visit&& visit) const {
   const bool on_chip = program_.buffers[ap.buffer].memory != Memory::kHbm;

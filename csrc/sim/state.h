@@ -35,7 +35,21 @@ class CoreState {
 
   // Row `partition` (relative to the pattern's start) of an operand: the address of element
   // offset 0 of that partition; elements are then at + offset·size. HBM ignores `partition`.
-  uint8_t* row(const AccessPattern& ap, int64_t partition) const;
+  uint8_t* row(const AccessPattern& ap, int64_t partition) const {
+    return row_base(ap) + partition * row_stride(ap);
+  }
+  // Row 0 of `ap` (as row()) and the bytes from one row to the next (0 for HBM).
+  uint8_t* row_base(const AccessPattern& ap) const {
+    const Memory memory = program_.buffers[ap.buffer].memory;
+    if (memory == Memory::kHbm) return hbm_[ap.buffer];
+    if (memory == Memory::kPsum)
+      return psum_.get() + ap.start_partition * psum_row_bytes_ + layout_.base[ap.buffer];
+    return sbuf_.get() + ap.start_partition * sbuf_row_bytes_ + layout_.base[ap.buffer];
+  }
+  int64_t row_stride(const AccessPattern& ap) const {
+    const Memory memory = program_.buffers[ap.buffer].memory;
+    return memory == Memory::kHbm ? 0 : memory == Memory::kPsum ? psum_row_bytes_ : sbuf_row_bytes_;
+  }
 
   // The written-state of a buffer; null for memory that is always written (kernel inputs).
   WrittenMap* written(int32_t buffer) { return written_[buffer].get(); }
