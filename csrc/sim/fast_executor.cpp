@@ -167,11 +167,12 @@ bool same_pattern(const AccessPattern& x, const AccessPattern& y) {
   return true;
 }
 
-// lanes[0..8) = lanes op values[0..8) as apply_alu computes it, in one AVX2 operation for the
-// common reductions (maxps/minps return the second operand unless the first compares greater /
-// less, as apply_alu's selects do; a NaN in either operand then gives apply_alu's quiet NaN).
+// lanes[0..8) = lanes op values[0..8) as apply_alu computes it, one AVX2 operation for the
+// common reductions. Max and min use maxps/minps (which return the second operand unless the
+// first compares greater / less, as apply_alu's selects do) and leave NaN to the caller: once a
+// lane meets a NaN, apply_alu keeps it a quiet NaN, so `nan` collects the lanes that met one.
 template <typename Op>
-inline void fold_eight(Op op, __m256& lanes, const float* values) {
+inline void fold_eight(Op op, __m256& lanes, __m256& nan, const float* values) {
   const __m256 v = _mm256_loadu_ps(values);
   const AluOp alu = op_value(op);
   if (alu == AluOp::kAdd) {
@@ -179,10 +180,8 @@ inline void fold_eight(Op op, __m256& lanes, const float* values) {
   } else if (alu == AluOp::kMultiply) {
     lanes = _mm256_mul_ps(lanes, v);
   } else if (alu == AluOp::kMax || alu == AluOp::kMin) {
-    const __m256 picked = alu == AluOp::kMax ? _mm256_max_ps(lanes, v) : _mm256_min_ps(lanes, v);
-    const __m256 unordered = _mm256_cmp_ps(lanes, v, _CMP_UNORD_Q);
-    lanes = _mm256_blendv_ps(picked, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
-                             unordered);
+    lanes = alu == AluOp::kMax ? _mm256_max_ps(lanes, v) : _mm256_min_ps(lanes, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   } else {
     alignas(32) float x[kReduceLanes];
     _mm256_store_ps(x, lanes);
@@ -204,7 +203,11 @@ void fold_lanes(Op op, float* lanes, int64_t count, const float* values, int64_t
   }
   if (j + kReduceLanes <= n) {
     __m256 vector = _mm256_loadu_ps(lanes);
-    for (; j + kReduceLanes <= n; j += kReduceLanes) fold_eight(op, vector, values + j);
+    __m256 nan = _mm256_cmp_ps(vector, vector, _CMP_UNORD_Q);
+    for (; j + kReduceLanes <= n; j += kReduceLanes) fold_eight(op, vector, nan, values + j);
+    if (alu == AluOp::kMax || alu == AluOp::kMin)
+      vector =
+          _mm256_blendv_ps(vector, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()), nan);
     _mm256_storeu_ps(lanes, vector);
   }
   for (; j < n; ++j) {
