@@ -53,9 +53,17 @@ void CoreState::prepare() {
       hbm_owned_[b].assign(bytes, buffer.initialized ? 0 : 0xFF);
       hbm_[b] = hbm_owned_[b].data();
     } else if (!buffer.initialized && !owned) {
-      std::memset(hbm_[b], 0xFF, bytes);  // a bound kernel-created tensor starts poisoned
+      poison_at_finish_.push_back(static_cast<int32_t>(b));
     }
   }
+}
+
+void CoreState::finish() {
+  for (int32_t b : poison_at_finish_) {
+    for (const auto& [low, high] : written_[b]->unwritten(0))
+      std::memset(hbm_[b] + low, 0xFF, static_cast<size_t>(high - low));
+  }
+  poison_at_finish_.clear();
 }
 
 void CoreState::begin_life(int32_t buffer) {

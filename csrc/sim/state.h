@@ -26,8 +26,13 @@ class CoreState {
   const uint8_t* hbm(int32_t buffer) const { return hbm_[buffer]; }
 
   // Before the first instruction: inputs without storage read as zeros; kernel-created HBM
-  // tensors are filled with NaN (0xFF in every float format) and marked never written.
+  // tensors are marked never written and read as NaN (0xFF in every float format) where the
+  // kernel leaves them unwritten: owned ones are filled now, bound ones by finish().
   void prepare();
+  // After the last instruction (or a failed one): fills the bytes of bound kernel-created
+  // tensors the kernel never wrote with 0xFF, so they hold NaN as if poisoned up front (reads
+  // of unwritten bytes are errors, so nothing observed the difference).
+  void finish();
 
   // Starts an on-chip buffer's life: none of its bytes are written (reads of them are errors,
   // so the stale bytes a new allocation holds are never observed).
@@ -78,6 +83,7 @@ class CoreState {
   std::vector<uint8_t*> hbm_;                    // per buffer: where its bytes are
   std::vector<std::vector<uint8_t>> hbm_owned_;  // storage of buffers not bound
   std::vector<std::unique_ptr<WrittenMap>> written_;
+  std::vector<int32_t> poison_at_finish_;
 };
 
 }  // namespace openneuron::sim

@@ -122,5 +122,33 @@ TEST(FastPaths, VectorReductionsKeepNanAndSignedZerosOfTheReference) {
   }
 }
 
+// A kernel-created tensor bound to the caller's memory: the bytes the kernel wrote are kept,
+// the rest hold 0xFF (NaN) afterwards, on both executors, whatever the memory held before.
+TEST(FastPaths, BoundOutputsHoldNanWhereNeverWritten) {
+  ProgramBuilder b;
+  const int64_t p = 4, f = 10;
+  const int32_t in = b.hbm("in", DType::kFloat32, p * f, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 3 * p * f, false);
+  const auto tile = load(b, in, p, f);
+  b.add(Opcode::kDmaCopy, b.ap(out, {p, f}, p * f), {tile});  // the middle third only
+  const auto values = random_floats(p * f, 5);
+  for (bool reference : {false, true}) {
+    Simulator simulator(b.program(), core_profile("trn2"));
+    testing::set_floats(simulator, in, values);
+    std::vector<float> host(3 * p * f, 7.0f);
+    simulator.bind(out, reinterpret_cast<uint8_t*>(host.data()));
+    simulator.run(reference);
+    for (int64_t i = 0; i < 3 * p * f; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &host[i], 4);
+      if (i >= p * f && i < 2 * p * f) {
+        EXPECT_EQ(host[i], values[i - p * f]) << i;
+      } else {
+        EXPECT_EQ(bits, 0xFFFFFFFFu) << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace openneuron::sim
