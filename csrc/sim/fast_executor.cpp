@@ -14,6 +14,7 @@
 #include "sim/alu.h"
 #include "sim/interpreter.h"
 #include "sim/matmul_kernel.h"
+#include "sim/vector_isa.h"
 
 namespace openneuron::sim {
 
@@ -245,17 +246,39 @@ void check_read(CoreState& state, const Instruction& ins, const AccessPattern& a
   if (ap.valid() && !state.all_written(ap)) report_unwritten(state, ins, ap);
 }
 
+// `count` values of T filled with `value`, on the stack when they fit a partition's worth
+// (instructions run once per tile: heap allocations were a visible share of small tiles).
+template <typename T, int64_t kInline = 128>
+class SmallArray {
+ public:
+  SmallArray(int64_t count, T value) {
+    if (count > kInline) {
+      heap_.assign(static_cast<size_t>(count), value);
+      data_ = heap_.data();
+    } else {
+      std::fill(inline_, inline_ + count, value);
+    }
+  }
+  SmallArray(const SmallArray&) = delete;
+  T& operator[](int64_t i) { return data_[i]; }
+  const T& operator[](int64_t i) const { return data_[i]; }
+  T* data() { return data_; }
+
+ private:
+  T inline_[kInline];
+  std::vector<T> heap_;
+  T* data_ = inline_;
+};
+
 // The per-partition values of an optional [P, 1] operand, else the immediate.
-std::vector<float> scalars(CoreState& state, const AccessPattern& operand, float immediate,
-                           int64_t partitions) {
-  std::vector<float> values(static_cast<size_t>(partitions), immediate);
-  if (!operand.valid()) return values;
+void scalars(CoreState& state, const AccessPattern& operand, float immediate, int64_t partitions,
+             SmallArray<float>& values) {
+  if (!operand.valid()) return;
   RunCursor run(state, operand);
   for (int64_t p = 0; p < partitions && !run.done(); ++p) {
     values[p] = load_element(operand.dtype, run.data());
     run.advance(run.remaining());
   }
-  return values;
 }
 
 // Streams dst and up to three sources in lockstep: body(n, partition, dst run, source runs).
@@ -337,8 +360,9 @@ void tensor_scalar(CoreState& state, const Instruction& ins) {
   check_read(state, ins, ins.src[1]);
   check_read(state, ins, ins.src[2]);
   const int64_t p = a.partitions();
-  const auto s0 = scalars(state, ins.src[1], ins.imm0, p);
-  const auto s1 = scalars(state, ins.src[2], ins.imm1, p);
+  SmallArray<float> s0(p, ins.imm0), s1(p, ins.imm1);
+  scalars(state, ins.src[1], ins.imm0, p, s0);
+  scalars(state, ins.src[2], ins.imm1, p, s1);
   float xa[kChunk], result[kChunk];
   stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
     const float* x = load_chunk(in[0], a.dtype, n, xa);
@@ -383,30 +407,50 @@ ActivationFunction function_value(Fn fn) {
   }
 }
 
+// r[i] = f(x[i] · scale + bias), the same expression on each ISA (so the same bytes): the
+// AVX-512 copy lets the compiler use 16-lane vectors for the functions written without calls.
+template <typename Fn>
+void activate(Fn fn, const float* x, float scale, float bias, float* r, int64_t n) {
+  const ActivationFunction function = function_value(fn);
+  for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+}
+
+template <typename Fn>
+OPENNEURON_SIM_AVX512 void activate_avx512(Fn fn, const float* x, float scale, float bias, float* r,
+                                           int64_t n) {
+  const ActivationFunction function = function_value(fn);
+  for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+}
+
 void activation(CoreState& state, const Instruction& ins) {
   const AccessPattern& a = ins.src[0];
   check_read(state, ins, a);
   check_read(state, ins, ins.src[1]);
   check_read(state, ins, ins.src[2]);
   const int64_t p = a.partitions();
-  const auto bias = scalars(state, ins.src[1], ins.imm1, p);
-  const auto scale = scalars(state, ins.src[2], ins.imm0, p);
+  SmallArray<float> bias(p, ins.imm1), scale(p, ins.imm0);
+  scalars(state, ins.src[1], ins.imm1, p, bias);
+  scalars(state, ins.src[2], ins.imm0, p, scale);
   const bool reduce = ins.alu1 != AluOp::kBypass;
   float identity = 0.0f;
   const bool has_identity = reduction_identity(ins.alu1, &identity);
-  std::vector<float> reduced(static_cast<size_t>(p), identity);
-  std::vector<char> started(static_cast<size_t>(p), has_identity ? 1 : 0);
-  std::vector<float> lanes(static_cast<size_t>(p * kReduceLanes), identity);
-  std::vector<int64_t> counts(static_cast<size_t>(p), 0);
+  SmallArray<float> reduced(p, identity);
+  SmallArray<char> started(p, has_identity ? 1 : 0);
+  SmallArray<float, 128 * kReduceLanes> lanes(p * kReduceLanes, identity);
+  SmallArray<int64_t> counts(p, 0);
   float xa[kChunk], result[kChunk];
+  const bool wide = use_avx512();
   with_function(ins.function, [&](auto fn) {
     stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
       const float* x = load_chunk(in[0], a.dtype, n, xa);
       float* r = output_chunk(out, ins.dst.dtype, result);
       const int64_t partition = in[0].partition();
       const float sc = scale[partition], bi = bias[partition];
-      const ActivationFunction function = function_value(fn);
-      for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], sc, bi));
+      if (wide) {
+        activate_avx512(fn, x, sc, bi, r, n);
+      } else {
+        activate(fn, x, sc, bi, r, n);
+      }
       if (reduce && has_identity) {
         with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
           fold_lanes(op, lanes.data() + partition * kReduceLanes, counts[partition], r, n);
@@ -428,8 +472,10 @@ void activation(CoreState& state, const Instruction& ins) {
   });
   state.mark_written(ins.dst);
   if (reduce && has_identity) {
-    for (int64_t q = 0; q < p; ++q)
-      reduced[q] = combine_lanes(ins.alu1, lanes.data() + q * kReduceLanes);
+    with_alu(ins.alu1, [&](auto op) {
+      for (int64_t q = 0; q < p; ++q)
+        reduced[q] = combine_lanes(op_value(op), lanes.data() + q * kReduceLanes);
+    });
   }
   if (reduce) {
     RunCursor out(state, ins.dst2);
@@ -506,7 +552,7 @@ void tensor_reduce(CoreState& state, const Instruction& ins) {
         i += take;
         filled += take;
         if (filled == group) {
-          const float result = has_identity ? combine_lanes(ins.alu0, lanes) : acc;
+          const float result = has_identity ? combine_lanes(alu, lanes) : acc;
           out[g++] = ins.negate ? -result : result;
           filled = 0;
         }

@@ -11,8 +11,9 @@
 // pattern's dtype). HBM buffers are flat; there every dimension's stride is in elements.
 //
 // Arithmetic happens in fp32: every input element is read as fp32, the result is rounded once to
-// the destination's dtype. Instructions, operand slots and semantics (P = partitions, F = the free
-// elements per partition of an operand, `a`..`c` = src[0..2]):
+// the destination's dtype. Which NaN (sign, payload) a result holds when NaNs meet is not
+// defined: any NaN is as good as another. Instructions, operand slots and semantics (P =
+// partitions, F = the free elements per partition of an operand, `a`..`c` = src[0..2]):
 //
 //   Tensor engine
 //   kMatmul         dst[M,N] (PSUM, fp32) = (accumulate ? dst : 0) + a[K,M]ᵀ · b[K,N];

@@ -6,9 +6,7 @@
 
 #include <immintrin.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
+#include "sim/vector_isa.h"
 
 namespace openneuron::sim {
 
@@ -106,12 +104,10 @@ void matmul_avx2(const float* a, int64_t lda, const float* b, int64_t ldb, int64
 // AVX-512: 8 rows × 3 vectors of 16 = 24 accumulators of the 32 zmm registers.
 constexpr int kRows5 = 8, kCols5 = 3, kWidth5 = 16;
 
-#define OPENNEURON_AVX512 __attribute__((target("avx512f")))
-
 template <int R, int C>
-OPENNEURON_AVX512 void block_avx512(const float* a, int64_t lda, const float* b, int64_t ldb,
-                                    int64_t k_size, float* out, int64_t ldc, __mmask16 last,
-                                    bool accumulate) {
+OPENNEURON_SIM_AVX512 void block_avx512(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                        int64_t k_size, float* out, int64_t ldc, __mmask16 last,
+                                        bool accumulate) {
   __m512 acc[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -147,9 +143,9 @@ OPENNEURON_AVX512 void block_avx512(const float* a, int64_t lda, const float* b,
 }
 
 template <int C>
-OPENNEURON_AVX512 void rows_avx512(const float* a, int64_t lda, const float* b, int64_t ldb,
-                                   int64_t k_size, int64_t m, float* out, int64_t ldc,
-                                   __mmask16 last, bool accumulate) {
+OPENNEURON_SIM_AVX512 void rows_avx512(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                       int64_t k_size, int64_t m, float* out, int64_t ldc,
+                                       __mmask16 last, bool accumulate) {
   int64_t m0 = 0;
   for (; m0 + kRows5 <= m; m0 += kRows5)
     block_avx512<kRows5, C>(a + m0, lda, b, ldb, k_size, out + m0 * ldc, ldc, last, accumulate);
@@ -175,9 +171,9 @@ OPENNEURON_AVX512 void rows_avx512(const float* a, int64_t lda, const float* b, 
   }
 }
 
-OPENNEURON_AVX512 void matmul_avx512(const float* a, int64_t lda, const float* b, int64_t ldb,
-                                     int64_t k, int64_t m, int64_t n, float* out, int64_t ldc,
-                                     bool accumulate) {
+OPENNEURON_SIM_AVX512 void matmul_avx512(const float* a, int64_t lda, const float* b, int64_t ldb,
+                                         int64_t k, int64_t m, int64_t n, float* out, int64_t ldc,
+                                         bool accumulate) {
   constexpr int64_t kBlock = kCols5 * kWidth5;
   const auto below = [](int64_t count) { return static_cast<__mmask16>((1u << count) - 1u); };
   int64_t n0 = 0;
@@ -193,22 +189,6 @@ OPENNEURON_AVX512 void matmul_avx512(const float* a, int64_t lda, const float* b
   }
 }
 
-#undef OPENNEURON_AVX512
-
-bool cpu_has_avx512() {
-  if (!__builtin_cpu_supports("avx512f")) return false;
-  // The kernel library's cap applies here too, so an AVX2-only run covers this kernel as well.
-  const char* cap = std::getenv("OPENNEURON_MAX_CPU_ISA");
-  return cap == nullptr || std::strcmp(cap, "avx2") != 0;
-}
-
-std::atomic<bool> forced_avx2{false};
-
-bool use_avx512() {
-  static const bool available = cpu_has_avx512();
-  return available && !forced_avx2.load(std::memory_order_relaxed);
-}
-
 }  // namespace
 
 void matmul_fp32(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t k, int64_t m,
@@ -220,9 +200,5 @@ void matmul_fp32(const float* a, int64_t lda, const float* b, int64_t ldb, int64
     matmul_avx2(a, lda, b, ldb, k, m, n, out, ldc, accumulate);
   }
 }
-
-const char* matmul_kernel_isa() { return use_avx512() ? "avx512" : "avx2"; }
-
-void force_avx2_matmul(bool avx2) { forced_avx2.store(avx2, std::memory_order_relaxed); }
 
 }  // namespace openneuron::sim

@@ -1,7 +1,6 @@
 // The Tensor engine's fp32 product as a register-blocked CPU kernel: every output element is
 // the fused multiply-add chain of isa.h (k = 0..K-1 from 0), so results equal the reference
-// interpreter's loop bit for bit. AVX-512 when the CPU has it (chosen at run time, capped by
-// OPENNEURON_MAX_CPU_ISA like the kernel library), else AVX2, the baseline build's level.
+// interpreter's loop bit for bit, on the ISA vector_isa.h chooses.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +13,5 @@ namespace openneuron::sim {
 // must not overlap a or b.
 void matmul_fp32(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t k, int64_t m,
                  int64_t n, float* out, int64_t ldc, bool accumulate);
-
-// The vector ISA matmul_fp32 uses: "avx512" or "avx2".
-const char* matmul_kernel_isa();
-// Makes matmul_fp32 use AVX2 (true) or the best the CPU has (false): lets tests run both.
-void force_avx2_matmul(bool avx2);
 
 }  // namespace openneuron::sim
