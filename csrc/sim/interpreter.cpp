@@ -1,5 +1,6 @@
 #include "sim/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -202,6 +203,9 @@ void matmul_reference(const std::vector<float>& stationary, const std::vector<fl
     }
   }
 }
+
+// max8's order: descending, NaN above everything.
+bool ranks_above(float x, float y) { return (std::isnan(x) && !std::isnan(y)) || x > y; }
 
 float tf32_input(DType dtype, float value) {
   return dtype == DType::kTFloat32 ? round_to(DType::kTFloat32, value) : value;
@@ -429,6 +433,39 @@ void execute(CoreState& state, const Instruction& ins) {
         for (int64_t i = has_identity ? 0 : 1; i < p; ++i)
           acc = reduce_step(ins.alu0, acc, x[i * f + j]);
         out[j] = acc;
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kMax8: {
+      const auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      std::vector<float> out(static_cast<size_t>(p * 8));
+      std::vector<float> row(static_cast<size_t>(f));
+      for (int64_t i = 0; i < p; ++i) {
+        std::copy(x.begin() + i * f, x.begin() + (i + 1) * f, row.begin());
+        std::partial_sort(row.begin(), row.begin() + 8, row.end(), ranks_above);
+        std::copy(row.begin(), row.begin() + 8, out.begin() + i * 8);
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kFindIndex8: {
+      const auto x = Access::read(state, ins, a);
+      const auto values = Access::read(state, ins, b);
+      const int64_t p = a.partitions(), f = a.free_size();
+      // Infinity stores as the all-ones index of either dtype (integers saturate).
+      std::vector<float> out(static_cast<size_t>(p * 8), std::numeric_limits<float>::infinity());
+      for (int64_t i = 0; i < p; ++i) {
+        for (int v = 0; v < 8; ++v) {
+          const float wanted = values[i * 8 + v];
+          for (int64_t j = 0; j < f; ++j) {
+            if (x[i * f + j] == wanted) {
+              out[i * 8 + v] = static_cast<float>(j);
+              break;
+            }
+          }
+        }
       }
       Access::write(state, dst, out.data());
       return;
