@@ -607,6 +607,27 @@ bool matmul_in_place(CoreState& state, const Instruction& ins) {
   return true;
 }
 
+// out[j][i] = in[i][j] for an 8 × 8 block (rows `in_row` / `out_row` floats apart), in AVX2
+// registers: pairs interleaved, then quads, then the 128-bit halves swapped.
+inline void transpose_8x8(const float* in, int64_t in_row, float* out, int64_t out_row) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_row);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * out_row, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * out_row, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
 // A transpose between fp32 tiles where they lie, in 8 × 8 blocks so both sides stay in cache;
 // false (nothing done) when the general path is needed.
 bool transpose_in_place(CoreState& state, const Instruction& ins) {
@@ -622,6 +643,10 @@ bool transpose_in_place(CoreState& state, const Instruction& ins) {
     const int64_t i1 = std::min(p, i0 + kBlock);
     for (int64_t j0 = 0; j0 < f; j0 += kBlock) {
       const int64_t j1 = std::min(f, j0 + kBlock);
+      if (i1 - i0 == kBlock && j1 - j0 == kBlock) {
+        transpose_8x8(in + i0 * in_row + j0, in_row, out + j0 * out_row + i0, out_row);
+        continue;
+      }
       for (int64_t j = j0; j < j1; ++j) {
         for (int64_t i = i0; i < i1; ++i) out[j * out_row + i] = in[i * in_row + j];
       }
