@@ -656,6 +656,79 @@ bool transpose_in_place(CoreState& state, const Instruction& ins) {
   return true;
 }
 
+// One element per partition ([P, 1] tiles: running maxima, sums, per-row scales): element p
+// of an operand is at row_base + p · row_stride, so the whole column is gathered, computed and
+// scattered in three loops instead of one streamed run per partition. Inputs are all read
+// before the output is written, as the reference does, so dst may alias a source.
+bool single_column(const CoreState& state, const AccessPattern& ap, int64_t partitions) {
+  return !ap.valid() || (state.program().buffers[ap.buffer].memory != Memory::kHbm &&
+                         ap.free_size() == 1 && ap.partitions() == partitions);
+}
+
+void gather_column(const CoreState& state, const AccessPattern& ap, float* values, int64_t count) {
+  const uint8_t* first = state.row_base(ap) + ap.offset * dtype_size(ap.dtype);
+  const int64_t stride = state.row_stride(ap);
+  if (ap.dtype == DType::kFloat32) {
+    for (int64_t p = 0; p < count; ++p) std::memcpy(values + p, first + p * stride, 4);
+  } else {
+    for (int64_t p = 0; p < count; ++p) values[p] = load_element(ap.dtype, first + p * stride);
+  }
+}
+
+bool column_in_place(CoreState& state, const Instruction& ins) {
+  const int64_t p = ins.dst.partitions();
+  if (p > 128 || !single_column(state, ins.dst, p)) return false;
+  for (const auto& src : ins.src) {
+    if (!single_column(state, src, p)) return false;
+  }
+  for (const auto& src : ins.src) check_read(state, ins, src);
+  float x[128], y[128], z[128];
+  gather_column(state, ins.src[0], x, p);
+  switch (ins.opcode) {
+    case Opcode::kTensorCopy:
+      if (ins.src[0].dtype == ins.dst.dtype) {  // bits kept, as the reference's copy does
+        const int64_t size = dtype_size(ins.dst.dtype);
+        const uint8_t* from = state.row_base(ins.src[0]) + ins.src[0].offset * size;
+        uint8_t* to = state.row_base(ins.dst) + ins.dst.offset * size;
+        const int64_t from_stride = state.row_stride(ins.src[0]);
+        const int64_t to_stride = state.row_stride(ins.dst);
+        uint8_t bytes[128 * 4];
+        for (int64_t q = 0; q < p; ++q) std::memcpy(bytes + q * size, from + q * from_stride, size);
+        for (int64_t q = 0; q < p; ++q) std::memcpy(to + q * to_stride, bytes + q * size, size);
+        state.mark_written(ins.dst);
+        return true;
+      }
+      break;
+    case Opcode::kTensorTensor:
+      gather_column(state, ins.src[1], y, p);
+      with_alu(ins.alu0, [&](auto op) {
+        for (int64_t q = 0; q < p; ++q) x[q] = apply_alu(op_value(op), x[q], y[q]);
+      });
+      break;
+    case Opcode::kTensorScalar: {
+      std::fill(y, y + p, ins.imm0);
+      std::fill(z, z + p, ins.imm1);
+      if (ins.src[1].valid()) gather_column(state, ins.src[1], y, p);
+      if (ins.src[2].valid()) gather_column(state, ins.src[2], z, p);
+      for (int64_t q = 0; q < p; ++q) {
+        float v = x[q];
+        v = ins.reverse0 ? apply_alu(ins.alu0, y[q], v) : apply_alu(ins.alu0, v, y[q]);
+        if (ins.alu1 != AluOp::kBypass)
+          v = ins.reverse1 ? apply_alu(ins.alu1, z[q], v) : apply_alu(ins.alu1, v, z[q]);
+        x[q] = v;
+      }
+      break;
+    }
+    default:
+      return false;
+  }
+  uint8_t* first = state.row_base(ins.dst) + ins.dst.offset * dtype_size(ins.dst.dtype);
+  const int64_t stride = state.row_stride(ins.dst);
+  for (int64_t q = 0; q < p; ++q) store_element(ins.dst.dtype, first + q * stride, x[q]);
+  state.mark_written(ins.dst);
+  return true;
+}
+
 // Whether the streaming path computes `ins` exactly as the reference does.
 bool streams(const CoreState& state, const Instruction& ins) {
   switch (ins.opcode) {
@@ -685,6 +758,10 @@ bool streams(const CoreState& state, const Instruction& ins) {
 void execute_fast(CoreState& state, const Instruction& ins) {
   if (ins.opcode == Opcode::kMatmul && matmul_in_place(state, ins)) return;
   if (ins.opcode == Opcode::kTranspose && transpose_in_place(state, ins)) return;
+  if ((ins.opcode == Opcode::kTensorTensor || ins.opcode == Opcode::kTensorScalar ||
+       ins.opcode == Opcode::kTensorCopy) &&
+      column_in_place(state, ins))
+    return;
   if (!streams(state, ins)) {
     execute_rows(state, ins);
     return;

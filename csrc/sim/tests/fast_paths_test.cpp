@@ -208,5 +208,41 @@ TEST(FastPaths, ActivationsEqualTheReferenceOnEveryIsa) {
   force_avx2(false);
 }
 
+// Single-column ([P, 1]) operands take a gather-compute-scatter path: columns inside wider
+// tiles, partition offsets, bf16 and casts, per-partition scalars, reversed operands and a
+// destination that is also a source, all as the reference computes them.
+TEST(FastPaths, SingleColumnInstructionsEqualTheReference) {
+  ProgramBuilder b;
+  const int64_t p = 64, f = 8;
+  const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, p * f, false);
+  const auto wide = load(b, x, p, f);  // [64, 8] fp32
+  const int32_t narrow = b.tile("narrow", Memory::kSbuf, DType::kBFloat16, p, 2);
+  const auto column = [&](int32_t buffer, int64_t offset, int64_t partitions = 64,
+                          int32_t start = 0) {
+    return b.ap(buffer, {partitions, 1}, offset, start);
+  };
+  b.add(Opcode::kTensorCopy, column(narrow, 0), {column(wide.buffer, 5)});  // fp32 -> bf16
+  Instruction& add = b.add(Opcode::kTensorTensor, column(narrow, 1),
+                           {column(narrow, 0), column(wide.buffer, 2)});  // bf16 + fp32
+  add.alu0 = AluOp::kSubtract;
+  Instruction& scale = b.add(Opcode::kTensorScalar, column(wide.buffer, 0),
+                             {column(wide.buffer, 0), column(narrow, 1), column(wide.buffer, 7)});
+  scale.alu0 = AluOp::kDivide;  // x0 = narrow1 / x0 (reversed), then x0 = x7 - x0 (reversed)
+  scale.reverse0 = true;
+  scale.alu1 = AluOp::kSubtract;
+  scale.reverse1 = true;
+  Instruction& half = b.add(Opcode::kTensorScalar, column(wide.buffer, 3, 32, 32),
+                            {column(wide.buffer, 4, 32, 32)});  // partitions 32..63 only
+  half.alu0 = AluOp::kMax;
+  half.imm0 = 0.25f;
+  half.alu1 = AluOp::kMultiply;
+  half.imm1 = -3.0f;
+  b.add(Opcode::kTensorCopy, column(wide.buffer, 6), {column(narrow, 1)});       // bf16 -> fp32
+  b.add(Opcode::kTensorCopy, column(wide.buffer, 1), {column(wide.buffer, 0)});  // same dtype
+  b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {wide});
+  run_both(b, {{x, random_floats(p * f, 17)}}, out);
+}
+
 }  // namespace
 }  // namespace openneuron::sim
