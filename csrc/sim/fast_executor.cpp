@@ -298,10 +298,93 @@ void stream(CoreState& state, const AccessPattern& dst, const AccessPattern* sou
   }
 }
 
+// An operand as `count` runs of `length` contiguous elements, run r at first + r · step bytes:
+// an on-chip tile dense in each partition (a run per partition), or an HBM view whose rows are
+// contiguous (a run per row, or one run for a contiguous view).
+struct UniformRuns {
+  uint8_t* first = nullptr;
+  int64_t count = 0, length = 0, step = 0;
+};
+
+bool uniform_runs(const CoreState& state, const AccessPattern& ap, UniformRuns* runs) {
+  const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
+  int64_t sizes[kMaxDims], strides[kMaxDims];
+  int count = 0;
+  for (int d = on_chip ? 1 : 0; d < ap.rank; ++d) {
+    if (ap.dims[d].size == 1) continue;
+    if (count > 0 && strides[count - 1] == ap.dims[d].size * ap.dims[d].stride) {
+      sizes[count - 1] *= ap.dims[d].size;
+      strides[count - 1] = ap.dims[d].stride;
+      continue;
+    }
+    sizes[count] = ap.dims[d].size;
+    strides[count++] = ap.dims[d].stride;
+  }
+  const int64_t size = dtype_size(ap.dtype);
+  runs->first = state.row_base(ap) + ap.offset * size;
+  if (count == 0) {
+    sizes[0] = strides[0] = 1;
+    count = 1;
+  }
+  if (strides[count - 1] != 1) return false;
+  if (on_chip) {
+    if (count != 1) return false;
+    *runs = {runs->first, ap.partitions(), sizes[0], state.row_stride(ap)};
+    return true;
+  }
+  if (count == 1) {
+    *runs = {runs->first, 1, sizes[0], sizes[0] * size};
+    return true;
+  }
+  if (count != 2) return false;
+  *runs = {runs->first, sizes[0], sizes[1], strides[0] * size};
+  return true;
+}
+
+// Splits a single contiguous run into `count` runs of `length` to match another operand.
+bool match_runs(UniformRuns& x, const UniformRuns& y, int64_t size) {
+  if (x.count == y.count && x.length == y.length) return true;
+  if (x.count == 1 && x.length == y.count * y.length) {
+    x = {x.first, y.count, y.length, y.length * size};
+    return true;
+  }
+  return false;
+}
+
+// Same-dtype copies whose operands are uniform runs: one copy per run, no cursors. Short runs
+// (small tiles) are copied in 32-byte moves rather than by a library call each.
+bool copy_runs(CoreState& state, const AccessPattern& dst, const AccessPattern& src) {
+  if (dst.dtype != src.dtype) return false;
+  UniformRuns to, from;
+  if (!uniform_runs(state, dst, &to) || !uniform_runs(state, src, &from)) return false;
+  const int64_t size = dtype_size(dst.dtype);
+  if (!match_runs(to, from, size) && !match_runs(from, to, size)) return false;
+  if (to.count != from.count || to.length != from.length) return false;
+  const int64_t bytes = to.length * size;
+  for (int64_t r = 0; r < to.count; ++r) {
+    uint8_t* out = to.first + r * to.step;
+    const uint8_t* in = from.first + r * from.step;
+    if (bytes > 256) {
+      std::memcpy(out, in, static_cast<size_t>(bytes));
+      continue;
+    }
+    int64_t b = 0;
+    for (; b + 32 <= bytes; b += 32)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + b)));
+    if (b < bytes) std::memcpy(out + b, in + b, static_cast<size_t>(bytes - b));
+  }
+  return true;
+}
+
 void copy(CoreState& state, const Instruction& ins) {
   const AccessPattern& dst = ins.dst;
   const AccessPattern& src = ins.src[0];
   check_read(state, ins, src);
+  if (copy_runs(state, dst, src)) {
+    state.mark_written(dst);
+    return;
+  }
   const int64_t size = dtype_size(src.dtype);
   const bool same = src.dtype == dst.dtype;
   float buffer[kChunk], staging[kChunk];
@@ -325,10 +408,38 @@ void copy(CoreState& state, const Instruction& ins) {
   state.mark_written(dst);
 }
 
+// fp32 tensor_tensor over uniform runs of equal shape: one loop per run, no cursors.
+bool tensor_tensor_runs(CoreState& state, const Instruction& ins) {
+  const AccessPattern& dst = ins.dst;
+  if (dst.dtype != DType::kFloat32 || ins.src[0].dtype != DType::kFloat32 ||
+      ins.src[1].dtype != DType::kFloat32)
+    return false;
+  UniformRuns r, a, b;
+  if (!uniform_runs(state, dst, &r) || !uniform_runs(state, ins.src[0], &a) ||
+      !uniform_runs(state, ins.src[1], &b))
+    return false;
+  if (!match_runs(a, r, 4) || !match_runs(b, r, 4) || !match_runs(r, a, 4)) return false;
+  if (a.count != r.count || a.length != r.length || b.count != r.count || b.length != r.length)
+    return false;
+  with_alu(ins.alu0, [&](auto op) {
+    for (int64_t run = 0; run < r.count; ++run) {
+      float* out = reinterpret_cast<float*>(r.first + run * r.step);
+      const float* x = reinterpret_cast<const float*>(a.first + run * a.step);
+      const float* y = reinterpret_cast<const float*>(b.first + run * b.step);
+      for (int64_t i = 0; i < r.length; ++i) out[i] = apply_alu(op_value(op), x[i], y[i]);
+    }
+  });
+  return true;
+}
+
 void tensor_tensor(CoreState& state, const Instruction& ins) {
   const AccessPattern sources[2] = {ins.src[0], ins.src[1]};
   check_read(state, ins, sources[0]);
   check_read(state, ins, sources[1]);
+  if (tensor_tensor_runs(state, ins)) {
+    state.mark_written(ins.dst);
+    return;
+  }
   float xa[kChunk], xb[kChunk], result[kChunk];
   with_alu(ins.alu0, [&](auto op) {
     stream(state, ins.dst, sources, 2, [&](int64_t n, RunCursor& out, RunCursor* in) {

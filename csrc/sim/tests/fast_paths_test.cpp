@@ -244,5 +244,42 @@ TEST(FastPaths, SingleColumnInstructionsEqualTheReference) {
   run_both(b, {{x, random_floats(p * f, 17)}}, out);
 }
 
+// Copies and fp32 tensor_tensor over uniform runs (a run per partition or per HBM row): row
+// blocks of a wider HBM tensor in and out, column blocks of a tile, a partition range, short
+// runs (32-byte moves) and long ones.
+TEST(FastPaths, UniformRunCopiesAndAddsEqualTheReference) {
+  for (int64_t width : {int64_t{5}, int64_t{16}, int64_t{200}}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    ProgramBuilder b;
+    const int64_t p = 32, stride = 3 * width;
+    const int32_t x = b.hbm("x", DType::kFloat32, p * stride, true);
+    const int32_t out = b.hbm("out", DType::kFloat32, p * stride, false);
+    const int32_t t = b.tile("t", Memory::kSbuf, DType::kFloat32, p, 2 * width);
+    // Rows r, columns [width, 2·width) of x: strided HBM rows into the tile's right half.
+    AccessPattern rows = b.ap(x, {p, width}, width);
+    rows.dims[0].stride = stride;
+    AccessPattern right = b.ap(t, {p, width}, width);
+    right.dims[0].stride = 1;
+    b.add(Opcode::kDmaCopy, right, {rows});
+    rows.offset = 0;
+    AccessPattern left = right;
+    left.offset = 0;
+    b.add(Opcode::kDmaCopy, left, {rows});
+    AccessPattern low_left = left, low_right = right;  // partitions 0..15 only
+    low_left.dims[0].size = low_right.dims[0].size = 16;
+    Instruction& sub = b.add(Opcode::kTensorTensor, low_left, {low_right, low_left});
+    sub.alu0 = AluOp::kSubtract;
+    b.add(Opcode::kTensorTensor, right, {left, right}).alu0 = AluOp::kMax;
+    AccessPattern back = rows;
+    back.buffer = out;
+    b.add(Opcode::kDmaCopy, back, {left});
+    back.offset = 2 * width;
+    b.add(Opcode::kDmaCopy, back, {right});
+    back.offset = width;
+    b.add(Opcode::kDmaCopy, back, {left});
+    run_both(b, {{x, random_floats(p * stride, 19)}}, out);
+  }
+}
+
 }  // namespace
 }  // namespace openneuron::sim
