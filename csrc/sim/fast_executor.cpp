@@ -2,6 +2,9 @@
 // run by run (a run: elements at a fixed step inside one partition), a chunk at a time, with
 // the ALU operation chosen once per chunk so the inner loops vectorise. Each element is
 // computed exactly as the reference interpreter computes it (alu.h), so the bytes agree.
+// Elementwise loops carry `ivdep`: a result may be written over its own input (the same
+// pattern, elementwise-safe); operands overlapping any other way take the general path
+// (streams()), so no loop reads an element another iteration wrote.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -408,6 +411,14 @@ void copy(CoreState& state, const Instruction& ins) {
   state.mark_written(dst);
 }
 
+// out[i] = x[i] op y[i] (out may be x or y itself).
+template <typename Op>
+void elementwise(Op op, float* out, const float* x, const float* y, int64_t n) {
+  const AluOp alu = op_value(op);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) out[i] = apply_alu(alu, x[i], y[i]);
+}
+
 // fp32 tensor_tensor over uniform runs of equal shape: one loop per run, no cursors.
 bool tensor_tensor_runs(CoreState& state, const Instruction& ins) {
   const AccessPattern& dst = ins.dst;
@@ -423,10 +434,9 @@ bool tensor_tensor_runs(CoreState& state, const Instruction& ins) {
     return false;
   with_alu(ins.alu0, [&](auto op) {
     for (int64_t run = 0; run < r.count; ++run) {
-      float* out = reinterpret_cast<float*>(r.first + run * r.step);
-      const float* x = reinterpret_cast<const float*>(a.first + run * a.step);
-      const float* y = reinterpret_cast<const float*>(b.first + run * b.step);
-      for (int64_t i = 0; i < r.length; ++i) out[i] = apply_alu(op_value(op), x[i], y[i]);
+      elementwise(op, reinterpret_cast<float*>(r.first + run * r.step),
+                  reinterpret_cast<const float*>(a.first + run * a.step),
+                  reinterpret_cast<const float*>(b.first + run * b.step), r.length);
     }
   });
   return true;
@@ -447,6 +457,7 @@ void tensor_tensor(CoreState& state, const Instruction& ins) {
       const float* b = load_chunk(in[1], sources[1].dtype, n, xb);
       float* r = output_chunk(out, ins.dst.dtype, result);
       const AluOp alu = op_value(op);
+#pragma GCC ivdep
       for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, a[i], b[i]);
       store_chunk(out, ins.dst.dtype, r, n);
     });
@@ -523,6 +534,7 @@ ActivationFunction function_value(Fn fn) {
 template <typename Fn>
 void activate(Fn fn, const float* x, float scale, float bias, float* r, int64_t n) {
   const ActivationFunction function = function_value(fn);
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
 }
 
@@ -530,6 +542,7 @@ template <typename Fn>
 OPENNEURON_SIM_AVX512 void activate_avx512(Fn fn, const float* x, float scale, float bias, float* r,
                                            int64_t n) {
   const ActivationFunction function = function_value(fn);
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
 }
 
@@ -616,6 +629,7 @@ void select(CoreState& state, const Instruction& ins) {
     const float* on_true = load_chunk(in[1], sources[1].dtype, n, xb);
     const float* on_false = load_chunk(in[2], sources[2].dtype, n, xc);
     float* r = output_chunk(out, ins.dst.dtype, result);
+#pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) r[i] = predicate[i] == 0.0f ? on_false[i] : on_true[i];
     store_chunk(out, ins.dst.dtype, r, n);
   });
