@@ -538,6 +538,8 @@ void activate(Fn fn, const float* x, float scale, float bias, float* r, int64_t 
   for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
 }
 
+namespace isa_avx512 {  // the project's marker for code that needs AVX-512
+
 template <typename Fn>
 OPENNEURON_SIM_AVX512 void activate_avx512(Fn fn, const float* x, float scale, float bias, float* r,
                                            int64_t n) {
@@ -545,6 +547,8 @@ OPENNEURON_SIM_AVX512 void activate_avx512(Fn fn, const float* x, float scale, f
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
 }
+
+}  // namespace isa_avx512
 
 void activation(CoreState& state, const Instruction& ins) {
   const AccessPattern& a = ins.src[0];
@@ -571,7 +575,7 @@ void activation(CoreState& state, const Instruction& ins) {
       const int64_t partition = in[0].partition();
       const float sc = scale[partition], bi = bias[partition];
       if (wide) {
-        activate_avx512(fn, x, sc, bi, r, n);
+        isa_avx512::activate_avx512(fn, x, sc, bi, r, n);
       } else {
         activate(fn, x, sc, bi, r, n);
       }

@@ -101,6 +101,9 @@ void matmul_avx2(const float* a, int64_t lda, const float* b, int64_t ldb, int64
   }
 }
 
+// AVX-512 code lives in namespace isa_avx512 (the project's marker for code that needs it).
+namespace isa_avx512 {
+
 // AVX-512: 8 rows × 3 vectors of 16 = 24 accumulators of the 32 zmm registers.
 constexpr int kRows5 = 8, kCols5 = 3, kWidth5 = 16;
 
@@ -189,13 +192,15 @@ OPENNEURON_SIM_AVX512 void matmul_avx512(const float* a, int64_t lda, const floa
   }
 }
 
+}  // namespace isa_avx512
+
 }  // namespace
 
 void matmul_fp32(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t k, int64_t m,
                  int64_t n, float* out, int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   if (use_avx512()) {
-    matmul_avx512(a, lda, b, ldb, k, m, n, out, ldc, accumulate);
+    isa_avx512::matmul_avx512(a, lda, b, ldb, k, m, n, out, ldc, accumulate);
   } else {
     matmul_avx2(a, lda, b, ldb, k, m, n, out, ldc, accumulate);
   }
