@@ -245,3 +245,27 @@ def test_cost_model_keeps_the_tutorial_optimised_matmul_within_15_percent():
     result = nki.estimate(matmul_optimized, lhs_t, rhs, profile="trn2")
     assert abs(result.latency_ms / 28.30 - 1) < 0.15
     assert result.utilization()["tensor"] > 0.945  # published ≈ 99.5 % active
+
+
+def test_matmul_transpose_mode_transposes_the_stationary_operand():
+    # The NKI Library's idiom: stationary [128, 1] data, moving the identity, dst [1, 128].
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((1, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        identity = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=identity, value=1.0)
+        nisa.affine_select(
+            dst=identity,
+            pattern=[[1, 128]],
+            channel_multiplier=-1,
+            cmp_op=nl.equal,
+            on_true_tile=identity,
+            on_false_value=0.0,
+        )
+        flipped = nl.ndarray((1, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=flipped, stationary=nl.load(x), moving=identity, is_transpose=True)
+        nl.store(out, nl.copy(flipped))
+        return out
+
+    x = np.random.default_rng(0).standard_normal((128, 1)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(kernel)(x), x.T)

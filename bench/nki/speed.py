@@ -5,6 +5,10 @@ process CPU time are both measured (medians): on a shared, loaded machine the CP
 steadier figure. Prints a table and writes JSON.
 
     .venv/bin/python -m bench.nki.speed [--json bench/results/nki_speed.json]
+
+The simulator runs on one thread. NumPy's BLAS (the executor's matmuls) uses its own thread pool
+unless OPENBLAS_NUM_THREADS=1 is set; on a loaded machine that pool's spinning inflates the
+NumPy figures of matmul kernels many times over, so compare with it set to 1 as well.
 """
 
 import argparse
@@ -71,7 +75,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     load = os.getloadavg()[0]
-    print(f"CPU features: {' '.join(cpu_features())}; NumPy {np.__version__}; load {load:.1f}")
+    blas_threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    print(
+        f"CPU features: {' '.join(cpu_features())}; NumPy {np.__version__}; "
+        f"BLAS threads {blas_threads}; load {load:.1f}"
+    )
     print(
         f"{'kernel':<28} {'instr':>6} {'sim ms':>8} {'numpy ms':>9} {'speedup':>8} "
         f"{'sim cpu ms':>10} {'np cpu ms':>9} {'cpu x':>7} {'sim Minstr/s':>12}"
@@ -124,6 +132,7 @@ def main():
                 "geomean_speedup": geomean,
                 "geomean_cpu_speedup": cpu_geomean,
                 "load_average": load,
+                "openblas_num_threads": blas_threads,
                 "rows": rows,
             },
             handle,

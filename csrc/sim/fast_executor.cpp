@@ -2,14 +2,22 @@
 // run by run (a run: elements at a fixed step inside one partition), a chunk at a time, with
 // the ALU operation chosen once per chunk so the inner loops vectorise. Each element is
 // computed exactly as the reference interpreter computes it (alu.h), so the bytes agree.
+// Elementwise loops carry `ivdep`: a result may be written over its own input (the same
+// pattern, elementwise-safe); operands overlapping any other way take the general path
+// (streams()), so no loop reads an element another iteration wrote.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "sim/alu.h"
 #include "sim/interpreter.h"
+#include "sim/matmul_kernel.h"
+#include "sim/vector_isa.h"
 
 namespace openneuron::sim {
 
@@ -21,7 +29,7 @@ constexpr int64_t kChunk = 1024;
 // dropped and contiguous ones merged, so a dense tile is one run per partition.
 class RunCursor {
  public:
-  RunCursor(const CoreState& state, const AccessPattern& ap) : state_(state), ap_(ap) {
+  RunCursor(const CoreState& state, const AccessPattern& ap) : ap_(ap) {
     on_chip_ = state.program().buffers[ap.buffer].memory != Memory::kHbm;
     size_ = dtype_size(ap.dtype);
     partitions_ = on_chip_ ? ap.partitions() : 1;
@@ -42,6 +50,8 @@ class RunCursor {
     }
     run_length_ = sizes_[count_ - 1];
     step_ = strides_[count_ - 1] * size_;
+    base_ = state.row_base(ap);
+    row_stride_ = state.row_stride(ap);
     start_partition();
   }
 
@@ -69,7 +79,7 @@ class RunCursor {
 
  private:
   void start_partition() {
-    row_ = state_.row(ap_, partition_);
+    row_ = base_ + partition_ * row_stride_;
     begin_run();
   }
   void begin_run() {
@@ -79,8 +89,9 @@ class RunCursor {
     remaining_ = run_length_;
   }
 
-  const CoreState& state_;
   const AccessPattern& ap_;
+  uint8_t* base_ = nullptr;
+  int64_t row_stride_ = 0;
   bool on_chip_ = false;
   int64_t size_ = 4;
   int64_t partitions_ = 1, partition_ = 0;
@@ -160,18 +171,48 @@ bool same_pattern(const AccessPattern& x, const AccessPattern& y) {
   return true;
 }
 
+// lanes[0..8) = lanes op values[0..8) as apply_alu computes it, one AVX2 operation for the
+// common reductions. Max and min use maxps/minps (which return the second operand unless the
+// first compares greater / less, as apply_alu's selects do) and leave NaN to the caller: once a
+// lane meets a NaN, apply_alu keeps it a quiet NaN, so `nan` collects the lanes that met one.
+template <typename Op>
+inline void fold_eight(Op op, __m256& lanes, __m256& nan, const float* values) {
+  const __m256 v = _mm256_loadu_ps(values);
+  const AluOp alu = op_value(op);
+  if (alu == AluOp::kAdd) {
+    lanes = _mm256_add_ps(lanes, v);
+  } else if (alu == AluOp::kMultiply) {
+    lanes = _mm256_mul_ps(lanes, v);
+  } else if (alu == AluOp::kMax || alu == AluOp::kMin) {
+    lanes = alu == AluOp::kMax ? _mm256_max_ps(lanes, v) : _mm256_min_ps(lanes, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  } else {
+    alignas(32) float x[kReduceLanes];
+    _mm256_store_ps(x, lanes);
+    for (int l = 0; l < kReduceLanes; ++l) x[l] = apply_alu(alu, x[l], values[l]);
+    lanes = _mm256_load_ps(x);
+  }
+}
+
 // Folds values[0..n) into the lanes of a row whose first `count` elements are already in
 // (alu.h's lane order), with eight independent accumulators over aligned blocks.
 template <typename Op>
 void fold_lanes(Op op, float* lanes, int64_t count, const float* values, int64_t n) {
+  static_assert(kReduceLanes == 8, "one AVX2 vector of lanes");
   const AluOp alu = op_value(op);
   int64_t j = 0;
   for (; j < n && (count + j) % kReduceLanes != 0; ++j) {
     float& lane = lanes[(count + j) % kReduceLanes];
     lane = apply_alu(alu, lane, values[j]);
   }
-  for (; j + kReduceLanes <= n; j += kReduceLanes) {
-    for (int l = 0; l < kReduceLanes; ++l) lanes[l] = apply_alu(alu, lanes[l], values[j + l]);
+  if (j + kReduceLanes <= n) {
+    __m256 vector = _mm256_loadu_ps(lanes);
+    __m256 nan = _mm256_cmp_ps(vector, vector, _CMP_UNORD_Q);
+    for (; j + kReduceLanes <= n; j += kReduceLanes) fold_eight(op, vector, nan, values + j);
+    if (alu == AluOp::kMax || alu == AluOp::kMin)
+      vector =
+          _mm256_blendv_ps(vector, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()), nan);
+    _mm256_storeu_ps(lanes, vector);
   }
   for (; j < n; ++j) {
     float& lane = lanes[(count + j) % kReduceLanes];
@@ -208,17 +249,39 @@ void check_read(CoreState& state, const Instruction& ins, const AccessPattern& a
   if (ap.valid() && !state.all_written(ap)) report_unwritten(state, ins, ap);
 }
 
+// `count` values of T filled with `value`, on the stack when they fit a partition's worth
+// (instructions run once per tile: heap allocations were a visible share of small tiles).
+template <typename T, int64_t kInline = 128>
+class SmallArray {
+ public:
+  SmallArray(int64_t count, T value) {
+    if (count > kInline) {
+      heap_.assign(static_cast<size_t>(count), value);
+      data_ = heap_.data();
+    } else {
+      std::fill(inline_, inline_ + count, value);
+    }
+  }
+  SmallArray(const SmallArray&) = delete;
+  T& operator[](int64_t i) { return data_[i]; }
+  const T& operator[](int64_t i) const { return data_[i]; }
+  T* data() { return data_; }
+
+ private:
+  T inline_[kInline];
+  std::vector<T> heap_;
+  T* data_ = inline_;
+};
+
 // The per-partition values of an optional [P, 1] operand, else the immediate.
-std::vector<float> scalars(CoreState& state, const AccessPattern& operand, float immediate,
-                           int64_t partitions) {
-  std::vector<float> values(static_cast<size_t>(partitions), immediate);
-  if (!operand.valid()) return values;
+void scalars(CoreState& state, const AccessPattern& operand, float immediate, int64_t partitions,
+             SmallArray<float>& values) {
+  if (!operand.valid()) return;
   RunCursor run(state, operand);
   for (int64_t p = 0; p < partitions && !run.done(); ++p) {
     values[p] = load_element(operand.dtype, run.data());
     run.advance(run.remaining());
   }
-  return values;
 }
 
 // Streams dst and up to three sources in lockstep: body(n, partition, dst run, source runs).
@@ -238,10 +301,93 @@ void stream(CoreState& state, const AccessPattern& dst, const AccessPattern* sou
   }
 }
 
+// An operand as `count` runs of `length` contiguous elements, run r at first + r · step bytes:
+// an on-chip tile dense in each partition (a run per partition), or an HBM view whose rows are
+// contiguous (a run per row, or one run for a contiguous view).
+struct UniformRuns {
+  uint8_t* first = nullptr;
+  int64_t count = 0, length = 0, step = 0;
+};
+
+bool uniform_runs(const CoreState& state, const AccessPattern& ap, UniformRuns* runs) {
+  const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
+  int64_t sizes[kMaxDims], strides[kMaxDims];
+  int count = 0;
+  for (int d = on_chip ? 1 : 0; d < ap.rank; ++d) {
+    if (ap.dims[d].size == 1) continue;
+    if (count > 0 && strides[count - 1] == ap.dims[d].size * ap.dims[d].stride) {
+      sizes[count - 1] *= ap.dims[d].size;
+      strides[count - 1] = ap.dims[d].stride;
+      continue;
+    }
+    sizes[count] = ap.dims[d].size;
+    strides[count++] = ap.dims[d].stride;
+  }
+  const int64_t size = dtype_size(ap.dtype);
+  runs->first = state.row_base(ap) + ap.offset * size;
+  if (count == 0) {
+    sizes[0] = strides[0] = 1;
+    count = 1;
+  }
+  if (strides[count - 1] != 1) return false;
+  if (on_chip) {
+    if (count != 1) return false;
+    *runs = {runs->first, ap.partitions(), sizes[0], state.row_stride(ap)};
+    return true;
+  }
+  if (count == 1) {
+    *runs = {runs->first, 1, sizes[0], sizes[0] * size};
+    return true;
+  }
+  if (count != 2) return false;
+  *runs = {runs->first, sizes[0], sizes[1], strides[0] * size};
+  return true;
+}
+
+// Splits a single contiguous run into `count` runs of `length` to match another operand.
+bool match_runs(UniformRuns& x, const UniformRuns& y, int64_t size) {
+  if (x.count == y.count && x.length == y.length) return true;
+  if (x.count == 1 && x.length == y.count * y.length) {
+    x = {x.first, y.count, y.length, y.length * size};
+    return true;
+  }
+  return false;
+}
+
+// Same-dtype copies whose operands are uniform runs: one copy per run, no cursors. Short runs
+// (small tiles) are copied in 32-byte moves rather than by a library call each.
+bool copy_runs(CoreState& state, const AccessPattern& dst, const AccessPattern& src) {
+  if (dst.dtype != src.dtype) return false;
+  UniformRuns to, from;
+  if (!uniform_runs(state, dst, &to) || !uniform_runs(state, src, &from)) return false;
+  const int64_t size = dtype_size(dst.dtype);
+  if (!match_runs(to, from, size) && !match_runs(from, to, size)) return false;
+  if (to.count != from.count || to.length != from.length) return false;
+  const int64_t bytes = to.length * size;
+  for (int64_t r = 0; r < to.count; ++r) {
+    uint8_t* out = to.first + r * to.step;
+    const uint8_t* in = from.first + r * from.step;
+    if (bytes > 256) {
+      std::memcpy(out, in, static_cast<size_t>(bytes));
+      continue;
+    }
+    int64_t b = 0;
+    for (; b + 32 <= bytes; b += 32)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + b)));
+    if (b < bytes) std::memcpy(out + b, in + b, static_cast<size_t>(bytes - b));
+  }
+  return true;
+}
+
 void copy(CoreState& state, const Instruction& ins) {
   const AccessPattern& dst = ins.dst;
   const AccessPattern& src = ins.src[0];
   check_read(state, ins, src);
+  if (copy_runs(state, dst, src)) {
+    state.mark_written(dst);
+    return;
+  }
   const int64_t size = dtype_size(src.dtype);
   const bool same = src.dtype == dst.dtype;
   float buffer[kChunk], staging[kChunk];
@@ -265,10 +411,45 @@ void copy(CoreState& state, const Instruction& ins) {
   state.mark_written(dst);
 }
 
+// out[i] = x[i] op y[i] (out may be x or y itself).
+template <typename Op>
+void elementwise(Op op, float* out, const float* x, const float* y, int64_t n) {
+  const AluOp alu = op_value(op);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) out[i] = apply_alu(alu, x[i], y[i]);
+}
+
+// fp32 tensor_tensor over uniform runs of equal shape: one loop per run, no cursors.
+bool tensor_tensor_runs(CoreState& state, const Instruction& ins) {
+  const AccessPattern& dst = ins.dst;
+  if (dst.dtype != DType::kFloat32 || ins.src[0].dtype != DType::kFloat32 ||
+      ins.src[1].dtype != DType::kFloat32)
+    return false;
+  UniformRuns r, a, b;
+  if (!uniform_runs(state, dst, &r) || !uniform_runs(state, ins.src[0], &a) ||
+      !uniform_runs(state, ins.src[1], &b))
+    return false;
+  if (!match_runs(a, r, 4) || !match_runs(b, r, 4) || !match_runs(r, a, 4)) return false;
+  if (a.count != r.count || a.length != r.length || b.count != r.count || b.length != r.length)
+    return false;
+  with_alu(ins.alu0, [&](auto op) {
+    for (int64_t run = 0; run < r.count; ++run) {
+      elementwise(op, reinterpret_cast<float*>(r.first + run * r.step),
+                  reinterpret_cast<const float*>(a.first + run * a.step),
+                  reinterpret_cast<const float*>(b.first + run * b.step), r.length);
+    }
+  });
+  return true;
+}
+
 void tensor_tensor(CoreState& state, const Instruction& ins) {
   const AccessPattern sources[2] = {ins.src[0], ins.src[1]};
   check_read(state, ins, sources[0]);
   check_read(state, ins, sources[1]);
+  if (tensor_tensor_runs(state, ins)) {
+    state.mark_written(ins.dst);
+    return;
+  }
   float xa[kChunk], xb[kChunk], result[kChunk];
   with_alu(ins.alu0, [&](auto op) {
     stream(state, ins.dst, sources, 2, [&](int64_t n, RunCursor& out, RunCursor* in) {
@@ -276,6 +457,7 @@ void tensor_tensor(CoreState& state, const Instruction& ins) {
       const float* b = load_chunk(in[1], sources[1].dtype, n, xb);
       float* r = output_chunk(out, ins.dst.dtype, result);
       const AluOp alu = op_value(op);
+#pragma GCC ivdep
       for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, a[i], b[i]);
       store_chunk(out, ins.dst.dtype, r, n);
     });
@@ -300,8 +482,9 @@ void tensor_scalar(CoreState& state, const Instruction& ins) {
   check_read(state, ins, ins.src[1]);
   check_read(state, ins, ins.src[2]);
   const int64_t p = a.partitions();
-  const auto s0 = scalars(state, ins.src[1], ins.imm0, p);
-  const auto s1 = scalars(state, ins.src[2], ins.imm1, p);
+  SmallArray<float> s0(p, ins.imm0), s1(p, ins.imm1);
+  scalars(state, ins.src[1], ins.imm0, p, s0);
+  scalars(state, ins.src[2], ins.imm1, p, s1);
   float xa[kChunk], result[kChunk];
   stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
     const float* x = load_chunk(in[0], a.dtype, n, xa);
@@ -346,30 +529,56 @@ ActivationFunction function_value(Fn fn) {
   }
 }
 
+// r[i] = f(x[i] · scale + bias), the same expression on each ISA (so the same bytes): the
+// AVX-512 copy lets the compiler use 16-lane vectors for the functions written without calls.
+template <typename Fn>
+void activate(Fn fn, const float* x, float scale, float bias, float* r, int64_t n) {
+  const ActivationFunction function = function_value(fn);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+}
+
+namespace isa_avx512 {  // the project's marker for code that needs AVX-512
+
+template <typename Fn>
+OPENNEURON_SIM_AVX512 void activate_avx512(Fn fn, const float* x, float scale, float bias, float* r,
+                                           int64_t n) {
+  const ActivationFunction function = function_value(fn);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+}
+
+}  // namespace isa_avx512
+
 void activation(CoreState& state, const Instruction& ins) {
   const AccessPattern& a = ins.src[0];
   check_read(state, ins, a);
   check_read(state, ins, ins.src[1]);
   check_read(state, ins, ins.src[2]);
   const int64_t p = a.partitions();
-  const auto bias = scalars(state, ins.src[1], ins.imm1, p);
-  const auto scale = scalars(state, ins.src[2], ins.imm0, p);
+  SmallArray<float> bias(p, ins.imm1), scale(p, ins.imm0);
+  scalars(state, ins.src[1], ins.imm1, p, bias);
+  scalars(state, ins.src[2], ins.imm0, p, scale);
   const bool reduce = ins.alu1 != AluOp::kBypass;
   float identity = 0.0f;
   const bool has_identity = reduction_identity(ins.alu1, &identity);
-  std::vector<float> reduced(static_cast<size_t>(p), identity);
-  std::vector<char> started(static_cast<size_t>(p), has_identity ? 1 : 0);
-  std::vector<float> lanes(static_cast<size_t>(p * kReduceLanes), identity);
-  std::vector<int64_t> counts(static_cast<size_t>(p), 0);
+  SmallArray<float> reduced(p, identity);
+  SmallArray<char> started(p, has_identity ? 1 : 0);
+  SmallArray<float, 128 * kReduceLanes> lanes(p * kReduceLanes, identity);
+  SmallArray<int64_t> counts(p, 0);
   float xa[kChunk], result[kChunk];
+  const bool wide = use_avx512();
   with_function(ins.function, [&](auto fn) {
     stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
       const float* x = load_chunk(in[0], a.dtype, n, xa);
       float* r = output_chunk(out, ins.dst.dtype, result);
       const int64_t partition = in[0].partition();
       const float sc = scale[partition], bi = bias[partition];
-      const ActivationFunction function = function_value(fn);
-      for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], sc, bi));
+      if (wide) {
+        isa_avx512::activate_avx512(fn, x, sc, bi, r, n);
+      } else {
+        activate(fn, x, sc, bi, r, n);
+      }
       if (reduce && has_identity) {
         with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
           fold_lanes(op, lanes.data() + partition * kReduceLanes, counts[partition], r, n);
@@ -391,8 +600,10 @@ void activation(CoreState& state, const Instruction& ins) {
   });
   state.mark_written(ins.dst);
   if (reduce && has_identity) {
-    for (int64_t q = 0; q < p; ++q)
-      reduced[q] = combine_lanes(ins.alu1, lanes.data() + q * kReduceLanes);
+    with_alu(ins.alu1, [&](auto op) {
+      for (int64_t q = 0; q < p; ++q)
+        reduced[q] = combine_lanes(op_value(op), lanes.data() + q * kReduceLanes);
+    });
   }
   if (reduce) {
     RunCursor out(state, ins.dst2);
@@ -422,6 +633,7 @@ void select(CoreState& state, const Instruction& ins) {
     const float* on_true = load_chunk(in[1], sources[1].dtype, n, xb);
     const float* on_false = load_chunk(in[2], sources[2].dtype, n, xc);
     float* r = output_chunk(out, ins.dst.dtype, result);
+#pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) r[i] = predicate[i] == 0.0f ? on_false[i] : on_true[i];
     store_chunk(out, ins.dst.dtype, r, n);
   });
@@ -469,7 +681,7 @@ void tensor_reduce(CoreState& state, const Instruction& ins) {
         i += take;
         filled += take;
         if (filled == group) {
-          const float result = has_identity ? combine_lanes(ins.alu0, lanes) : acc;
+          const float result = has_identity ? combine_lanes(alu, lanes) : acc;
           out[g++] = ins.negate ? -result : result;
           filled = 0;
         }
@@ -486,6 +698,164 @@ void tensor_reduce(CoreState& state, const Instruction& ins) {
     dst.advance(n);
   }
   state.mark_written(ins.dst);
+}
+
+// An on-chip fp32 operand whose free elements are contiguous in each partition: its first
+// element and the floats from one partition to the next.
+bool dense_fp32_rows(const CoreState& state, const AccessPattern& ap, float** first,
+                     int64_t* row_floats) {
+  if (ap.dtype != DType::kFloat32) return false;
+  if (state.program().buffers[ap.buffer].memory == Memory::kHbm) return false;
+  int64_t expected = 1;
+  for (int d = ap.rank - 1; d >= 1; --d) {
+    if (ap.dims[d].size != 1 && ap.dims[d].stride != expected) return false;
+    expected *= ap.dims[d].size;
+  }
+  const int64_t stride = state.row_stride(ap);
+  if (stride % static_cast<int64_t>(sizeof(float)) != 0) return false;
+  *first = reinterpret_cast<float*>(state.row_base(ap)) + ap.offset;
+  *row_floats = stride / static_cast<int64_t>(sizeof(float));
+  return true;
+}
+
+// A matmul on fp32 operands read and written where they lie (no copies): returns false, doing
+// nothing, when the operands need the general path (casts, tf32, strided free dimensions).
+bool matmul_in_place(CoreState& state, const Instruction& ins) {
+  float *a, *b, *out;
+  int64_t lda, ldb, ldc;
+  if (!dense_fp32_rows(state, ins.src[0], &a, &lda) ||
+      !dense_fp32_rows(state, ins.src[1], &b, &ldb) || !dense_fp32_rows(state, ins.dst, &out, &ldc))
+    return false;
+  if (ins.dst.buffer == ins.src[0].buffer || ins.dst.buffer == ins.src[1].buffer) return false;
+  check_read(state, ins, ins.src[0]);
+  check_read(state, ins, ins.src[1]);
+  if (ins.accumulate) check_read(state, ins, ins.dst);
+  const int64_t k = ins.src[0].partitions(), m = ins.src[0].free_size();
+  matmul_fp32(a, lda, b, ldb, k, m, ins.src[1].free_size(), out, ldc, ins.accumulate);
+  state.mark_written(ins.dst);
+  return true;
+}
+
+// out[j][i] = in[i][j] for an 8 × 8 block (rows `in_row` / `out_row` floats apart), in AVX2
+// registers: pairs interleaved, then quads, then the 128-bit halves swapped.
+inline void transpose_8x8(const float* in, int64_t in_row, float* out, int64_t out_row) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_row);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * out_row, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * out_row, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+// A transpose between fp32 tiles where they lie, in 8 × 8 blocks so both sides stay in cache;
+// false (nothing done) when the general path is needed.
+bool transpose_in_place(CoreState& state, const Instruction& ins) {
+  float *in, *out;
+  int64_t in_row, out_row;
+  if (!dense_fp32_rows(state, ins.src[0], &in, &in_row) ||
+      !dense_fp32_rows(state, ins.dst, &out, &out_row) || ins.dst.buffer == ins.src[0].buffer)
+    return false;
+  check_read(state, ins, ins.src[0]);
+  const int64_t p = ins.src[0].partitions(), f = ins.src[0].free_size();
+  constexpr int64_t kBlock = 8;
+  for (int64_t i0 = 0; i0 < p; i0 += kBlock) {
+    const int64_t i1 = std::min(p, i0 + kBlock);
+    for (int64_t j0 = 0; j0 < f; j0 += kBlock) {
+      const int64_t j1 = std::min(f, j0 + kBlock);
+      if (i1 - i0 == kBlock && j1 - j0 == kBlock) {
+        transpose_8x8(in + i0 * in_row + j0, in_row, out + j0 * out_row + i0, out_row);
+        continue;
+      }
+      for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t i = i0; i < i1; ++i) out[j * out_row + i] = in[i * in_row + j];
+      }
+    }
+  }
+  state.mark_written(ins.dst);
+  return true;
+}
+
+// One element per partition ([P, 1] tiles: running maxima, sums, per-row scales): element p
+// of an operand is at row_base + p · row_stride, so the whole column is gathered, computed and
+// scattered in three loops instead of one streamed run per partition. Inputs are all read
+// before the output is written, as the reference does, so dst may alias a source.
+bool single_column(const CoreState& state, const AccessPattern& ap, int64_t partitions) {
+  return !ap.valid() || (state.program().buffers[ap.buffer].memory != Memory::kHbm &&
+                         ap.free_size() == 1 && ap.partitions() == partitions);
+}
+
+void gather_column(const CoreState& state, const AccessPattern& ap, float* values, int64_t count) {
+  const uint8_t* first = state.row_base(ap) + ap.offset * dtype_size(ap.dtype);
+  const int64_t stride = state.row_stride(ap);
+  if (ap.dtype == DType::kFloat32) {
+    for (int64_t p = 0; p < count; ++p) std::memcpy(values + p, first + p * stride, 4);
+  } else {
+    for (int64_t p = 0; p < count; ++p) values[p] = load_element(ap.dtype, first + p * stride);
+  }
+}
+
+bool column_in_place(CoreState& state, const Instruction& ins) {
+  const int64_t p = ins.dst.partitions();
+  if (p > 128 || !single_column(state, ins.dst, p)) return false;
+  for (const auto& src : ins.src) {
+    if (!single_column(state, src, p)) return false;
+  }
+  for (const auto& src : ins.src) check_read(state, ins, src);
+  float x[128], y[128], z[128];
+  gather_column(state, ins.src[0], x, p);
+  switch (ins.opcode) {
+    case Opcode::kTensorCopy:
+      if (ins.src[0].dtype == ins.dst.dtype) {  // bits kept, as the reference's copy does
+        const int64_t size = dtype_size(ins.dst.dtype);
+        const uint8_t* from = state.row_base(ins.src[0]) + ins.src[0].offset * size;
+        uint8_t* to = state.row_base(ins.dst) + ins.dst.offset * size;
+        const int64_t from_stride = state.row_stride(ins.src[0]);
+        const int64_t to_stride = state.row_stride(ins.dst);
+        uint8_t bytes[128 * 4];
+        for (int64_t q = 0; q < p; ++q) std::memcpy(bytes + q * size, from + q * from_stride, size);
+        for (int64_t q = 0; q < p; ++q) std::memcpy(to + q * to_stride, bytes + q * size, size);
+        state.mark_written(ins.dst);
+        return true;
+      }
+      break;
+    case Opcode::kTensorTensor:
+      gather_column(state, ins.src[1], y, p);
+      with_alu(ins.alu0, [&](auto op) {
+        for (int64_t q = 0; q < p; ++q) x[q] = apply_alu(op_value(op), x[q], y[q]);
+      });
+      break;
+    case Opcode::kTensorScalar: {
+      std::fill(y, y + p, ins.imm0);
+      std::fill(z, z + p, ins.imm1);
+      if (ins.src[1].valid()) gather_column(state, ins.src[1], y, p);
+      if (ins.src[2].valid()) gather_column(state, ins.src[2], z, p);
+      for (int64_t q = 0; q < p; ++q) {
+        float v = x[q];
+        v = ins.reverse0 ? apply_alu(ins.alu0, y[q], v) : apply_alu(ins.alu0, v, y[q]);
+        if (ins.alu1 != AluOp::kBypass)
+          v = ins.reverse1 ? apply_alu(ins.alu1, z[q], v) : apply_alu(ins.alu1, v, z[q]);
+        x[q] = v;
+      }
+      break;
+    }
+    default:
+      return false;
+  }
+  uint8_t* first = state.row_base(ins.dst) + ins.dst.offset * dtype_size(ins.dst.dtype);
+  const int64_t stride = state.row_stride(ins.dst);
+  for (int64_t q = 0; q < p; ++q) store_element(ins.dst.dtype, first + q * stride, x[q]);
+  state.mark_written(ins.dst);
+  return true;
 }
 
 // Whether the streaming path computes `ins` exactly as the reference does.
@@ -515,6 +885,12 @@ bool streams(const CoreState& state, const Instruction& ins) {
 }  // namespace
 
 void execute_fast(CoreState& state, const Instruction& ins) {
+  if (ins.opcode == Opcode::kMatmul && matmul_in_place(state, ins)) return;
+  if (ins.opcode == Opcode::kTranspose && transpose_in_place(state, ins)) return;
+  if ((ins.opcode == Opcode::kTensorTensor || ins.opcode == Opcode::kTensorScalar ||
+       ins.opcode == Opcode::kTensorCopy) &&
+      column_in_place(state, ins))
+    return;
   if (!streams(state, ins)) {
     execute_rows(state, ins);
     return;

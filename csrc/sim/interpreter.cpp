@@ -1,5 +1,6 @@
 #include "sim/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,6 +9,7 @@
 
 #include "sim/alu.h"
 #include "sim/errors.h"
+#include "sim/matmul_kernel.h"
 
 namespace openneuron::sim {
 
@@ -202,49 +204,8 @@ void matmul_reference(const std::vector<float>& stationary, const std::vector<fl
   }
 }
 
-// Same order of fused multiply-adds per output element (k = 0..K-1), register-blocked: a block
-// of kRows × kCols results stays in vector registers while k runs.
-template <int kRows, int kCols>
-void matmul_block(const float* __restrict stationary, const float* __restrict moving,
-                  int64_t k_size, int64_t m_size, int64_t n_size, int64_t m0, int64_t n0,
-                  float* __restrict out) {
-  float acc[kRows][kCols] = {};
-  for (int64_t k = 0; k < k_size; ++k) {
-    const float* __restrict b = moving + k * n_size + n0;
-    const float* __restrict a = stationary + k * m_size + m0;
-    for (int i = 0; i < kRows; ++i) {
-      for (int j = 0; j < kCols; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < kRows; ++i) {
-    for (int j = 0; j < kCols; ++j) out[(m0 + i) * n_size + n0 + j] = acc[i][j];
-  }
-}
-
-// Columns [n0, n_size) of rows [m0, m0 + kRows): blocks of 64, then 16, then 8 columns, then
-// one column at a time.
-template <int kRows>
-void matmul_rows(const float* stationary, const float* moving, int64_t k_size, int64_t m_size,
-                 int64_t n_size, int64_t m0, float* out) {
-  int64_t n0 = 0;
-  for (; n0 + 64 <= n_size; n0 += 64)
-    matmul_block<kRows, 64>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
-  for (; n0 + 16 <= n_size; n0 += 16)
-    matmul_block<kRows, 16>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
-  for (; n0 + 8 <= n_size; n0 += 8)
-    matmul_block<kRows, 8>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
-  for (; n0 < n_size; ++n0)
-    matmul_block<kRows, 1>(stationary, moving, k_size, m_size, n_size, m0, n0, out);
-}
-
-void matmul_fast(const std::vector<float>& stationary, const std::vector<float>& moving,
-                 int64_t k_size, int64_t m_size, int64_t n_size, std::vector<float>& out) {
-  int64_t m0 = 0;
-  for (; m0 + 4 <= m_size; m0 += 4)
-    matmul_rows<4>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, out.data());
-  for (; m0 < m_size; ++m0)
-    matmul_rows<1>(stationary.data(), moving.data(), k_size, m_size, n_size, m0, out.data());
-}
+// max8's order: descending, NaN above everything.
+bool ranks_above(float x, float y) { return (std::isnan(x) && !std::isnan(y)) || x > y; }
 
 float tf32_input(DType dtype, float value) {
   return dtype == DType::kTFloat32 ? round_to(DType::kTFloat32, value) : value;
@@ -265,7 +226,7 @@ void execute(CoreState& state, const Instruction& ins) {
       const int64_t k = a.partitions(), m = a.free_size(), n = b.free_size();
       std::vector<float> out(static_cast<size_t>(m * n));
       if (kFastMatmul) {
-        matmul_fast(stationary, moving, k, m, n, out);
+        matmul_fp32(stationary.data(), m, moving.data(), n, k, m, n, out.data(), n, false);
       } else {
         matmul_reference(stationary, moving, k, m, n, out);
       }
@@ -472,6 +433,39 @@ void execute(CoreState& state, const Instruction& ins) {
         for (int64_t i = has_identity ? 0 : 1; i < p; ++i)
           acc = reduce_step(ins.alu0, acc, x[i * f + j]);
         out[j] = acc;
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kMax8: {
+      const auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      std::vector<float> out(static_cast<size_t>(p * 8));
+      std::vector<float> row(static_cast<size_t>(f));
+      for (int64_t i = 0; i < p; ++i) {
+        std::copy(x.begin() + i * f, x.begin() + (i + 1) * f, row.begin());
+        std::partial_sort(row.begin(), row.begin() + 8, row.end(), ranks_above);
+        std::copy(row.begin(), row.begin() + 8, out.begin() + i * 8);
+      }
+      Access::write(state, dst, out.data());
+      return;
+    }
+    case Opcode::kFindIndex8: {
+      const auto x = Access::read(state, ins, a);
+      const auto values = Access::read(state, ins, b);
+      const int64_t p = a.partitions(), f = a.free_size();
+      // Infinity stores as the all-ones index of either dtype (integers saturate).
+      std::vector<float> out(static_cast<size_t>(p * 8), std::numeric_limits<float>::infinity());
+      for (int64_t i = 0; i < p; ++i) {
+        for (int v = 0; v < 8; ++v) {
+          const float wanted = values[i * 8 + v];
+          for (int64_t j = 0; j < f; ++j) {
+            if (x[i * f + j] == wanted) {
+              out[i * 8 + v] = static_cast<float>(j);
+              break;
+            }
+          }
+        }
       }
       Access::write(state, dst, out.data());
       return;

@@ -28,7 +28,7 @@ const char* opcode_name(Opcode opcode) {
                                        "memset",        "select",        "tensor_tensor_scan",
                                        "bn_stats",      "bn_aggr",       "activation",
                                        "iota",          "affine_select", "tensor_partition_reduce",
-                                       "dma_copy"};
+                                       "dma_copy",      "max8",          "nc_find_index8"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);
 }

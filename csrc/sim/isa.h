@@ -11,8 +11,9 @@
 // pattern's dtype). HBM buffers are flat; there every dimension's stride is in elements.
 //
 // Arithmetic happens in fp32: every input element is read as fp32, the result is rounded once to
-// the destination's dtype. Instructions, operand slots and semantics (P = partitions, F = the free
-// elements per partition of an operand, `a`..`c` = src[0..2]):
+// the destination's dtype. Which NaN (sign, payload) a result holds when NaNs meet is not
+// defined: any NaN is as good as another. Instructions, operand slots and semantics (P =
+// partitions, F = the free elements per partition of an operand, `a`..`c` = src[0..2]):
 //
 //   Tensor engine
 //   kMatmul         dst[M,N] (PSUM, fp32) = (accumulate ? dst : 0) + a[K,M]ᵀ · b[K,N];
@@ -45,6 +46,13 @@
 //   kIota           dst[p, i1..in] = imm0 + imm1·p + Σ pattern[k]·i_k.
 //   kAffineSelect   v = imm0 + imm1·p + Σ pattern[k]·i_k; dst = (v alu0 0) ? a : imm2.
 //   kPartitionReduce  dst[0, f...] = reduction with alu0 of a over its partitions.
+//   Vector engine (top-k)
+//   kMax8           dst[P,8] = the 8 largest elements of each partition of a (8 ≤ F ≤ 16384),
+//                   as fp32, in descending order (duplicates kept; NaN ranks above +inf).
+//   kFindIndex8     dst[P,8] (uint16 or uint32) = for each of the 8 values b[p,0..8), the index
+//                   (row-major over a's free elements, from 0) of its first element equal to it
+//                   in partition p of a (8 ≤ F ≤ 16384); all ones (0xFFFF / 0xFFFFFFFF) when
+//                   none is (so always for NaN).
 //   DMA
 //   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
 //                   order; casts between dtypes; HBM and SBUF only (never PSUM).
@@ -78,6 +86,8 @@ enum class Opcode : uint8_t {
   kAffineSelect,
   kPartitionReduce,
   kDmaCopy,
+  kMax8,
+  kFindIndex8,
   kCount
 };
 

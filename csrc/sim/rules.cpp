@@ -133,6 +133,10 @@ class Checker {
                                          shape_text(instruction.src[0]));
         }
         break;
+      case Opcode::kMax8:
+      case Opcode::kFindIndex8:
+        check_top8(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -142,6 +146,31 @@ class Checker {
   static const char* source_slot(int s) {
     static const char* const kNames[] = {"src0", "src1", "src2"};
     return kNames[s];
+  }
+
+  // max8 / nc_find_index8: [P, 8] out of 8..16384 elements per partition.
+  void check_top8(const Instruction& instruction) {
+    const bool find = instruction.opcode == Opcode::kFindIndex8;
+    require_inputs(instruction, find ? 2 : 1);
+    const AccessPattern& data = instruction.src[0];
+    if (data.free_size() < 8 || data.free_size() > 16384) {
+      fail(rule::kShapeMismatch, "reads 8 to 16384 elements per partition, got " +
+                                     std::to_string(data.free_size()) + " in " + shape_text(data));
+    }
+    if (instruction.dst.free_size() != 8 || instruction.dst.partitions() != data.partitions()) {
+      fail(rule::kShapeMismatch, "writes [" + std::to_string(data.partitions()) + ", 8] for data " +
+                                     shape_text(data) + ", got " + shape_text(instruction.dst));
+    }
+    if (!find) return;
+    const AccessPattern& vals = instruction.src[1];
+    if (vals.free_size() != 8 || vals.partitions() != data.partitions()) {
+      fail(rule::kShapeMismatch, "vals holds 8 values per partition of data " + shape_text(data) +
+                                     ", got " + shape_text(vals));
+    }
+    const DType out = instruction.dst.dtype;
+    if (out != DType::kUInt32 && out != DType::kUInt16) {
+      fail(rule::kDtype, std::string("writes uint16 or uint32 indices, got ") + dtype_name(out));
+    }
   }
 
   [[noreturn]] void fail(const char* rule_name, const std::string& message) const {

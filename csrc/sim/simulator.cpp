@@ -27,14 +27,20 @@ void Simulator::run(bool reference) {
   inputs_.clear();
   bound_.clear();
   core.prepare();
-  for (size_t i = 0; i < program_.instructions.size(); ++i) {
-    for (int32_t buffer : execution_layout_.born_at[i]) core.begin_life(buffer);
-    if (reference) {
-      execute_reference(core, program_.instructions[i]);
-    } else {
-      execute_fast(core, program_.instructions[i]);
+  try {
+    for (size_t i = 0; i < program_.instructions.size(); ++i) {
+      for (int32_t buffer : execution_layout_.born_at[i]) core.begin_life(buffer);
+      if (reference) {
+        execute_reference(core, program_.instructions[i]);
+      } else {
+        execute_fast(core, program_.instructions[i]);
+      }
     }
+  } catch (...) {
+    core.finish();
+    throw;
   }
+  core.finish();
 }
 
 std::vector<uint8_t> Simulator::hbm(int32_t buffer) const {

@@ -53,23 +53,22 @@ void CoreState::prepare() {
       hbm_owned_[b].assign(bytes, buffer.initialized ? 0 : 0xFF);
       hbm_[b] = hbm_owned_[b].data();
     } else if (!buffer.initialized && !owned) {
-      std::memset(hbm_[b], 0xFF, bytes);  // a bound kernel-created tensor starts poisoned
+      poison_at_finish_.push_back(static_cast<int32_t>(b));
     }
   }
+}
+
+void CoreState::finish() {
+  for (int32_t b : poison_at_finish_) {
+    for (const auto& [low, high] : written_[b]->unwritten(0))
+      std::memset(hbm_[b] + low, 0xFF, static_cast<size_t>(high - low));
+  }
+  poison_at_finish_.clear();
 }
 
 void CoreState::begin_life(int32_t buffer) {
   if (program_.buffers[buffer].memory == Memory::kHbm) return;
   written_[buffer]->clear();
-}
-
-uint8_t* CoreState::row(const AccessPattern& ap, int64_t partition) const {
-  const Buffer& info = program_.buffers[ap.buffer];
-  if (info.memory == Memory::kHbm) return hbm_[ap.buffer];
-  const bool on_psum = info.memory == Memory::kPsum;
-  const int64_t row_bytes = on_psum ? psum_row_bytes_ : sbuf_row_bytes_;
-  uint8_t* memory = on_psum ? psum_.get() : sbuf_.get();
-  return memory + (ap.start_partition + partition) * row_bytes + layout_.base[ap.buffer];
 }
 
 template <typename Visit>

@@ -26,8 +26,13 @@ class CoreState {
   const uint8_t* hbm(int32_t buffer) const { return hbm_[buffer]; }
 
   // Before the first instruction: inputs without storage read as zeros; kernel-created HBM
-  // tensors are filled with NaN (0xFF in every float format) and marked never written.
+  // tensors are marked never written and read as NaN (0xFF in every float format) where the
+  // kernel leaves them unwritten: owned ones are filled now, bound ones by finish().
   void prepare();
+  // After the last instruction (or a failed one): fills the bytes of bound kernel-created
+  // tensors the kernel never wrote with 0xFF, so they hold NaN as if poisoned up front (reads
+  // of unwritten bytes are errors, so nothing observed the difference).
+  void finish();
 
   // Starts an on-chip buffer's life: none of its bytes are written (reads of them are errors,
   // so the stale bytes a new allocation holds are never observed).
@@ -35,7 +40,21 @@ class CoreState {
 
   // Row `partition` (relative to the pattern's start) of an operand: the address of element
   // offset 0 of that partition; elements are then at + offset·size. HBM ignores `partition`.
-  uint8_t* row(const AccessPattern& ap, int64_t partition) const;
+  uint8_t* row(const AccessPattern& ap, int64_t partition) const {
+    return row_base(ap) + partition * row_stride(ap);
+  }
+  // Row 0 of `ap` (as row()) and the bytes from one row to the next (0 for HBM).
+  uint8_t* row_base(const AccessPattern& ap) const {
+    const Memory memory = program_.buffers[ap.buffer].memory;
+    if (memory == Memory::kHbm) return hbm_[ap.buffer];
+    if (memory == Memory::kPsum)
+      return psum_.get() + ap.start_partition * psum_row_bytes_ + layout_.base[ap.buffer];
+    return sbuf_.get() + ap.start_partition * sbuf_row_bytes_ + layout_.base[ap.buffer];
+  }
+  int64_t row_stride(const AccessPattern& ap) const {
+    const Memory memory = program_.buffers[ap.buffer].memory;
+    return memory == Memory::kHbm ? 0 : memory == Memory::kPsum ? psum_row_bytes_ : sbuf_row_bytes_;
+  }
 
   // The written-state of a buffer; null for memory that is always written (kernel inputs).
   WrittenMap* written(int32_t buffer) { return written_[buffer].get(); }
@@ -64,6 +83,7 @@ class CoreState {
   std::vector<uint8_t*> hbm_;                    // per buffer: where its bytes are
   std::vector<std::vector<uint8_t>> hbm_owned_;  // storage of buffers not bound
   std::vector<std::unique_ptr<WrittenMap>> written_;
+  std::vector<int32_t> poison_at_finish_;
 };
 
 }  // namespace openneuron::sim

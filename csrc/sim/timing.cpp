@@ -10,8 +10,6 @@ namespace openneuron::sim {
 
 namespace {
 
-constexpr int64_t kBlockBytes = 512;
-
 // Byte extent [low, high) of an access pattern inside each partition (on-chip, without the
 // buffer's base) or inside its HBM tensor.
 void extent(const Program& program, const AccessPattern& ap, int64_t* low, int64_t* high) {
@@ -48,13 +46,6 @@ bool on_psum(const Program& program, const AccessPattern& ap) {
   return ap.valid() && program.buffers[ap.buffer].memory == Memory::kPsum;
 }
 
-// Last access times of one region of memory.
-struct AccessRecord {
-  double write_end = 0;
-  double read_end = 0;
-  Engine writer = Engine::kCount;
-};
-
 struct HbmAccess {
   int64_t low, high;
   double end;
@@ -62,12 +53,30 @@ struct HbmAccess {
   Engine engine;
 };
 
+// One on-chip access: partitions [first, last) × bytes [low, high) of SBUF or PSUM (absolute
+// addresses inside each partition), and when it ends.
+struct ChipAccess {
+  int64_t first, last, low, high;
+  double end;
+  bool is_write;
+  Engine engine;
+
+  bool meets(int64_t p0, int64_t p1, int64_t lo, int64_t hi) const {
+    return first < p1 && p0 < last && low < hi && lo < high;
+  }
+  bool inside(int64_t p0, int64_t p1, int64_t lo, int64_t hi) const {
+    return p0 <= first && last <= p1 && lo <= low && high <= hi;
+  }
+};
+
+// Dependencies at the exact bytes and partitions each access touches (its extent: the span
+// from its first to its last element in each partition). A write supersedes every earlier
+// access inside its rectangle: it started after they ended, so anything that waits on it
+// waits on them too; the lists therefore hold about the live tiles, not the history.
 class DependencyTracker {
  public:
   DependencyTracker(const Program& program, const CoreProfile& profile, const Layout& layout)
       : program_(program), layout_(layout) {
-    sbuf_.resize(static_cast<size_t>(profile.sbuf_bytes_per_partition / kBlockBytes) + 1);
-    psum_.resize(static_cast<size_t>(profile.psum_bytes_per_partition / kBlockBytes) + 1);
     hbm_.resize(program.buffers.size());
     hbm_floor_.assign(program.buffers.size(), 0.0);
   }
@@ -90,13 +99,18 @@ class DependencyTracker {
       }
       return ready_at;
     }
-    const auto& blocks = memory == Memory::kPsum ? psum_ : sbuf_;
+    const int memory_index = memory == Memory::kPsum ? 1 : 0;
     const int64_t base = layout_.base[ap.buffer];
-    for (int64_t block = (base + low) / kBlockBytes; block <= (base + high - 1) / kBlockBytes;
-         ++block) {
-      const AccessRecord& record = blocks[block];
-      consider(record.write_end, record.writer);
-      if (is_write) consider(record.read_end, Engine::kCount);
+    const int64_t first = ap.start_partition, last = first + ap.partitions();
+    consider(chip_floor_[memory_index], Engine::kCount);
+    for (const ChipAccess& access : chip_[memory_index]) {
+      if (!access.meets(first, last, base + low, base + high)) continue;
+      // Reads wait on writes (RAW); writes on both (WAW, WAR: any engine's read needs a sync).
+      if (access.is_write) {
+        consider(access.end, access.engine);
+      } else if (is_write) {
+        consider(access.end, Engine::kCount);
+      }
     }
     return ready_at;
   }
@@ -115,24 +129,44 @@ class DependencyTracker {
       }
       return;
     }
-    auto& blocks = memory == Memory::kPsum ? psum_ : sbuf_;
+    const int memory_index = memory == Memory::kPsum ? 1 : 0;
+    auto& accesses = chip_[memory_index];
     const int64_t base = layout_.base[ap.buffer];
-    for (int64_t block = (base + low) / kBlockBytes; block <= (base + high - 1) / kBlockBytes;
-         ++block) {
-      AccessRecord& entry = blocks[block];
-      if (is_write) {
-        entry.write_end = std::max(entry.write_end, end);
-        entry.writer = engine;
-      } else {
-        entry.read_end = std::max(entry.read_end, end);
+    const int64_t first = ap.start_partition, last = first + ap.partitions();
+    const ChipAccess access{first, last, base + low, base + high, end, is_write, engine};
+    if (is_write) {
+      accesses.erase(std::remove_if(accesses.begin(), accesses.end(),
+                                    [&](const ChipAccess& old) {
+                                      return old.inside(first, last, access.low, access.high);
+                                    }),
+                     accesses.end());
+    } else {
+      // A read of the region an earlier read covered exactly extends that one.
+      for (ChipAccess& old : accesses) {
+        if (!old.is_write && old.engine == engine && old.first == first && old.last == last &&
+            old.low == access.low && old.high == access.high) {
+          old.end = std::max(old.end, end);
+          return;
+        }
       }
+    }
+    accesses.push_back(access);
+    if (accesses.size() > kMaxChipAccesses) {
+      // Forget the older half, conservatively: everything then waits for the latest of them.
+      const auto half = accesses.begin() + static_cast<std::ptrdiff_t>(accesses.size() / 2);
+      for (auto it = accesses.begin(); it != half; ++it)
+        chip_floor_[memory_index] = std::max(chip_floor_[memory_index], it->end);
+      accesses.erase(accesses.begin(), half);
     }
   }
 
  private:
+  static constexpr size_t kMaxChipAccesses = 4096;
+
   const Program& program_;
   const Layout& layout_;
-  std::vector<AccessRecord> sbuf_, psum_;
+  std::vector<ChipAccess> chip_[2];  // SBUF, PSUM
+  double chip_floor_[2] = {0, 0};
   std::vector<std::deque<HbmAccess>> hbm_;
   std::vector<double> hbm_floor_;
 };

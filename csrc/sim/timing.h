@@ -5,9 +5,9 @@
 // ready (DMA queues do not wait on one another). An instruction starts when its
 // engine is free and the memory it reads was written (RAW), and the memory it writes is no
 // longer being read or written (WAR, WAW); waiting on another engine costs a semaphore wait.
-// Dependencies are tracked per 512-byte block of SBUF/PSUM (all partitions) and per byte range
-// of each HBM tensor. Because buffers are placed next-fit (layout.h), reusing memory creates
-// the back-pressure a real kernel's buffer count gives.
+// Dependencies are tracked at the partitions × bytes each SBUF/PSUM access spans and at the
+// byte range of each HBM access. Because buffers are placed next-fit (layout.h), reusing memory
+// creates the back-pressure a real kernel's buffer count gives.
 #pragma once
 
 #include <cstdint>

@@ -75,6 +75,40 @@ bool WrittenMap::covered(int64_t first_row, int64_t last_row, int64_t low, int64
   return true;
 }
 
+std::vector<std::pair<int64_t, int64_t>> WrittenMap::unwritten(int64_t row) const {
+  std::vector<std::pair<int64_t, int64_t>> gaps;
+  const auto add = [&](int64_t low, int64_t high) {
+    if (low >= high) return;
+    if (!gaps.empty() && gaps.back().second == low) {
+      gaps.back().second = high;
+    } else {
+      gaps.emplace_back(low, high);
+    }
+  };
+  if (!bitmap_) {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const Rect& rect : rects_) {
+      if (rect.first_row <= row && row < rect.last_row) spans.emplace_back(rect.low, rect.high);
+    }
+    std::sort(spans.begin(), spans.end());
+    int64_t reached = 0;
+    for (const auto& [low, high] : spans) {
+      add(reached, low);
+      reached = std::max(reached, high);
+    }
+    add(reached, row_bytes_);
+    return gaps;
+  }
+  const uint64_t* words = bits_.data() + row * row_words_;
+  for (int64_t w = 0; w < row_words_; ++w) {
+    if (words[w] == ~uint64_t{0}) continue;
+    for (int64_t bit = 0; bit < 64 && w * 64 + bit < row_bytes_; ++bit) {
+      if (!((words[w] >> bit) & 1u)) add(w * 64 + bit, w * 64 + bit + 1);
+    }
+  }
+  return gaps;
+}
+
 void WrittenMap::to_bits() {
   bitmap_ = true;
   bits_.assign(static_cast<size_t>(rows_ * row_words_), 0);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace openneuron::sim {
@@ -22,6 +23,8 @@ class WrittenMap {
   bool covered(int64_t first_row, int64_t last_row, int64_t low, int64_t high);
   // Forgets everything (a new life of the buffer).
   void clear();
+  // The byte ranges [low, high) of row `row` never written, in order.
+  std::vector<std::pair<int64_t, int64_t>> unwritten(int64_t row) const;
 
  private:
   struct Rect {

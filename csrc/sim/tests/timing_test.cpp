@@ -81,6 +81,35 @@ TEST(Timing, IndependentEnginesOverlapAndDependenciesSerialise) {
               1e-6);
 }
 
+// Dependencies are tracked at the bytes and partitions an access touches: small tiles next to
+// each other (one 512-byte stretch of every partition) and the two partition halves of one tile
+// do not wait on each other; overlapping ones still do.
+TEST(Timing, OnlyOverlappingBytesAndPartitionsDepend) {
+  const CoreProfile& trn2 = core_profile("trn2");
+  ProgramBuilder b;
+  const int32_t a = b.tile("a", Memory::kSbuf, DType::kFloat32, 128, 16);  // 64 B per partition
+  const int32_t c = b.tile("c", Memory::kSbuf, DType::kFloat32, 128, 16);
+  const int32_t h = b.tile("h", Memory::kSbuf, DType::kFloat32, 128, 16);
+  const int32_t out = b.tile("out", Memory::kSbuf, DType::kFloat32, 128, 16);
+  b.add(Opcode::kMemset, b.ap(a, {128, 16}), {});                          // 0: vector
+  b.add(Opcode::kIota, b.ap(c, {128, 16}), {});                            // 1: gpsimd, next to a
+  b.add(Opcode::kMemset, b.ap(h, {64, 16}), {});                           // 2: vector, low half
+  b.add(Opcode::kIota, b.ap(h, {64, 16}, 0, 64), {});                      // 3: gpsimd, high half
+  b.add(Opcode::kActivation, b.ap(out, {128, 16}), {b.ap(a, {128, 16})});  // 4: reads a
+  b.add(Opcode::kIota, b.ap(h, {32, 16}, 0, 32), {});                      // 5: gpsimd, inside 2
+  b.add(Opcode::kMemset, b.ap(a, {128, 16}), {});  // 6: vector, overwrites what 4 reads
+  Simulator simulator(b.program(), trn2);
+  ASSERT_LT(simulator.layout().base[c] - simulator.layout().base[a], 512);  // one old block
+  const Timeline t = simulator.timing();
+  const double sync = trn2.semaphore_wait_cycles / trn2.gpsimd_ghz;
+  EXPECT_EQ(t.instructions[1].start_ns, 0.0);  // was: after memset a (same 512-byte block)
+  EXPECT_EQ(t.instructions[3].start_ns, t.instructions[1].end_ns);  // gpsimd's own order only
+  EXPECT_GE(t.instructions[4].start_ns, t.instructions[0].end_ns + sync);  // true RAW
+  EXPECT_GE(t.instructions[5].start_ns, t.instructions[2].end_ns + sync);  // true WAW
+  EXPECT_GT(t.instructions[4].end_ns, t.instructions[2].end_ns);           // so 6 must wait for 4:
+  EXPECT_GE(t.instructions[6].start_ns, t.instructions[4].end_ns + sync);  // true WAR
+}
+
 TEST(Timing, DmaIsOverheadBoundForSmallChunksAndFasterOnTrn3) {
   auto dma_time = [](int64_t row_elements, const std::string& profile) {
     ProgramBuilder b;

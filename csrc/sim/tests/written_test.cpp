@@ -32,6 +32,19 @@ TEST(WrittenMap, BlocksMergeAndGapsAreSeen) {
   EXPECT_FALSE(map.covered(0, 17, 0, 20));
 }
 
+// The gaps of a few rectangles (no bitmap yet): between, before and after them.
+TEST(WrittenMap, UnwrittenRangesOfRectangles) {
+  WrittenMap map(4, 100);
+  map.mark(0, 4, 10, 20);
+  map.mark(0, 2, 30, 40);
+  map.mark(0, 4, 15, 25);  // overlaps the first: merged
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(map.unwritten(0), (Ranges{{0, 10}, {25, 30}, {40, 100}}));
+  EXPECT_EQ(map.unwritten(3), (Ranges{{0, 10}, {25, 100}}));
+  map.mark(3, 4, 0, 100);
+  EXPECT_EQ(map.unwritten(3), Ranges{});
+}
+
 // Random rectangles against a byte-per-byte model, through the switch to the bitmap.
 TEST(WrittenMap, AgreesWithAByteModel) {
   std::mt19937 random(7);
@@ -57,6 +70,19 @@ TEST(WrittenMap, AgreesWithAByteModel) {
           for (int64_t b = lo; b < hi; ++b) expected = expected && model[r * bytes + b];
         ASSERT_EQ(map.covered(r0, r1, lo, hi), expected) << "trial " << trial << " step " << step;
       }
+    }
+    // unwritten() lists exactly the model's zero bytes, as maximal ranges.
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<char> listed(bytes, 1);
+      int64_t previous_end = -1;
+      for (const auto& [low, high] : map.unwritten(r)) {
+        ASSERT_LT(low, high);
+        ASSERT_GT(low, previous_end) << "ranges are ordered and not adjacent";
+        previous_end = high;
+        for (int64_t b = low; b < high; ++b) listed[b] = 0;
+      }
+      for (int64_t b = 0; b < bytes; ++b)
+        ASSERT_EQ(listed[b], model[r * bytes + b]) << "trial " << trial << " row " << r;
     }
   }
 }

@@ -175,10 +175,12 @@ def nc_matmul(
     **_ignored,
 ):
     """dst[M,N] (+)= stationary[K,M].T @ moving[K,N]. With accumulate=None a matmul adds to
-    what an earlier matmul wrote to the same PSUM tile, until another engine reads it."""
+    what an earlier matmul wrote to the same PSUM tile, until another engine reads it.
+    is_transpose=True is the Tensor engine's transpose mode: dst = stationary.T, bit for bit,
+    with `moving` the identity the array multiplies by (kernels pass one; it is not read)."""
     _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
     if is_transpose:
-        return nc_transpose(dst, moving)
+        return nc_transpose(dst, stationary)
     trace = _trace()
     key = (dst.buffer.index, dst.start_partition, dst.offset)
     if accumulate is None:
@@ -496,6 +498,21 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
 
 
+def max8(dst, src, name=None, **_ignored):
+    """dst[P, 8] = the 8 largest values of each partition of src (8 to 16384 elements), in
+    descending order, as fp32 converted to dst's dtype."""
+    _tensor(dst, "dst"), _tensor(src, "src")
+    return emit(tr.MAX8, tr.VECTOR, dst=dst, src0=src)
+
+
+def nc_find_index8(dst, data, vals, name=None, **_ignored):
+    """dst[P, 8] (uint16 or uint32) = for each of the 8 values vals[p, :], the index of the
+    first element of partition p of data equal to it (row-major over data's free axes), or
+    all ones when none is."""
+    _tensor(dst, "dst"), _tensor(data, "data"), _tensor(vals, "vals")
+    return emit(tr.FIND_INDEX8, tr.VECTOR, dst=dst, src0=data, src1=vals)
+
+
 def tensor_scalar_reduce(
     dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, name=None, **_ignored
 ):
@@ -518,8 +535,6 @@ for _name in (
     "core_barrier",
     "dma_compute",
     "local_gather",
-    "max8",
-    "nc_find_index8",
     "nc_match_replace8",
     "nc_matmul_mx",
     "nc_n_gather",

@@ -34,7 +34,9 @@ TENSOR, VECTOR, SCALAR, GPSIMD, DMA = 0, 1, 2, 3, 4
     AFFINE_SELECT,
     PARTITION_REDUCE,
     DMA_COPY,
-) = range(16)
+    MAX8,
+    FIND_INDEX8,
+) = range(18)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
