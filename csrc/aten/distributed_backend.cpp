@@ -1,7 +1,10 @@
 // The c10d backend for neuron tensors. It runs every collective through a host transport
 // backend (PyTorch's Gloo over TCP, created by the Python side from the same store) on the
 // device's communication stream, ordered after the current stream's pending work; its Work
-// makes the waiting stream wait. The only file that includes c10d headers.
+// makes the waiting stream wait. A synchronous collective whose streams are idle runs at once
+// on the calling thread instead. All-reduce, all-gather and reduce-scatter into one tensor move
+// their data themselves, as point-to-point messages whose first one carries the fingerprint
+// (PeerExchange); other collectives send the fingerprint alone first, then run the transport's.
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 #include <pybind11/chrono.h>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "aten/distributed_bindings.h"
+#include "aten/distributed_exchange.h"
 #include "distributed/collective_queue.h"
 #include "runtime/runtime.h"
 
@@ -72,7 +76,29 @@ bool wait_without_gil(const Completion& completion, std::chrono::milliseconds ti
   return completion.wait_for(timeout);
 }
 
-// OPENNEURON_DIST_CHECKS=0 skips the agreement check that runs before every collective.
+// Runs `body` on the calling thread into `completion` (an exception fails it), without holding
+// the GIL: releasing tensors may take it, and the transport may block.
+template <typename Body>
+void run_without_gil(Completion& completion, Body& body) {
+  auto run = [&] {
+    try {
+      body();
+      completion.finish();
+    } catch (const std::exception& e) {
+      completion.finish(e.what());
+    }
+  };
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release no_gil;
+    run();
+  } else {
+    run();
+  }
+}
+
+// OPENNEURON_DIST_CHECKS=0 skips the fingerprint message that collectives other than
+// all-reduce, all-gather and reduce-scatter into one tensor send first (those fold it into
+// their first message, so they always check).
 bool agreement_checked() {
   static const bool checked = [] {
     const char* value = std::getenv("OPENNEURON_DIST_CHECKS");
@@ -325,6 +351,7 @@ class NeuronBackend : public c10d::Backend {
         store_(std::move(store)),
         timeout_(timeout),
         transport_(std::move(transport)),
+        exchange_(transport_, rank, size, timeout),
         factory_(std::move(factory)),
         queue_device_(runtime::current_device()) {
     TORCH_CHECK(transport_, "neuron backend: no transport backend was given");
@@ -333,7 +360,10 @@ class NeuronBackend : public c10d::Backend {
   const std::string getBackendName() const override { return "neuron"; }
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
-  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  void setTimeout(std::chrono::milliseconds timeout) override {
+    timeout_ = timeout;
+    exchange_.set_timeout(timeout);
+  }
   // Every rank of a new group starts counting its collectives at 0, so there is nothing to agree.
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_number_; }
@@ -387,12 +417,25 @@ class NeuronBackend : public c10d::Backend {
     auto plan = plan_reduction(opts.reduceOp, *buffers);
     c10d::AllreduceOptions transport_opts = opts;
     transport_opts.reduceOp = plan.transport_op;
-    return launch("all_reduce", c10d::OpType::ALLREDUCE, buffers, tensors,
-                  [this, hosts, plan, transport_opts]() mutable {
-                    scale_before(plan, hosts);
-                    transport_->allreduce(hosts, transport_opts)->wait();
-                    average_after(plan, hosts, getSize());
-                  });
+    const int64_t reduce_op = opts.reduceOp.op_;
+    if (hosts.size() == 1 && exchanges_directly() && combinable(plan.transport_op.op_)) {
+      return launch(
+          "all_reduce", c10d::OpType::ALLREDUCE, buffers, tensors,
+          [this, hosts, plan](const Fingerprint& fingerprint) mutable {
+            scale_before(plan, hosts);
+            exchange_all_reduce(hosts[0], plan.transport_op.op_, fingerprint);
+            average_after(plan, hosts, getSize());
+          },
+          How{opts.asyncOp, Agree::kReadSizes, reduce_op, true});
+    }
+    return launch(
+        "all_reduce", c10d::OpType::ALLREDUCE, buffers, tensors,
+        [this, hosts, plan, transport_opts](const Fingerprint&) mutable {
+          scale_before(plan, hosts);
+          transport_->allreduce(hosts, transport_opts)->wait();
+          average_after(plan, hosts, getSize());
+        },
+        How{opts.asyncOp, Agree::kReadSizes, reduce_op});
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
@@ -402,20 +445,26 @@ class NeuronBackend : public c10d::Backend {
     auto plan = plan_reduction(opts.reduceOp, *buffers);
     c10d::AllreduceCoalescedOptions transport_opts = opts;
     transport_opts.reduceOp = plan.transport_op;
-    return launch("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, buffers, tensors,
-                  [this, hosts, plan, transport_opts]() mutable {
-                    scale_before(plan, hosts);
-                    transport_->allreduce_coalesced(hosts, transport_opts)->wait();
-                    average_after(plan, hosts, getSize());
-                  });
+    return launch(
+        "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, buffers, tensors,
+        [this, hosts, plan, transport_opts](const Fingerprint&) mutable {
+          scale_before(plan, hosts);
+          transport_->allreduce_coalesced(hosts, transport_opts)->wait();
+          average_after(plan, hosts, getSize());
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(Tensors& tensors,
                                            const c10d::BroadcastOptions& opts) override {
     auto buffers = std::make_shared<HostBuffers>("broadcast");
     auto hosts = buffers->add_all(tensors, Access::kReadWrite);
-    return launch("broadcast", c10d::OpType::BROADCAST, buffers, tensors,
-                  [this, hosts, opts]() mutable { transport_->broadcast(hosts, opts)->wait(); });
+    return launch(
+        "broadcast", c10d::OpType::BROADCAST, buffers, tensors,
+        [this, hosts, opts](const Fingerprint&) mutable {
+          transport_->broadcast(hosts, opts)->wait();
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(Tensors& tensors,
@@ -426,12 +475,14 @@ class NeuronBackend : public c10d::Backend {
     c10d::ReduceOptions transport_opts = opts;
     transport_opts.reduceOp = plan.transport_op;
     const bool is_root = opts.rootRank == getRank();
-    return launch("reduce", c10d::OpType::REDUCE, buffers, tensors,
-                  [this, hosts, plan, transport_opts, is_root]() mutable {
-                    scale_before(plan, hosts);
-                    transport_->reduce(hosts, transport_opts)->wait();
-                    if (is_root) average_after(plan, hosts, getSize());
-                  });
+    return launch(
+        "reduce", c10d::OpType::REDUCE, buffers, tensors,
+        [this, hosts, plan, transport_opts, is_root](const Fingerprint&) mutable {
+          scale_before(plan, hosts);
+          transport_->reduce(hosts, transport_opts)->wait();
+          if (is_root) average_after(plan, hosts, getSize());
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -439,10 +490,12 @@ class NeuronBackend : public c10d::Backend {
     auto buffers = std::make_shared<HostBuffers>("all_gather");
     auto host_outputs = buffers->add_nested(outputs, Access::kWrite);
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
-    return launch("all_gather", c10d::OpType::ALLGATHER, buffers, flatten(outputs),
-                  [this, host_outputs, host_inputs, opts]() mutable {
-                    transport_->allgather(host_outputs, host_inputs, opts)->wait();
-                  });
+    return launch(
+        "all_gather", c10d::OpType::ALLGATHER, buffers, flatten(outputs),
+        [this, host_outputs, host_inputs, opts](const Fingerprint&) mutable {
+          transport_->allgather(host_outputs, host_inputs, opts)->wait();
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
@@ -451,10 +504,20 @@ class NeuronBackend : public c10d::Backend {
     auto host_output = buffers->add(output, Access::kWrite);
     auto host_input = buffers->add(input, Access::kRead);
     check_gather_sizes("all_gather_into_tensor", output, input);
-    return launch("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, buffers, {output},
-                  [this, host_output, host_input, opts]() mutable {
-                    transport_->_allgather_base(host_output, host_input, opts)->wait();
-                  });
+    if (exchanges_directly()) {
+      return launch(
+          "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, buffers, {output},
+          [this, host_output, host_input](const Fingerprint& fingerprint) {
+            exchange_all_gather(host_output, host_input, fingerprint);
+          },
+          How{opts.asyncOp, Agree::kReadSizes, -1, true});
+    }
+    return launch(
+        "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, buffers, {output},
+        [this, host_output, host_input, opts](const Fingerprint&) mutable {
+          transport_->_allgather_base(host_output, host_input, opts)->wait();
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -462,10 +525,12 @@ class NeuronBackend : public c10d::Backend {
     auto buffers = std::make_shared<HostBuffers>("all_gather_coalesced");
     auto host_outputs = buffers->add_nested(outputs, Access::kWrite);
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
-    return launch("all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, buffers,
-                  flatten(outputs), [this, host_outputs, host_inputs, opts]() mutable {
-                    transport_->allgather_coalesced(host_outputs, host_inputs, opts)->wait();
-                  });
+    return launch(
+        "all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, buffers, flatten(outputs),
+        [this, host_outputs, host_inputs, opts](const Fingerprint&) mutable {
+          transport_->allgather_coalesced(host_outputs, host_inputs, opts)->wait();
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
@@ -476,12 +541,14 @@ class NeuronBackend : public c10d::Backend {
     for (size_t i = 0; i < outputs.size() && i < inputs.size(); ++i) {
       check_gather_sizes("all_gather_into_tensor_coalesced", outputs[i], inputs[i]);
     }
-    return launch("all_gather_into_tensor_coalesced", c10d::OpType::COALESCED, buffers, outputs,
-                  [this, host_outputs, host_inputs, opts]() mutable {
-                    for (size_t i = 0; i < host_outputs.size(); ++i) {
-                      transport_->_allgather_base(host_outputs[i], host_inputs[i], opts)->wait();
-                    }
-                  });
+    return launch(
+        "all_gather_into_tensor_coalesced", c10d::OpType::COALESCED, buffers, outputs,
+        [this, host_outputs, host_inputs, opts](const Fingerprint&) mutable {
+          for (size_t i = 0; i < host_outputs.size(); ++i) {
+            transport_->_allgather_base(host_outputs[i], host_inputs[i], opts)->wait();
+          }
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<Tensors>& outputs, Tensors& inputs,
@@ -489,10 +556,12 @@ class NeuronBackend : public c10d::Backend {
     auto buffers = std::make_shared<HostBuffers>("gather");
     auto host_outputs = buffers->add_nested(outputs, Access::kWrite);
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
-    return launch("gather", c10d::OpType::GATHER, buffers, flatten(outputs),
-                  [this, host_outputs, host_inputs, opts]() mutable {
-                    transport_->gather(host_outputs, host_inputs, opts)->wait();
-                  });
+    return launch(
+        "gather", c10d::OpType::GATHER, buffers, flatten(outputs),
+        [this, host_outputs, host_inputs, opts](const Fingerprint&) mutable {
+          transport_->gather(host_outputs, host_inputs, opts)->wait();
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> scatter(Tensors& outputs, std::vector<Tensors>& inputs,
@@ -502,10 +571,10 @@ class NeuronBackend : public c10d::Backend {
     auto host_inputs = buffers->add_nested(inputs, Access::kRead);
     return launch(
         "scatter", c10d::OpType::SCATTER, buffers, outputs,
-        [this, host_outputs, host_inputs, opts]() mutable {
+        [this, host_outputs, host_inputs, opts](const Fingerprint&) mutable {
           transport_->scatter(host_outputs, host_inputs, opts)->wait();
         },
-        Agree::kWriteSizes);
+        How{opts.asyncOp, Agree::kWriteSizes});
   }
 
   // Reduce-scatter runs on the transport's own reduce-scatter; a premultiplied sum scales a
@@ -528,15 +597,17 @@ class NeuronBackend : public c10d::Backend {
     auto host_output = buffers->add(outputs[0], Access::kWrite);
     auto host_inputs = buffers->add_all(inputs[0], Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
-    return launch("reduce_scatter", c10d::OpType::REDUCE_SCATTER, buffers, outputs,
-                  [this, host_output, host_inputs, plan, opts]() mutable {
-                    Tensors outs{host_output};
-                    std::vector<Tensors> ins{scaled_copy(plan, host_inputs)};
-                    auto transport_opts = opts;
-                    transport_opts.reduceOp = plan.transport_op;
-                    transport_->reduce_scatter(outs, ins, transport_opts)->wait();
-                    average_after(plan, outs, getSize());
-                  });
+    return launch(
+        "reduce_scatter", c10d::OpType::REDUCE_SCATTER, buffers, outputs,
+        [this, host_output, host_inputs, plan, opts](const Fingerprint&) mutable {
+          Tensors outs{host_output};
+          std::vector<Tensors> ins{scaled_copy(plan, host_inputs)};
+          auto transport_opts = opts;
+          transport_opts.reduceOp = plan.transport_op;
+          transport_->reduce_scatter(outs, ins, transport_opts)->wait();
+          average_after(plan, outs, getSize());
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
@@ -549,10 +620,23 @@ class NeuronBackend : public c10d::Backend {
     auto host_output = buffers->add(output, Access::kWrite);
     auto host_input = buffers->add(input, Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
-    return launch("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, buffers, {output},
-                  [this, host_output, host_input, plan, opts]() mutable {
-                    reduce_scatter_on_host(host_input, host_output, plan, opts);
-                  });
+    const int64_t reduce_op = opts.reduceOp.op_;
+    if (exchanges_directly() && combinable(plan.transport_op.op_)) {
+      return launch(
+          "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, buffers, {output},
+          [this, host_output, host_input, plan](const Fingerprint& fingerprint) {
+            auto source = scaled_copy(plan, {host_input})[0];
+            exchange_reduce_scatter(source, host_output, plan.transport_op.op_, fingerprint);
+            average_after(plan, {host_output}, getSize());
+          },
+          How{opts.asyncOp, Agree::kReadSizes, reduce_op, true});
+    }
+    return launch(
+        "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, buffers, {output},
+        [this, host_output, host_input, plan, opts](const Fingerprint&) mutable {
+          reduce_scatter_on_host(host_input, host_output, plan, opts);
+        },
+        How{opts.asyncOp, Agree::kReadSizes, reduce_op});
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
@@ -563,12 +647,14 @@ class NeuronBackend : public c10d::Backend {
     auto host_outputs = buffers->add_all(outputs, Access::kWrite);
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
-    return launch("reduce_scatter_tensor_coalesced", c10d::OpType::COALESCED, buffers, outputs,
-                  [this, host_outputs, host_inputs, plan, opts]() mutable {
-                    for (size_t i = 0; i < host_outputs.size(); ++i) {
-                      reduce_scatter_on_host(host_inputs[i], host_outputs[i], plan, opts);
-                    }
-                  });
+    return launch(
+        "reduce_scatter_tensor_coalesced", c10d::OpType::COALESCED, buffers, outputs,
+        [this, host_outputs, host_inputs, plan, opts](const Fingerprint&) mutable {
+          for (size_t i = 0; i < host_outputs.size(); ++i) {
+            reduce_scatter_on_host(host_inputs[i], host_outputs[i], plan, opts);
+          }
+        },
+        How{opts.asyncOp});
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -582,11 +668,12 @@ class NeuronBackend : public c10d::Backend {
     auto host_input = buffers->add(input, Access::kRead);
     return launch(
         "all_to_all_single", c10d::OpType::ALLTOALL_BASE, buffers, {output},
-        [this, host_output, host_input, output_splits, input_splits, opts]() mutable {
+        [this, host_output, host_input, output_splits, input_splits,
+         opts](const Fingerprint&) mutable {
           transport_->alltoall_base(host_output, host_input, output_splits, input_splits, opts)
               ->wait();
         },
-        Agree::kKindOnly);
+        How{opts.asyncOp, Agree::kKindOnly});
   }
 
   // A list all-to-all packs the lists into one buffer each way and runs the single-tensor form.
@@ -605,7 +692,7 @@ class NeuronBackend : public c10d::Backend {
     auto host_inputs = buffers->add_all(inputs, Access::kRead);
     return launch(
         "all_to_all", c10d::OpType::ALLTOALL, buffers, outputs,
-        [this, host_outputs, host_inputs, opts]() mutable {
+        [this, host_outputs, host_inputs, opts](const Fingerprint&) mutable {
           std::vector<int64_t> input_splits, output_splits;
           for (const auto& t : host_inputs) input_splits.push_back(t.numel());
           for (const auto& t : host_outputs) output_splits.push_back(t.numel());
@@ -624,7 +711,7 @@ class NeuronBackend : public c10d::Backend {
             offset += output_splits[i];
           }
         },
-        Agree::kKindOnly);
+        How{opts.asyncOp, Agree::kKindOnly});
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
@@ -637,34 +724,96 @@ class NeuronBackend : public c10d::Backend {
 
   // ---- point to point ----
 
+  // Every message is preceded by a header (dtype, element count, bytes) on a tag of its own; the
+  // receiver compares it with its tensor before it posts the data receive, so a size the
+  // receiver does not expect raises there, naming both sides, instead of aborting in the
+  // transport (a larger message) or leaving the tail stale (a smaller one).
   c10::intrusive_ptr<c10d::Work> send(Tensors& tensors, int dst, int tag) override {
     check_peer("send", dst);
+    check_tag("send", tag);
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: send takes one tensor, got ", tensors.size());
     auto buffers = std::make_shared<HostBuffers>("send");
     auto hosts = buffers->add_all(tensors, Access::kRead);
     return launch_transfer(
-        "send", c10d::OpType::SEND, buffers, tensors, nullptr,
-        [this, hosts, dst, tag]() mutable { return transport_->send(hosts, dst, tag); });
+        "send", c10d::OpType::SEND, buffers, tensors, nullptr, false,
+        [this, hosts, dst, tag]() mutable {
+          Tensors header{p2p_header(hosts[0])};
+          auto header_sent = transport_->send(header, dst, header_tag(tag));
+          auto data_sent = transport_->send(hosts, dst, tag);
+          return std::function<void(int*)>([this, header, header_sent, data_sent](int*) {
+            header_sent->wait(timeout_);
+            data_sent->wait(timeout_);
+          });
+        });
   }
 
   c10::intrusive_ptr<c10d::Work> recv(Tensors& tensors, int src, int tag) override {
     check_peer("recv", src);
-    auto buffers = std::make_shared<HostBuffers>("recv");
-    auto hosts = buffers->add_all(tensors, Access::kWrite);
-    return launch_transfer(
-        "recv", c10d::OpType::RECV, buffers, tensors, nullptr,
-        [this, hosts, src, tag]() mutable { return transport_->recv(hosts, src, tag); });
+    return receive("recv", c10d::OpType::RECV, tensors, src, tag, nullptr);
   }
 
   c10::intrusive_ptr<c10d::Work> recvAnysource(Tensors& tensors, int tag) override {
-    auto buffers = std::make_shared<HostBuffers>("recv_anysource");
-    auto hosts = buffers->add_all(tensors, Access::kWrite);
-    auto source = std::make_shared<int>(-1);
-    return launch_transfer(
-        "recv_anysource", c10d::OpType::RECVANYSOURCE, buffers, tensors, source,
-        [this, hosts, tag]() mutable { return transport_->recvAnysource(hosts, tag); });
+    return receive("recv_anysource", c10d::OpType::RECVANYSOURCE, tensors, -1, tag,
+                   std::make_shared<int>(-1));
   }
 
  private:
+  // Point-to-point headers travel on the user's tag with this bit set.
+  static constexpr int kHeaderTagBit = 1 << 30;
+  static constexpr int kHeaderFields = 3;  // dtype, elements, bytes
+  static int header_tag(int tag) { return tag | kHeaderTagBit; }
+
+  static void check_tag(const char* op_name, int tag) {
+    TORCH_CHECK(tag >= 0 && tag < kHeaderTagBit - (1 << 16), "neuron backend: ", op_name,
+                " takes tags from 0 to ", kHeaderTagBit - (1 << 16) - 1, ", got ", tag);
+  }
+
+  static at::Tensor p2p_header(const at::Tensor& tensor) {
+    auto header = at::empty({kHeaderFields}, at::kLong);
+    auto* fields = header.data_ptr<int64_t>();
+    fields[0] = static_cast<int64_t>(tensor.scalar_type());
+    fields[1] = tensor.numel();
+    fields[2] = static_cast<int64_t>(tensor.nbytes());
+    return header;
+  }
+
+  // A receive from `src` (-1: any source): the header first, then the data if it matches.
+  c10::intrusive_ptr<c10d::Work> receive(const char* op_name, c10d::OpType type, Tensors& tensors,
+                                         int src, int tag, std::shared_ptr<int> source) {
+    check_tag(op_name, tag);
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: ", op_name, " takes one tensor, got ",
+                tensors.size());
+    auto buffers = std::make_shared<HostBuffers>(op_name);
+    auto hosts = buffers->add_all(tensors, Access::kWrite);
+    return launch_transfer(
+        op_name, type, buffers, tensors, source, true, [this, hosts, src, tag]() mutable {
+          Tensors header{at::empty({kHeaderFields}, at::kLong)};
+          auto header_received = src >= 0 ? transport_->recv(header, src, header_tag(tag))
+                                          : transport_->recvAnysource(header, header_tag(tag));
+          return std::function<void(int*)>([this, hosts, header, header_received, src,
+                                            tag](int* sender) mutable {
+            header_received->wait(timeout_);
+            const int from = src >= 0 ? src : header_received->sourceRank();
+            const int64_t* fields = header[0].data_ptr<int64_t>();
+            const at::Tensor& mine = hosts[0];
+            if (fields[0] != static_cast<int64_t>(mine.scalar_type()) ||
+                fields[1] != mine.numel()) {
+              // Take the message in anyway, so the next one on this tag is not taken for it.
+              Tensors drain{at::empty({fields[2]}, at::kByte)};
+              transport_->recv(drain, from, tag)->wait(timeout_);
+              throw std::runtime_error(
+                  "rank " + std::to_string(from) + " sent " + std::to_string(fields[1]) +
+                  " elements of " + c10::toString(static_cast<c10::ScalarType>(fields[0])) +
+                  " (tag " + std::to_string(tag) + ") but this rank (" + std::to_string(getRank()) +
+                  ") receives into " + std::to_string(mine.numel()) + " elements of " +
+                  c10::toString(mine.scalar_type()));
+            }
+            transport_->recv(hosts, from, tag)->wait(timeout_);
+            if (sender != nullptr) *sender = from;
+          });
+        });
+  }
+
   static Tensors flatten(const std::vector<Tensors>& lists) {
     Tensors all;
     for (const auto& list : lists) all.insert(all.end(), list.begin(), list.end());
@@ -740,6 +889,126 @@ class NeuronBackend : public c10d::Backend {
     return copies;
   }
 
+  // Up to this many ranks, all-reduce, all-gather and reduce-scatter send every peer its part
+  // directly (one message each way per peer: the fewest latencies; all-reduce sends (n - 1)
+  // times the data where a ring sends 2 (n - 1) / n times); larger groups use the transport's.
+  static constexpr int kMaxDirectRanks = 4;
+  bool exchanges_directly() const { return getSize() <= kMaxDirectRanks; }
+
+  static bool combinable(c10d::ReduceOp::RedOpType op) {
+    switch (op) {
+      case c10d::ReduceOp::SUM:
+      case c10d::ReduceOp::PRODUCT:
+      case c10d::ReduceOp::MIN:
+      case c10d::ReduceOp::MAX:
+      case c10d::ReduceOp::BAND:
+      case c10d::ReduceOp::BOR:
+      case c10d::ReduceOp::BXOR:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // out = a (op) b, elementwise; `out` may be `a` or `b`.
+  static void combine(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
+                      c10d::ReduceOp::RedOpType op) {
+    switch (op) {
+      case c10d::ReduceOp::SUM:
+        at::add_out(out, a, b);
+        break;
+      case c10d::ReduceOp::PRODUCT:
+        at::mul_out(out, a, b);
+        break;
+      case c10d::ReduceOp::MIN:
+        at::minimum_out(out, a, b);
+        break;
+      case c10d::ReduceOp::MAX:
+        at::maximum_out(out, a, b);
+        break;
+      case c10d::ReduceOp::BAND:
+        at::bitwise_and_out(out, a, b);
+        break;
+      case c10d::ReduceOp::BOR:
+        at::bitwise_or_out(out, a, b);
+        break;
+      default:
+        at::bitwise_xor_out(out, a, b);
+        break;
+    }
+  }
+
+  // Folds `parts` (one per rank, this rank's being `mine`) into `out` in rank order, so every
+  // rank computes the same value bit for bit.
+  static void fold_in_rank_order(at::Tensor out, const std::vector<at::Tensor>& parts, int mine,
+                                 const at::Tensor& own, c10d::ReduceOp::RedOpType op) {
+    const int size = static_cast<int>(parts.size());
+    at::Tensor acc = mine == 0 ? own : parts[0];
+    for (int r = 1; r < size; ++r) {
+      at::Tensor target = r == size - 1 ? out : (acc.is_same(own) ? out : acc);
+      combine(target, acc, r == mine ? own : parts[r], op);
+      acc = target;
+    }
+    if (size == 1 && !out.is_same(own)) out.copy_(own);
+  }
+
+  // Every rank sends its whole tensor to every peer and folds all of them in rank order.
+  void exchange_all_reduce(at::Tensor host, c10d::ReduceOp::RedOpType op,
+                           const Fingerprint& fingerprint) {
+    const int size = getSize(), me = getRank();
+    if (size == 1) return;
+    const int64_t bytes = static_cast<int64_t>(host.nbytes());
+    std::vector<PeerBytes> sends(size), receives(size);
+    std::vector<at::Tensor> parts(size);
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == me) continue;
+      sends[peer] = {host.data_ptr(), bytes};
+      void* scratch = exchange_.scratch(peer, bytes);
+      receives[peer] = {scratch, bytes};
+      parts[peer] = at::from_blob(scratch, host.sizes(), host.options());
+    }
+    exchange_.run(fingerprint, sends, receives);
+    fold_in_rank_order(host, parts, me, host, op);
+  }
+
+  // Every rank sends its input to every peer, which receives it in place in its output.
+  void exchange_all_gather(const at::Tensor& output, const at::Tensor& input,
+                           const Fingerprint& fingerprint) {
+    const int size = getSize(), me = getRank();
+    const int64_t bytes = static_cast<int64_t>(input.nbytes());
+    auto* base = static_cast<uint8_t*>(output.data_ptr());
+    if (base + me * bytes != input.data_ptr())
+      std::memcpy(base + me * bytes, input.data_ptr(), bytes);
+    if (size == 1) return;
+    std::vector<PeerBytes> sends(size), receives(size);
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == me) continue;
+      sends[peer] = {input.data_ptr(), bytes};
+      receives[peer] = {base + peer * bytes, bytes};
+    }
+    exchange_.run(fingerprint, sends, receives);
+  }
+
+  // Every rank sends chunk p of its input to rank p and folds the chunks it receives.
+  void exchange_reduce_scatter(const at::Tensor& input, at::Tensor output,
+                               c10d::ReduceOp::RedOpType op, const Fingerprint& fingerprint) {
+    const int size = getSize(), me = getRank();
+    const int64_t bytes = static_cast<int64_t>(output.nbytes());
+    auto* base = static_cast<uint8_t*>(input.data_ptr());
+    auto own = at::from_blob(base + me * bytes, output.sizes(), output.options());
+    std::vector<PeerBytes> sends(size), receives(size);
+    std::vector<at::Tensor> parts(size);
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == me) continue;
+      sends[peer] = {base + peer * bytes, bytes};
+      void* scratch = exchange_.scratch(peer, bytes);
+      receives[peer] = {scratch, bytes};
+      parts[peer] = at::from_blob(scratch, output.sizes(), output.options());
+    }
+    if (size > 1) exchange_.run(fingerprint, sends, receives);
+    fold_in_rank_order(output, parts, me, own, op);
+  }
+
   // Reduces `input` (world size chunks) across ranks into this rank's chunk, `output`.
   void reduce_scatter_on_host(const at::Tensor& input, at::Tensor output, const ReductionPlan& plan,
                               const c10d::ReduceScatterOptions& opts) {
@@ -750,57 +1019,42 @@ class NeuronBackend : public c10d::Backend {
     average_after(plan, {output}, getSize());
   }
 
-  // Every rank shares its collective's kind, dtype and element count (one small all-gather)
-  // and all of them raise if any differs. The transport would otherwise receive more bytes
-  // than it expects, which aborts the process.
-  void check_agreement(c10d::OpType type, std::pair<int64_t, int64_t> signature) {
-    constexpr int64_t kFields = 3;
-    auto mine = at::empty({kFields}, at::kLong);
-    auto* fields = mine.data_ptr<int64_t>();
-    fields[0] = static_cast<int64_t>(type);
-    fields[1] = signature.first;
-    fields[2] = signature.second;
-    auto all = at::empty({getSize() * kFields}, at::kLong);
-    transport_->_allgather_base(all, mine)->wait();
-    const int64_t* rows = all.data_ptr<int64_t>();
-    auto describe = [](const int64_t* row) {
-      std::string text = c10d::opTypeToString(static_cast<c10d::OpType>(row[0]));
-      if (row[1] >= 0)
-        text += std::string(" of ") + c10::toString(static_cast<c10::ScalarType>(row[1]));
-      if (row[2] >= 0) text += " with " + std::to_string(row[2]) + " elements";
-      return text;
-    };
-    for (int rank = 0; rank < getSize(); ++rank) {
-      const int64_t* row = rows + rank * kFields;
-      const int64_t* first = rows;
-      if (!std::equal(row, row + kFields, first)) {
-        // The queue names the collective ("neuron backend: <op> failed: ...").
-        std::string text = std::string("the ranks' collectives do not match: rank 0 runs ") +
-                           describe(first) + ", rank " + std::to_string(rank) + " runs " +
-                           describe(row) + " (this is rank " + std::to_string(getRank()) + ")";
-        throw std::runtime_error(text);
-      }
-    }
-  }
+  // How launch() runs a collective.
+  struct How {
+    bool async_op = true;  // the caller may not wait for it at once (c10d's asyncOp)
+    Agree agree = Agree::kReadSizes;
+    int64_t reduce_op = -1;  // compared between ranks when set
+    bool folded = false;     // run() sends the fingerprint itself, with its first message
+  };
 
+  // Runs `run` (the transport's part of a collective) after the fingerprints agreed: on the
+  // communication stream after the current stream's pending work, or, for a synchronous call
+  // when that stream and the communication stream are idle, at once on the calling thread
+  // (the same order, without two thread hand-offs).
   c10::intrusive_ptr<c10d::Work> launch(const char* op_name, c10d::OpType type,
                                         std::shared_ptr<HostBuffers> buffers, Tensors outputs,
-                                        std::function<void()> run,
-                                        Agree agree = Agree::kReadSizes) {
+                                        std::function<void(const Fingerprint&)> run, How how) {
     const int device = buffers->device();
     auto& queue = CollectiveQueue::for_device(queue_device_);
     runtime::Stream* producer = device >= 0 ? &runtime::current_stream(device) : nullptr;
-    buffers->record_on(queue.stream());
-    const auto signature = buffers->signature(agree);
-    const bool check = agreement_checked() && getSize() > 1;
-    auto completion =
-        queue.submit(op_name, producer,
-                     [self = keep_alive(), type, signature, check, buffers, run = std::move(run)] {
-                       if (check) self->check_agreement(type, signature);
-                       buffers->copy_in();
-                       run();
-                       buffers->copy_out();
-                     });
+    const auto signature = buffers->signature(how.agree);
+    const Fingerprint fingerprint{static_cast<int64_t>(type), signature.first, signature.second,
+                                  how.reduce_op};
+    const bool header_only = !how.folded && agreement_checked() && getSize() > 1;
+    auto body = [self = keep_alive(), fingerprint, header_only, buffers, run = std::move(run)] {
+      if (header_only) self->exchange_.run(fingerprint, {}, {});
+      buffers->copy_in();
+      run(fingerprint);
+      buffers->copy_out();
+    };
+    std::shared_ptr<Completion> completion;
+    if (!how.async_op && !coalescing_ && queue.idle(producer)) {
+      completion = std::make_shared<Completion>();
+      run_without_gil(*completion, body);
+    } else {
+      buffers->record_on(queue.stream());
+      completion = queue.submit(op_name, producer, std::move(body));
+    }
     return finish_launch(op_name, type, completion, std::move(outputs), device, false);
   }
 
@@ -810,28 +1064,32 @@ class NeuronBackend : public c10d::Backend {
     return c10::intrusive_ptr<NeuronBackend>::unsafe_reclaim_from_nonowning(this);
   }
 
-  using StartTransfer = std::function<c10::intrusive_ptr<c10d::Work>()>;
+  // Starts a transfer on the communication stream and returns the step that waits for its end
+  // (given where to store the sender, or null).
+  using StartTransfer = std::function<std::function<void(int*)>()>;
 
   c10::intrusive_ptr<c10d::Work> launch_transfer(const char* op_name, c10d::OpType type,
                                                  std::shared_ptr<HostBuffers> buffers,
                                                  Tensors outputs, std::shared_ptr<int> source,
-                                                 StartTransfer start) {
+                                                 bool receive, StartTransfer start) {
     const int device = buffers->device();
     auto& queue = CollectiveQueue::for_device(queue_device_);
     runtime::Stream* producer = device >= 0 ? &runtime::current_stream(device) : nullptr;
     buffers->record_on(queue.stream());
-    auto completion =
-        queue.submit_transfer(op_name, producer, [self = keep_alive(), buffers, source, start] {
+    auto completion = queue.submit_transfer(
+        op_name, producer, receive, [self = keep_alive(), buffers, source, start] {
           buffers->copy_in();
-          auto work = start();
+          auto finish = start();
           // Bounded by the group timeout: a peer that never sends or receives raises.
-          return std::function<void()>([self, buffers, source, work] {
-            work->wait(self->timeout_);
-            if (source) *source = work->sourceRank();
+          return std::function<void()>([self, buffers, source, finish] {
+            finish(source.get());
             buffers->copy_out();
           });
         });
-    auto work = finish_launch(op_name, type, completion, std::move(outputs), device, false);
+    // The caller of an any-source receive asks for the sender next, which blocks the host
+    // anyway: its wait() blocks the host too and raises there, leaving no error on the stream.
+    const bool host_wait = source != nullptr;
+    auto work = finish_launch(op_name, type, completion, std::move(outputs), device, host_wait);
     if (source) static_cast<NeuronWork*>(work.get())->set_source_rank(source);
     return work;
   }
@@ -852,6 +1110,7 @@ class NeuronBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Backend> transport_;
+  PeerExchange exchange_;  // after transport_: destroyed before it
   HostFactory factory_;
   const int queue_device_;
   bool coalescing_ = false;

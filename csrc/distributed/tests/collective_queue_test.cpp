@@ -49,18 +49,58 @@ TEST(CollectiveQueue, AFailingCollectiveFailsItsCompletionOnly) {
 TEST(CollectiveQueue, AnUnfinishedTransferDoesNotHoldBackLaterWork) {
   auto& queue = CollectiveQueue::for_device(1);
   auto released = std::make_shared<std::atomic<bool>>(false);
-  auto send = queue.submit_transfer("send", nullptr, [released] {
+  auto send = queue.submit_transfer("send", nullptr, false, [released] {
     return std::function<void()>([released] {
       while (!released->load()) std::this_thread::sleep_for(1ms);
     });
   });
   // A receive submitted after the send starts while the send is still waiting for its peer.
-  auto recv = queue.submit_transfer("recv", nullptr, [released] {
+  auto recv = queue.submit_transfer("recv", nullptr, true, [released] {
     released->store(true);
     return std::function<void()>([] {});
   });
   ASSERT_TRUE(send->wait_for(2000ms)) << "the ring deadlocked";
   ASSERT_TRUE(recv->wait_for(2000ms));
+}
+
+// A receive's end posts its data receive, which a send's end on the peer may be waiting for:
+// it must not queue behind this rank's own unfinished send end (a ring would deadlock).
+TEST(CollectiveQueue, AReceiveEndDoesNotWaitBehindASendEnd) {
+  auto& queue = CollectiveQueue::for_device(2);
+  auto received = std::make_shared<std::atomic<bool>>(false);
+  auto send = queue.submit_transfer("send", nullptr, false, [received] {
+    return std::function<void()>([received] {
+      const auto give_up = std::chrono::steady_clock::now() + 3s;
+      while (!received->load() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(1ms);
+      if (!received->load()) throw std::runtime_error("the receive's end never ran");
+    });
+  });
+  auto recv = queue.submit_transfer("recv", nullptr, true, [received] {
+    return std::function<void()>([received] { received->store(true); });
+  });
+  ASSERT_TRUE(send->wait_for(5000ms));
+  ASSERT_TRUE(recv->wait_for(5000ms));
+  EXPECT_FALSE(send->failed()) << send->error();
+}
+
+TEST(CollectiveQueue, IdleOnlyWhenNeitherStreamHasWork) {
+  auto& queue = CollectiveQueue::for_device(3);
+  runtime::Stream producer(3, 9, false);
+  EXPECT_TRUE(queue.idle(&producer));
+  producer.enqueue("slow_kernel", [] { std::this_thread::sleep_for(50ms); });
+  EXPECT_FALSE(queue.idle(&producer));
+  producer.synchronize();
+  EXPECT_TRUE(queue.idle(&producer));
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto running = queue.submit("all_reduce", nullptr, [release] {
+    while (!release->load()) std::this_thread::sleep_for(1ms);
+  });
+  EXPECT_FALSE(queue.idle(nullptr));
+  release->store(true);
+  ASSERT_TRUE(running->wait_for(2000ms));
+  queue.stream().synchronize();
+  EXPECT_TRUE(queue.idle(nullptr));
 }
 
 }  // namespace
