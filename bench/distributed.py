@@ -209,6 +209,18 @@ def markdown(results: dict, arguments: str) -> str:
         "",
         f"Lowest neuron / Gloo ratio: {worst:.2f} (from 1 MiB: {worst_large:.2f}).",
         "",
+        "How the neuron side runs: all-reduce, all-gather and reduce-scatter send each peer its"
+        " part as Gloo point-to-point messages. The first message of each collective carries its"
+        " fingerprint (kind, dtype, element count, reduction) and up to 64 KiB of payload into a"
+        " receive of fixed size posted a collective ahead, so ranks compare fingerprints before"
+        " any larger message is received (the rest follows in place), and a mismatch raises"
+        " instead of overflowing a buffer (which aborts the process in Gloo). The check used to"
+        " be an all-gather of its own before every collective: one more round trip each time."
+        " A synchronous call whose streams are idle runs on the calling thread; otherwise the"
+        " collective goes through the communication stream after the current stream's work."
+        " Both sides share two cores with each other (and with anything else running), so"
+        " latency-bound sizes vary with scheduling from sample to sample.",
+        "",
         f"W3 (GPT-2, benchmark size) DDP step with per-rank batch {ddp['per_rank_batch']},"
         " one kernel thread per rank: 1 rank"
         f" {ddp['one_rank_s'] * 1e3:.1f} ms, 2 ranks {ddp['two_ranks_s'] * 1e3:.1f} ms, overhead"

@@ -42,8 +42,9 @@ CollectiveQueue::CollectiveQueue(int device)
       sends_(device, kSendStreamId, /*launch_blocking=*/false),
       receives_(device, kReceiveStreamId, /*launch_blocking=*/false) {}
 
-bool CollectiveQueue::idle(runtime::Stream* producer) const {
-  return collectives_.query() && (producer == nullptr || producer->query());
+void CollectiveQueue::wait_until_idle(runtime::Stream* producer) {
+  if (producer != nullptr) producer->wait_idle();
+  collectives_.wait_idle();
 }
 
 void CollectiveQueue::wait_for_producer(runtime::Stream* producer) {

@@ -20,9 +20,9 @@ class CollectiveQueue {
   // The stream collectives run on; buffers they use are recorded on it (record_stream).
   runtime::Stream& stream() { return collectives_; }
 
-  // True when nothing is queued or running on the communication stream or on `producer` (if
-  // not null): a collective run now on the calling thread keeps stream order.
-  bool idle(runtime::Stream* producer) const;
+  // Blocks the host until nothing is queued or running on `producer` (if not null) or on the
+  // communication stream: a collective run then on the calling thread keeps stream order.
+  void wait_until_idle(runtime::Stream* producer);
 
   // Queues `run` on the communication stream behind earlier submissions and behind the work
   // queued so far on `producer` (if not null). `run` performs the whole collective; if it

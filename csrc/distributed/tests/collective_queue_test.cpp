@@ -84,23 +84,21 @@ TEST(CollectiveQueue, AReceiveEndDoesNotWaitBehindASendEnd) {
   EXPECT_FALSE(send->failed()) << send->error();
 }
 
-TEST(CollectiveQueue, IdleOnlyWhenNeitherStreamHasWork) {
+TEST(CollectiveQueue, WaitUntilIdleReturnsAfterTheProducerAndTheQueueRan) {
   auto& queue = CollectiveQueue::for_device(3);
   runtime::Stream producer(3, 9, false);
-  EXPECT_TRUE(queue.idle(&producer));
-  producer.enqueue("slow_kernel", [] { std::this_thread::sleep_for(50ms); });
-  EXPECT_FALSE(queue.idle(&producer));
-  producer.synchronize();
-  EXPECT_TRUE(queue.idle(&producer));
-  auto release = std::make_shared<std::atomic<bool>>(false);
-  auto running = queue.submit("all_reduce", nullptr, [release] {
-    while (!release->load()) std::this_thread::sleep_for(1ms);
+  std::atomic<bool> produced{false}, collected{false};
+  producer.enqueue("slow_kernel", [&] {
+    std::this_thread::sleep_for(40ms);
+    produced = true;
   });
-  EXPECT_FALSE(queue.idle(nullptr));
-  release->store(true);
-  ASSERT_TRUE(running->wait_for(2000ms));
-  queue.stream().synchronize();
-  EXPECT_TRUE(queue.idle(nullptr));
+  queue.submit("all_reduce", nullptr, [&] {
+    std::this_thread::sleep_for(40ms);
+    collected = true;
+  });
+  queue.wait_until_idle(&producer);
+  EXPECT_TRUE(produced.load()) << "returned before the producer's work ran";
+  EXPECT_TRUE(collected.load()) << "returned before the queued collective ran";
 }
 
 }  // namespace
