@@ -164,6 +164,21 @@ def scenario_collectives(rank: int, world: int) -> None:
         dist.all_to_all(outs, [s.to(dev) for s in sends])
         for s in range(world):
             check(outs[s], expect[s], f"all_to_all[{s}] {dtype}")
+    # Each way the data can travel: inside the fingerprint block (up to 16 KiB), through the
+    # transport's collective, and as one message per pair of ranks (from 1 MiB per peer).
+    for numel in (4096, 16384, 262144):
+        everyone = [rank_input(r, (numel,), torch.float32, salt=60) for r in range(world)]
+        tensor = everyone[rank].to(dev)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        check(tensor, reduce_reference(everyone, dist.ReduceOp.MAX), f"all_reduce of {numel}")
+        flat = torch.empty(world * numel, device=dev)
+        dist.all_gather_into_tensor(flat, everyone[rank].to(dev))
+        check(flat, torch.cat(everyone), f"all_gather_into_tensor of {numel}")
+        out = torch.empty(numel, device=dev)
+        sources = [rank_input(r, (world * numel,), torch.float32, salt=61) for r in range(world)]
+        dist.reduce_scatter_tensor(out, sources[rank].to(dev))
+        chunks = [t[rank * numel : (rank + 1) * numel] for t in sources]
+        check(out, reduce_reference(chunks, dist.ReduceOp.SUM), f"reduce_scatter of {numel}")
     dist.barrier()
 
 

@@ -2,10 +2,9 @@
 // backend (PyTorch's Gloo over TCP, created by the Python side from the same store) on the
 // device's communication stream, ordered after the current stream's pending work; its Work
 // makes the waiting stream wait. A synchronous collective runs on the calling thread instead,
-// once the current stream and the communication stream are idle. All-reduce, all-gather and
-// reduce-scatter into one tensor move their data themselves, as point-to-point messages whose first
-// one carries the fingerprint (PeerExchange); other collectives send the fingerprint alone first,
-// then run the transport's.
+// once the current stream and the communication stream are idle. Every collective starts with
+// a fixed-size all-gather of the ranks' fingerprints (FingerprintExchange); all-reduce,
+// all-gather and reduce-scatter into one tensor of up to 16 KiB travel whole in it.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
@@ -353,7 +352,7 @@ class NeuronBackend : public c10d::Backend {
         store_(std::move(store)),
         timeout_(timeout),
         transport_(std::move(transport)),
-        exchange_(transport_, rank, size, timeout),
+        exchange_(transport_, rank, size),
         factory_(std::move(factory)),
         queue_device_(runtime::current_device()) {
     TORCH_CHECK(transport_, "neuron backend: no transport backend was given");
@@ -362,10 +361,7 @@ class NeuronBackend : public c10d::Backend {
   const std::string getBackendName() const override { return "neuron"; }
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
-  void setTimeout(std::chrono::milliseconds timeout) override {
-    timeout_ = timeout;
-    exchange_.set_timeout(timeout);
-  }
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
   // Every rank of a new group starts counting its collectives at 0, so there is nothing to agree.
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_number_; }
@@ -420,7 +416,7 @@ class NeuronBackend : public c10d::Backend {
     c10d::AllreduceOptions transport_opts = opts;
     transport_opts.reduceOp = plan.transport_op;
     const int64_t reduce_op = opts.reduceOp.op_;
-    if (hosts.size() == 1 && exchanges_directly() && combinable(plan.transport_op.op_)) {
+    if (hosts.size() == 1 && combinable(plan.transport_op.op_)) {
       return launch(
           "all_reduce", c10d::OpType::ALLREDUCE, buffers, tensors,
           [this, hosts, plan](const Fingerprint& fingerprint) mutable {
@@ -506,7 +502,7 @@ class NeuronBackend : public c10d::Backend {
     auto host_output = buffers->add(output, Access::kWrite);
     auto host_input = buffers->add(input, Access::kRead);
     check_gather_sizes("all_gather_into_tensor", output, input);
-    if (exchanges_directly()) {
+    {
       return launch(
           "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, buffers, {output},
           [this, host_output, host_input](const Fingerprint& fingerprint) {
@@ -623,7 +619,7 @@ class NeuronBackend : public c10d::Backend {
     auto host_input = buffers->add(input, Access::kRead);
     auto plan = plan_reduction(opts.reduceOp, *buffers);
     const int64_t reduce_op = opts.reduceOp.op_;
-    if (exchanges_directly() && combinable(plan.transport_op.op_)) {
+    if (combinable(plan.transport_op.op_)) {
       return launch(
           "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, buffers, {output},
           [this, host_output, host_input, plan](const Fingerprint& fingerprint) {
@@ -891,12 +887,6 @@ class NeuronBackend : public c10d::Backend {
     return copies;
   }
 
-  // Up to this many ranks, all-reduce, all-gather and reduce-scatter send every peer its part
-  // directly (one message each way per peer: the fewest latencies; all-reduce sends (n - 1)
-  // times the data where a ring sends 2 (n - 1) / n times); larger groups use the transport's.
-  static constexpr int kMaxDirectRanks = 4;
-  bool exchanges_directly() const { return getSize() <= kMaxDirectRanks; }
-
   static bool combinable(c10d::ReduceOp::RedOpType op) {
     switch (op) {
       case c10d::ReduceOp::SUM:
@@ -973,61 +963,138 @@ class NeuronBackend : public c10d::Backend {
     if (size == 1 && !out.is_same(own)) out.copy_(own);
   }
 
-  // Every rank sends its whole tensor to every peer and folds all of them in rank order.
-  void exchange_all_reduce(at::Tensor host, c10d::ReduceOp::RedOpType op,
-                           const Fingerprint& fingerprint) {
-    const int size = getSize(), me = getRank();
-    if (size == 1) return;
-    const int64_t bytes = static_cast<int64_t>(host.nbytes());
-    std::vector<PeerBytes> sends(size), receives(size);
-    std::vector<at::Tensor> parts(size);
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == me) continue;
-      sends[peer] = {host.data_ptr(), bytes};
-      void* scratch = exchange_.scratch(peer, bytes);
-      receives[peer] = {scratch, bytes};
-      parts[peer] = at::from_blob(scratch, host.sizes(), host.options());
+  using Carried = FingerprintExchange;
+
+  // From this many bytes per peer, all-gather and reduce-scatter move their data as one
+  // point-to-point message per pair of ranks (Gloo's own all-gather and reduce-scatter reach
+  // about a third of the bandwidth there); below, Gloo's collectives have the lower latency.
+  static constexpr int64_t kPairwiseBytes = 1 << 20;
+  // The transport tag of those messages, above every point-to-point tag (check_tag).
+  static constexpr int kPairwiseTag = 0x7ffffff0;
+
+  // Sends `sends[p]` to and receives `receives[p]` from every peer p, sizes already agreed by
+  // the fingerprints: every receive is posted before any send, so no data waits for one.
+  void transfer_pairwise(const std::vector<std::pair<void*, int64_t>>& sends,
+                         const std::vector<std::pair<void*, int64_t>>& receives) {
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    auto bytes_at = [](const std::pair<void*, int64_t>& range) {
+      return at::from_blob(range.first, {range.second}, at::kByte);
+    };
+    for (int peer = 0; peer < getSize(); ++peer) {
+      if (peer == getRank()) continue;
+      Tensors into{bytes_at(receives[peer])};
+      works.push_back(transport_->recv(into, peer, kPairwiseTag));
     }
-    exchange_.run(fingerprint, sends, receives);
-    fold_in_rank_order(host, parts, me, host, op);
+    for (int peer = 0; peer < getSize(); ++peer) {
+      if (peer == getRank()) continue;
+      Tensors from{bytes_at(sends[peer])};
+      works.push_back(transport_->send(from, peer, kPairwiseTag));
+    }
+    for (auto& work : works) work->wait(timeout_);
   }
 
-  // Every rank sends its input to every peer, which receives it in place in its output.
-  void exchange_all_gather(const at::Tensor& output, const at::Tensor& input,
+  // A reusable host buffer of at least `bytes` bytes for what peer `slot` sends.
+  void* scratch(int slot, int64_t bytes) {
+    if (scratch_.size() < static_cast<size_t>(getSize())) scratch_.resize(getSize());
+    auto& buffer = scratch_[slot];
+    if (!buffer.defined() || buffer.numel() < bytes) buffer = at::empty({bytes}, at::kByte);
+    return buffer.data_ptr();
+  }
+
+  // The tensors every rank carried in the last exchange, as `like` (rank `mine`'s entry empty),
+  // starting `offset` bytes into each block.
+  std::vector<at::Tensor> carried_parts(const at::Tensor& like, int64_t offset) const {
+    std::vector<at::Tensor> parts(getSize());
+    for (int rank = 0; rank < getSize(); ++rank) {
+      if (rank == getRank()) continue;
+      parts[rank] = at::from_blob(const_cast<uint8_t*>(exchange_.carried(rank)) + offset,
+                                  like.sizes(), like.options());
+    }
+    return parts;
+  }
+
+  // A small all-reduce travels whole in the fingerprint blocks and is folded in rank order; a
+  // larger one runs the transport's all-reduce once the fingerprints agreed.
+  void exchange_all_reduce(at::Tensor host, c10d::ReduceOp::RedOpType op,
                            const Fingerprint& fingerprint) {
+    if (getSize() == 1) return;
+    const int64_t bytes = static_cast<int64_t>(host.nbytes());
+    if (bytes <= Carried::kCarriedBytes) {
+      exchange_.run(fingerprint, host.data_ptr(), bytes);
+      fold_in_rank_order(host, carried_parts(host, 0), getRank(), host, op);
+      return;
+    }
+    exchange_.run(fingerprint, nullptr, 0);
+    Tensors tensors{host};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp(op);
+    transport_->allreduce(tensors, options)->wait();
+  }
+
+  void exchange_all_gather(at::Tensor output, at::Tensor input, const Fingerprint& fingerprint) {
     const int size = getSize(), me = getRank();
     const int64_t bytes = static_cast<int64_t>(input.nbytes());
     auto* base = static_cast<uint8_t*>(output.data_ptr());
-    if (base + me * bytes != input.data_ptr())
-      std::memcpy(base + me * bytes, input.data_ptr(), bytes);
-    if (size == 1) return;
-    std::vector<PeerBytes> sends(size), receives(size);
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == me) continue;
-      sends[peer] = {input.data_ptr(), bytes};
-      receives[peer] = {base + peer * bytes, bytes};
+    if (size > 1 && bytes >= kPairwiseBytes) {
+      exchange_.run(fingerprint, nullptr, 0);
+      if (base + me * bytes != input.data_ptr()) {
+        std::memcpy(base + me * bytes, input.data_ptr(), bytes);
+      }
+      std::vector<std::pair<void*, int64_t>> sends(size), receives(size);
+      for (int peer = 0; peer < size; ++peer) {
+        sends[peer] = {input.data_ptr(), bytes};
+        receives[peer] = {base + peer * bytes, bytes};
+      }
+      transfer_pairwise(sends, receives);
+      return;
     }
-    exchange_.run(fingerprint, sends, receives);
+    if (size > 1 && bytes > Carried::kCarriedBytes) {
+      exchange_.run(fingerprint, nullptr, 0);
+      transport_->_allgather_base(output, input)->wait();
+      return;
+    }
+    if (size > 1) exchange_.run(fingerprint, input.data_ptr(), bytes);
+    for (int rank = 0; rank < size; ++rank) {
+      const void* source = rank == me ? input.data_ptr() : exchange_.carried(rank);
+      if (base + rank * bytes != source) std::memcpy(base + rank * bytes, source, bytes);
+    }
   }
 
-  // Every rank sends chunk p of its input to rank p and folds the chunks it receives.
-  void exchange_reduce_scatter(const at::Tensor& input, at::Tensor output,
-                               c10d::ReduceOp::RedOpType op, const Fingerprint& fingerprint) {
-    const int size = getSize(), me = getRank();
+  // A small reduce-scatter carries each rank's whole input and folds this rank's chunk.
+  void exchange_reduce_scatter(at::Tensor input, at::Tensor output, c10d::ReduceOp::RedOpType op,
+                               const Fingerprint& fingerprint) {
+    const int me = getRank();
     const int64_t bytes = static_cast<int64_t>(output.nbytes());
     auto* base = static_cast<uint8_t*>(input.data_ptr());
     auto own = at::from_blob(base + me * bytes, output.sizes(), output.options());
-    std::vector<PeerBytes> sends(size), receives(size);
-    std::vector<at::Tensor> parts(size);
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == me) continue;
-      sends[peer] = {base + peer * bytes, bytes};
-      void* scratch = exchange_.scratch(peer, bytes);
-      receives[peer] = {scratch, bytes};
-      parts[peer] = at::from_blob(scratch, output.sizes(), output.options());
+    if (getSize() == 1) {
+      fold_in_rank_order(output, {at::Tensor()}, 0, own, op);
+      return;
     }
-    if (size > 1) exchange_.run(fingerprint, sends, receives);
-    fold_in_rank_order(output, parts, me, own, op);
+    if (bytes >= kPairwiseBytes) {
+      exchange_.run(fingerprint, nullptr, 0);
+      std::vector<std::pair<void*, int64_t>> sends(getSize()), receives(getSize());
+      std::vector<at::Tensor> parts(getSize());
+      for (int peer = 0; peer < getSize(); ++peer) {
+        if (peer == me) continue;
+        sends[peer] = {base + peer * bytes, bytes};
+        void* into = scratch(peer, bytes);
+        receives[peer] = {into, bytes};
+        parts[peer] = at::from_blob(into, output.sizes(), output.options());
+      }
+      transfer_pairwise(sends, receives);
+      fold_in_rank_order(output, parts, me, own, op);
+      return;
+    }
+    if (static_cast<int64_t>(input.nbytes()) > Carried::kCarriedBytes) {
+      exchange_.run(fingerprint, nullptr, 0);
+      c10d::ReduceScatterOptions options;
+      options.reduceOp = c10d::ReduceOp(op);
+      transport_->_reduce_scatter_base(output, input, options)->wait();
+      return;
+    }
+    exchange_.run(fingerprint, input.data_ptr(), static_cast<int64_t>(input.nbytes()));
+    fold_in_rank_order(output, carried_parts(output, me * bytes), me, own, op);
   }
 
   // Reduces `input` (world size chunks) across ranks into this rank's chunk, `output`.
@@ -1063,7 +1130,7 @@ class NeuronBackend : public c10d::Backend {
                                   how.reduce_op};
     const bool header_only = !how.folded && agreement_checked() && getSize() > 1;
     auto body = [self = keep_alive(), fingerprint, header_only, buffers, run = std::move(run)] {
-      if (header_only) self->exchange_.run(fingerprint, {}, {});
+      if (header_only) self->exchange_.run(fingerprint, nullptr, 0);
       buffers->copy_in();
       run(fingerprint);
       buffers->copy_out();
@@ -1138,7 +1205,8 @@ class NeuronBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Backend> transport_;
-  PeerExchange exchange_;  // after transport_: destroyed before it
+  FingerprintExchange exchange_;     // after transport_
+  std::vector<at::Tensor> scratch_;  // per peer: what it sent a large reduce-scatter
   HostFactory factory_;
   const int queue_device_;
   bool coalescing_ = false;

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <torch/csrc/distributed/c10d/Types.hpp>
@@ -12,16 +11,10 @@ namespace openneuron::bridge {
 
 namespace {
 
-// Transport tags of their own (user point-to-point tags are small numbers): the first message,
-// and the rest of a payload larger than the first chunk.
-constexpr int kFirstTag = 0x7ffffff0;
-constexpr int kRestTag = 0x7ffffff1;
-// Header words: sequence number, the four fingerprint fields, payload bytes for the receiver.
-constexpr int64_t kHeaderWords = 6;
+// Header words: sequence number, then the four fingerprint fields.
+constexpr int64_t kHeaderWords = 5;
 constexpr int64_t kHeaderBytes = kHeaderWords * static_cast<int64_t>(sizeof(int64_t));
-// Payload bytes carried by the first message: up to this much costs a copy in and out; anything
-// larger goes in place as a second message, received once the header matched.
-constexpr int64_t kFirstChunkBytes = 64 << 10;
+constexpr int64_t kBlockBytes = kHeaderBytes + FingerprintExchange::kCarriedBytes;
 
 const char* reduce_op_name(int64_t op) {
   switch (static_cast<c10d::ReduceOp::RedOpType>(op)) {
@@ -58,114 +51,43 @@ std::string Fingerprint::describe() const {
   return text;
 }
 
-PeerExchange::PeerExchange(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size,
-                           std::chrono::milliseconds timeout)
-    : transport_(std::move(transport)),
-      rank_(rank),
-      size_(size),
-      timeout_(timeout),
-      inboxes_(size),
-      pending_(size),
-      next_posted_(size, 0),
-      scratch_(size) {}
+FingerprintExchange::FingerprintExchange(c10::intrusive_ptr<c10d::Backend> transport, int rank,
+                                         int size)
+    : transport_(std::move(transport)), rank_(rank), size_(size) {}
 
-void* PeerExchange::scratch(int slot, int64_t bytes) {
-  auto& buffer = scratch_.at(slot);
-  if (!buffer.defined() || buffer.numel() < bytes) buffer = at::empty({bytes}, at::kByte);
-  return buffer.data_ptr();
+const uint8_t* FingerprintExchange::carried(int rank) const {
+  return gathered_.data_ptr<uint8_t>() + rank * kBlockBytes + kHeaderBytes;
 }
 
-at::Tensor& PeerExchange::inbox(int peer, int64_t sequence) {
-  auto& slot = inboxes_[peer][sequence % 2];
-  if (!slot.defined()) slot = at::empty({kHeaderBytes + kFirstChunkBytes}, at::kByte);
-  return slot;
-}
-
-void PeerExchange::ensure_posted(int64_t sequence) {
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    while (next_posted_[peer] <= sequence + 1) {
-      std::vector<at::Tensor> message{inbox(peer, next_posted_[peer])};
-      pending_[peer].push_back(transport_->recv(message, peer, kFirstTag));
-      ++next_posted_[peer];
-    }
+void FingerprintExchange::run(const Fingerprint& mine, const void* payload, int64_t bytes) {
+  TORCH_CHECK(bytes >= 0 && bytes <= kCarriedBytes, "neuron backend: a fingerprint block carries ",
+              kCarriedBytes, " bytes at most, got ", bytes);
+  if (!block_.defined()) {
+    block_ = at::empty({kBlockBytes}, at::kByte);
+    gathered_ = at::empty({size_ * kBlockBytes}, at::kByte);
   }
-}
-
-void PeerExchange::run(const Fingerprint& mine, const std::vector<PeerBytes>& sends,
-                       const std::vector<PeerBytes>& receives) {
-  if (!broken_.empty()) throw std::runtime_error(broken_);
-  auto bytes_of = [](const std::vector<PeerBytes>& list, int peer) {
-    return list.empty() ? PeerBytes{} : list.at(peer);
-  };
   const int64_t sequence = sequence_++;
-  std::vector<c10::intrusive_ptr<c10d::Work>> sent;
-  std::vector<at::Tensor> outboxes;  // alive until their sends are done
-  std::string mismatch;
-  try {
-    ensure_posted(sequence);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      const PeerBytes payload = bytes_of(sends, peer);
-      const int64_t first = std::min(payload.bytes, kFirstChunkBytes);
-      auto outbox = at::empty({kHeaderBytes + first}, at::kByte);
-      const int64_t words[kHeaderWords] = {sequence,   mine.kind,      mine.dtype,
-                                           mine.count, mine.reduce_op, payload.bytes};
-      std::memcpy(outbox.data_ptr(), words, sizeof(words));
-      if (first > 0) std::memcpy(outbox.data_ptr<uint8_t>() + kHeaderBytes, payload.data, first);
-      std::vector<at::Tensor> message{outbox};
-      sent.push_back(transport_->send(message, peer, kFirstTag));
-      if (payload.bytes > first) {
-        std::vector<at::Tensor> rest{at::from_blob(static_cast<uint8_t*>(payload.data) + first,
-                                                   {payload.bytes - first}, at::kByte)};
-        sent.push_back(transport_->send(rest, peer, kRestTag));
-      }
-      outboxes.push_back(std::move(outbox));
+  const int64_t words[kHeaderWords] = {sequence, mine.kind, mine.dtype, mine.count, mine.reduce_op};
+  std::memcpy(block_.data_ptr(), words, sizeof(words));
+  if (bytes > 0) std::memcpy(block_.data_ptr<uint8_t>() + kHeaderBytes, payload, bytes);
+  transport_->_allgather_base(gathered_, block_)->wait();
+  const uint8_t* base = gathered_.data_ptr<uint8_t>();
+  for (int rank = 0; rank < size_; ++rank) {
+    int64_t theirs_words[kHeaderWords];
+    std::memcpy(theirs_words, base + rank * kBlockBytes, sizeof(theirs_words));
+    const Fingerprint theirs{theirs_words[1], theirs_words[2], theirs_words[3], theirs_words[4]};
+    if (theirs_words[0] != sequence) {
+      throw std::runtime_error("rank " + std::to_string(rank) + " is at collective " +
+                               std::to_string(theirs_words[0]) + " of this group, this rank (" +
+                               std::to_string(rank_) + ") at " + std::to_string(sequence));
     }
-
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      pending_[peer].front()->wait(timeout_);
-      pending_[peer].pop_front();
-      const at::Tensor& received = inbox(peer, sequence);
-      int64_t words[kHeaderWords];
-      std::memcpy(words, received.data_ptr(), sizeof(words));
-      const Fingerprint theirs{words[1], words[2], words[3], words[4]};
-      const int64_t their_bytes = words[5];
-      if (words[0] != sequence) {
-        throw std::runtime_error("rank " + std::to_string(peer) + " is at collective " +
-                                 std::to_string(words[0]) + " of this group, this rank (" +
-                                 std::to_string(rank_) + ") at " + std::to_string(sequence));
-      }
-      const PeerBytes expected = bytes_of(receives, peer);
-      const int64_t first = std::min(their_bytes, kFirstChunkBytes);
-      const bool agrees = theirs == mine && their_bytes == expected.bytes;
-      if (agrees && first > 0) {
-        std::memcpy(expected.data, received.data_ptr<uint8_t>() + kHeaderBytes, first);
-      }
-      if (their_bytes > first) {
-        // The rest goes where it belongs, or, on a mismatch, into scratch (it must be taken in).
-        uint8_t* target = agrees ? static_cast<uint8_t*>(expected.data) + first
-                                 : static_cast<uint8_t*>(scratch(peer, their_bytes - first));
-        std::vector<at::Tensor> rest{at::from_blob(target, {their_bytes - first}, at::kByte)};
-        transport_->recv(rest, peer, kRestTag)->wait(timeout_);
-      }
-      if (!agrees && mismatch.empty()) {
-        mismatch = "the ranks' collectives do not match: rank " + std::to_string(rank_) +
-                   " (this rank) runs " + mine.describe() + ", rank " + std::to_string(peer) +
-                   " runs " + theirs.describe();
-        if (theirs == mine) {
-          mismatch += ", sending " + std::to_string(their_bytes) + " bytes where " +
-                      std::to_string(expected.bytes) + " were expected";
-        }
-      }
+    if (!(theirs == mine)) {
+      // The queue names the collective ("neuron backend: <op> failed: ...").
+      throw std::runtime_error("the ranks' collectives do not match: rank " +
+                               std::to_string(rank_) + " (this rank) runs " + mine.describe() +
+                               ", rank " + std::to_string(rank) + " runs " + theirs.describe());
     }
-    for (auto& work : sent) work->wait(timeout_);
-  } catch (const std::exception& error) {
-    broken_ = std::string("the group is unusable after an earlier failure: ") + error.what();
-    throw;
   }
-  if (!mismatch.empty()) throw std::runtime_error(mismatch);
 }
 
 }  // namespace openneuron::bridge
