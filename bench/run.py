@@ -322,11 +322,12 @@ def write_markdown(path: Path, results: dict, arguments: str) -> None:
     path.write_text("\n".join(part for part in parts if part))
 
 
-# (start, end) markers of the sections bench/compile_bench.py and bench/adaptive_eager_bench.py
-# write into docs/performance.md.
+# (start, end) markers of the sections bench/compile_bench.py, bench/adaptive_eager_bench.py and
+# bench/distributed.py write into docs/performance.md.
 OTHER_SECTIONS = [
     ("<!-- torch.compile section", "<!-- end of torch.compile section -->"),
     ("<!-- adaptive eager section", "<!-- end of adaptive eager section -->"),
+    ("<!-- distributed section", "<!-- end of distributed section -->"),
 ]
 
 

@@ -164,6 +164,21 @@ def scenario_collectives(rank: int, world: int) -> None:
         dist.all_to_all(outs, [s.to(dev) for s in sends])
         for s in range(world):
             check(outs[s], expect[s], f"all_to_all[{s}] {dtype}")
+    # Each way the data can travel: inside the fingerprint block (up to 16 KiB), through the
+    # transport's collective, and as one message per pair of ranks (from 1 MiB per peer).
+    for numel in (4096, 16384, 262144):
+        everyone = [rank_input(r, (numel,), torch.float32, salt=60) for r in range(world)]
+        tensor = everyone[rank].to(dev)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        check(tensor, reduce_reference(everyone, dist.ReduceOp.MAX), f"all_reduce of {numel}")
+        flat = torch.empty(world * numel, device=dev)
+        dist.all_gather_into_tensor(flat, everyone[rank].to(dev))
+        check(flat, torch.cat(everyone), f"all_gather_into_tensor of {numel}")
+        out = torch.empty(numel, device=dev)
+        sources = [rank_input(r, (world * numel,), torch.float32, salt=61) for r in range(world)]
+        dist.reduce_scatter_tensor(out, sources[rank].to(dev))
+        chunks = [t[rank * numel : (rank + 1) * numel] for t in sources]
+        check(out, reduce_reference(chunks, dist.ReduceOp.SUM), f"reduce_scatter of {numel}")
     dist.barrier()
 
 
@@ -846,4 +861,48 @@ def default_group(rank: int, world: int) -> dict:
     tensor = torch.ones(4, device=dev)
     dist.all_reduce(tensor)
     check(tensor, torch.full((4,), float(world)), "all_reduce after mismatches")
-    return {"errors": errors, "config": dist.get_backend_config()}
+    return {
+        "errors": errors,
+        "p2p_errors": p2p_mismatches(rank, dev),
+        "config": dist.get_backend_config(),
+    }
+
+
+def p2p_mismatches(rank: int, dev) -> dict:
+    """Rank 0 sends, rank 1 receives into a tensor of another size or dtype; rank 1 must raise
+    naming both sides, and a matching pair must still work afterwards."""
+    cases = {
+        "larger": (torch.ones(10, device=dev), torch.empty(4, device=dev)),
+        "smaller": (torch.ones(4, device=dev), torch.empty(10, device=dev)),
+        "dtype": (torch.ones(4, device=dev), torch.empty(4, device=dev, dtype=torch.int32)),
+    }
+    errors = {}
+    for name, (sent, into) in cases.items():
+        try:
+            if rank == 0:
+                dist.send(sent, dst=1)
+            elif rank == 1:
+                dist.recv(into, src=0)
+            torch.neuron.synchronize()
+            errors[name] = None
+        except Exception as error:
+            errors[name] = f"{type(error).__name__}: {error}"
+    # Receive from any source into the wrong size, then a matching pair on the same tag.
+    try:
+        if rank == 0:
+            dist.send(torch.ones(6, device=dev), dst=1, tag=3)
+        elif rank == 1:
+            dist.recv(torch.empty(5, device=dev), tag=3)
+        torch.neuron.synchronize()
+        errors["any_source"] = None
+    except Exception as error:
+        errors["any_source"] = f"{type(error).__name__}: {error}"
+    received = torch.empty(8, device=dev)
+    if rank == 0:
+        dist.send(torch.arange(8.0, device=dev), dst=1, tag=3)
+    elif rank == 1:
+        dist.recv(received, src=0, tag=3)
+        check(received, torch.arange(8.0), "recv after mismatched receives")
+    torch.neuron.synchronize()
+    dist.barrier()
+    return errors

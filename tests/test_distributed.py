@@ -142,3 +142,13 @@ def test_no_backend_named_runs_ddp_and_mismatches_raise(tmp_path):
         assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
         assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
         assert errors["gather_size"] and "3 elements" in errors["gather_size"], errors
+    # Point-to-point: the receiving rank raises, naming what was sent and what it expected.
+    p2p = outcomes[1]["result"]["p2p_errors"]
+    assert p2p["larger"] and "sent 10 elements of Float" in p2p["larger"], p2p
+    assert "4 elements of Float" in p2p["larger"], p2p
+    assert p2p["smaller"] and "sent 4 elements" in p2p["smaller"], p2p
+    assert "10 elements" in p2p["smaller"], p2p
+    assert p2p["dtype"] and "Float" in p2p["dtype"] and "Int" in p2p["dtype"], p2p
+    assert p2p["any_source"] and "rank 0 sent 6 elements" in p2p["any_source"], p2p
+    assert "5 elements" in p2p["any_source"], p2p
+    assert outcomes[0]["result"]["p2p_errors"] == dict.fromkeys(p2p), "the sender raised"

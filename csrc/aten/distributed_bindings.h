@@ -1,5 +1,5 @@
 // Adds the c10d backend's Python bindings to the `_C` module (kept apart so that only
-// distributed_backend.cpp compiles the c10d headers).
+// the distributed_*.cpp files compile the c10d headers).
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -11,7 +11,8 @@ namespace openneuron::distributed {
 namespace {
 // Stream ids outside the device's pool (0..32), so errors name them apart.
 constexpr int64_t kCollectiveStreamId = -1;
-constexpr int64_t kTransferStreamId = -2;
+constexpr int64_t kSendStreamId = -2;
+constexpr int64_t kReceiveStreamId = -3;
 
 // Runs `body`, turning any exception into the completion's error.
 template <typename Body>
@@ -38,10 +39,17 @@ CollectiveQueue& CollectiveQueue::for_device(int device) {
 
 CollectiveQueue::CollectiveQueue(int device)
     : collectives_(device, kCollectiveStreamId, /*launch_blocking=*/false),
-      transfers_(device, kTransferStreamId, /*launch_blocking=*/false) {}
+      sends_(device, kSendStreamId, /*launch_blocking=*/false),
+      receives_(device, kReceiveStreamId, /*launch_blocking=*/false) {}
+
+void CollectiveQueue::wait_until_idle(runtime::Stream* producer) {
+  if (producer != nullptr) producer->wait_idle();
+  collectives_.wait_idle();
+}
 
 void CollectiveQueue::wait_for_producer(runtime::Stream* producer) {
-  if (producer == nullptr) return;
+  // An idle producer has nothing the collective could overtake: no marker, no hand-off.
+  if (producer == nullptr || producer->query()) return;
   runtime::Event ready;
   ready.record(*producer);
   ready.block(collectives_);
@@ -56,10 +64,12 @@ std::shared_ptr<Completion> CollectiveQueue::submit(const char* op_name, runtime
 }
 
 std::shared_ptr<Completion> CollectiveQueue::submit_transfer(
-    const char* op_name, runtime::Stream* producer, std::function<std::function<void()>()> start) {
+    const char* op_name, runtime::Stream* producer, bool receive,
+    std::function<std::function<void()>()> start) {
   auto completion = std::make_shared<Completion>();
   wait_for_producer(producer);
-  collectives_.enqueue(op_name, [this, op_name, completion, start = std::move(start)] {
+  runtime::Stream& ends = receive ? receives_ : sends_;
+  collectives_.enqueue(op_name, [&ends, op_name, completion, start = std::move(start)] {
     std::function<void()> wait_for_end;
     try {
       wait_for_end = start();
@@ -70,7 +80,7 @@ std::shared_ptr<Completion> CollectiveQueue::submit_transfer(
       completion->finish("unknown error starting a transfer");
       return;
     }
-    transfers_.enqueue(op_name, [completion, wait_for_end = std::move(wait_for_end)] {
+    ends.enqueue(op_name, [completion, wait_for_end = std::move(wait_for_end)] {
       run_into(*completion, wait_for_end);
     });
   });

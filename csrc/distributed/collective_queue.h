@@ -20,6 +20,10 @@ class CollectiveQueue {
   // The stream collectives run on; buffers they use are recorded on it (record_stream).
   runtime::Stream& stream() { return collectives_; }
 
+  // Blocks the host until nothing is queued or running on `producer` (if not null) or on the
+  // communication stream: a collective run then on the calling thread keeps stream order.
+  void wait_until_idle(runtime::Stream* producer);
+
   // Queues `run` on the communication stream behind earlier submissions and behind the work
   // queued so far on `producer` (if not null). `run` performs the whole collective; if it
   // throws, the completion fails with its message. Returns at once.
@@ -27,9 +31,12 @@ class CollectiveQueue {
                                      std::function<void()> run);
 
   // Like submit(), but `start` only starts a transfer and returns a function that waits for its
-  // end. That wait runs on a second stream, so later submissions start without waiting for this
-  // peer: sends and receives around a ring cannot deadlock one another.
+  // end. That wait runs on a stream of its own, one for sends and one for receives (`receive`),
+  // so later submissions start without waiting for this peer, and a receive that still has to
+  // post its data receive never waits behind a send that waits for a peer's receive: sends and
+  // receives around a ring cannot deadlock one another.
   std::shared_ptr<Completion> submit_transfer(const char* op_name, runtime::Stream* producer,
+                                              bool receive,
                                               std::function<std::function<void()>()> start);
 
  private:
@@ -37,7 +44,8 @@ class CollectiveQueue {
   void wait_for_producer(runtime::Stream* producer);
 
   runtime::Stream collectives_;
-  runtime::Stream transfers_;
+  runtime::Stream sends_;
+  runtime::Stream receives_;
 };
 
 }  // namespace openneuron::distributed

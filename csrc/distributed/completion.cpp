@@ -42,6 +42,10 @@ bool Completion::wait_for(std::chrono::milliseconds timeout) const {
 }
 
 void Completion::block(runtime::Stream& stream, const char* op_name) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_ && error_.empty()) return;  // nothing to wait for
+  }
   // The queued task keeps this completion alive until it has run.
   stream.enqueue(op_name, [self = shared_from_this()] {
     self->wait_for(std::chrono::milliseconds(0));

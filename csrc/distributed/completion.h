@@ -30,8 +30,9 @@ class Completion : public std::enable_shared_from_this<Completion> {
   // waits without limit).
   bool wait_for(std::chrono::milliseconds timeout) const;
 
-  // Makes `stream` wait, without blocking the host, until this work is done. If it failed, the
-  // queued wait fails with the error, which the stream's next synchronize() raises.
+  // Makes `stream` wait, without blocking the host, until this work is done (nothing is queued
+  // if it already succeeded). If it failed, the queued wait fails with the error, which the
+  // stream's next synchronize() raises.
   // `op_name` must outlive the stream (a string literal).
   void block(runtime::Stream& stream, const char* op_name) const;
 

@@ -49,18 +49,56 @@ TEST(CollectiveQueue, AFailingCollectiveFailsItsCompletionOnly) {
 TEST(CollectiveQueue, AnUnfinishedTransferDoesNotHoldBackLaterWork) {
   auto& queue = CollectiveQueue::for_device(1);
   auto released = std::make_shared<std::atomic<bool>>(false);
-  auto send = queue.submit_transfer("send", nullptr, [released] {
+  auto send = queue.submit_transfer("send", nullptr, false, [released] {
     return std::function<void()>([released] {
       while (!released->load()) std::this_thread::sleep_for(1ms);
     });
   });
   // A receive submitted after the send starts while the send is still waiting for its peer.
-  auto recv = queue.submit_transfer("recv", nullptr, [released] {
+  auto recv = queue.submit_transfer("recv", nullptr, true, [released] {
     released->store(true);
     return std::function<void()>([] {});
   });
   ASSERT_TRUE(send->wait_for(2000ms)) << "the ring deadlocked";
   ASSERT_TRUE(recv->wait_for(2000ms));
+}
+
+// A receive's end posts its data receive, which a send's end on the peer may be waiting for:
+// it must not queue behind this rank's own unfinished send end (a ring would deadlock).
+TEST(CollectiveQueue, AReceiveEndDoesNotWaitBehindASendEnd) {
+  auto& queue = CollectiveQueue::for_device(2);
+  auto received = std::make_shared<std::atomic<bool>>(false);
+  auto send = queue.submit_transfer("send", nullptr, false, [received] {
+    return std::function<void()>([received] {
+      const auto give_up = std::chrono::steady_clock::now() + 3s;
+      while (!received->load() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(1ms);
+      if (!received->load()) throw std::runtime_error("the receive's end never ran");
+    });
+  });
+  auto recv = queue.submit_transfer("recv", nullptr, true, [received] {
+    return std::function<void()>([received] { received->store(true); });
+  });
+  ASSERT_TRUE(send->wait_for(5000ms));
+  ASSERT_TRUE(recv->wait_for(5000ms));
+  EXPECT_FALSE(send->failed()) << send->error();
+}
+
+TEST(CollectiveQueue, WaitUntilIdleReturnsAfterTheProducerAndTheQueueRan) {
+  auto& queue = CollectiveQueue::for_device(3);
+  runtime::Stream producer(3, 9, false);
+  std::atomic<bool> produced{false}, collected{false};
+  producer.enqueue("slow_kernel", [&] {
+    std::this_thread::sleep_for(40ms);
+    produced = true;
+  });
+  queue.submit("all_reduce", nullptr, [&] {
+    std::this_thread::sleep_for(40ms);
+    collected = true;
+  });
+  queue.wait_until_idle(&producer);
+  EXPECT_TRUE(produced.load()) << "returned before the producer's work ran";
+  EXPECT_TRUE(collected.load()) << "returned before the queued collective ran";
 }
 
 }  // namespace
