@@ -18,9 +18,10 @@ ls "$package"/_C.*.so >/dev/null  # the sanitized bridge must be there, not the 
 preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 # Leak checking stays with the C++ suites: CPython and torch keep interned objects, module
 # state and their thread pools allocated at exit by design, which LSan would report.
-# Extra arguments (e.g. -k) can follow the test files.
+# Extra arguments (e.g. -k) can follow the test files. --capture=sys lets sanitizer reports,
+# written to the process's stderr, reach the log.
 PYTHONPATH=$build_dir/python LD_PRELOAD=$preload \
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   TORCH_DEVICE_BACKEND_AUTOLOAD=1 \
-  "$python" -m pytest -q -p no:cacheprovider "$@"
+  "$python" -m pytest -q -p no:cacheprovider --capture=sys "$@"
