@@ -101,9 +101,10 @@ inline float reduce_step(AluOp op, float accumulator, float value) {
   return apply_alu(op == AluOp::kSubtract ? AluOp::kAdd : op, accumulator, value);
 }
 
-// The float with value 2^n, for -126 ≤ n ≤ 127.
+// The float with value 2^n, for -126 ≤ n ≤ 127. Shifted as unsigned: a NaN input's n is out of
+// that range (its result is discarded), and shifting a negative int is undefined.
 inline float power_of_two(int32_t n) {
-  const int32_t bits = (n + 127) << 23;
+  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
   float value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
