@@ -364,7 +364,7 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 // ---- nonzero / masked_select -----------------------------------------------------------
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > 16) {
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > kernels::kMaxDims) {
     return OPENNEURON_FALLBACK(nonzero_out, self, out);
   }
   OPENNEURON_NATIVE_OP("aten::nonzero.out");
@@ -384,7 +384,7 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor nonzero(const at::Tensor& self) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > 16) {
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > kernels::kMaxDims) {
     return OPENNEURON_FALLBACK(nonzero, self);
   }
   OPENNEURON_NATIVE_OP("aten::nonzero");
@@ -545,10 +545,11 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
 
 bool index_list_is_native(const at::Tensor& self,
                           const c10::List<std::optional<at::Tensor>>& indices) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 || self.dim() > 16)
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
+      self.dim() > kernels::kMaxDims)
     return false;
   for (const std::optional<at::Tensor>& entry : indices) {
-    if (entry.has_value() && entry->defined() && entry->dim() > 16) return false;
+    if (entry.has_value() && entry->defined() && entry->dim() > kernels::kMaxDims) return false;
   }
   return true;
 }
