@@ -231,3 +231,39 @@ def test_index_shape_mismatch_is_an_index_error():
     ):
         x[torch.tensor([0, 1]), torch.tensor([0, 1, 2])]
     assert x.sum().item() == 15  # still usable
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("beta, alpha", [(0.2, 0.6), (0.7, 1.3), (1, 1), (0, 2)])
+def test_addr_16bit_is_computed_in_fp32_and_rounded_once(dtype, beta, alpha):
+    # addr at 16 bits rounded an intermediate to 16 bits (the composite's mul, then add), so
+    # neither the CPU's per-step result nor the exact one: now the fp32 value rounded once,
+    # which is at least as close to float64 as the CPU's at every element.
+    torch.manual_seed(0)
+    a, v1, v2 = (
+        torch.randn(40, 50, dtype=dtype),
+        torch.randn(40, dtype=dtype),
+        torch.randn(50, dtype=dtype),
+    )
+    got = torch.addr(a.to(DEV), v1.to(DEV), v2.to(DEV), beta=beta, alpha=alpha)
+    assert got.device.type == DEV and got.dtype == dtype
+    exact = alpha * torch.outer(v1.double(), v2.double()) + (beta * a.double() if beta else 0)
+    # Rounded once: within half a 16-bit ulp of the exact value (plus fp32's own rounding, far
+    # below it); the old path missed by more than half an ulp (0.0048 at 7.4 in float16).
+    nearest = exact.to(dtype)
+    ulp = (
+        torch.nextafter(nearest.abs(), torch.tensor(float("inf"), dtype=dtype)).double()
+        - nearest.abs().double()
+    )
+    assert ((got.cpu().double() - exact).abs() <= 0.5 * ulp * (1 + 1e-3)).all()
+    cpu = torch.addr(a, v1, v2, beta=beta, alpha=alpha)
+    assert ((got.cpu().double() - exact).abs() <= (cpu.double() - exact).abs()).all()
+
+
+def test_addr_other_dtypes_keep_pytorchs_promotion():
+    self_int = torch.arange(6, device=DEV).reshape(2, 3)
+    v1, v2 = torch.tensor([1.5, 2.0], device=DEV), torch.tensor([1.0, 2.0, 3.0], device=DEV)
+    got = torch.addr(self_int, v1, v2)
+    expected = torch.addr(self_int.cpu(), v1.cpu(), v2.cpu())
+    assert got.dtype == expected.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)

@@ -299,10 +299,17 @@ def test_queued_mode_is_the_default_and_gives_the_same_results(launch_mode_resul
 
 
 def queue_out_of_range_nll_loss() -> torch.Tensor:
-    """nll_loss checks its targets inside the queued kernel, as CUDA's device-side asserts do."""
+    """With deferred index checks, nll_loss checks its targets inside the queued kernel, as
+    CUDA's device-side asserts do (by default they raise at the call, before anything queues)."""
+    from openneuron import _C
+
     log_probs = torch.randn(4, 3, device="neuron").log_softmax(-1)
     targets = torch.tensor([0, 1, 7, 2], device="neuron")
-    return torch.nn.functional.nll_loss(log_probs, targets)
+    previous = _C._set_deferred_index_checks(True)
+    try:
+        return torch.nn.functional.nll_loss(log_probs, targets)
+    finally:
+        _C._set_deferred_index_checks(previous)
 
 
 @pytest.mark.parametrize("sync", ["synchronize", "item"])
@@ -329,5 +336,6 @@ def test_launch_blocking_raises_the_queued_error_at_the_op(run_python):
         "except RuntimeError as error:\n"
         "    print('raised at the op:', error)\n",
         OPENNEURON_LAUNCH_BLOCKING="1",
+        OPENNEURON_DEFERRED_INDEX_CHECKS="1",  # the kernel's own check, run inline
     )
     assert "raised at the op:" in result.stdout and "aten::nll_loss_forward" in result.stdout

@@ -90,6 +90,11 @@ at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tenso
 at::Tensor& baddbmm_out(const at::Tensor& bias, const at::Tensor& batch1, const at::Tensor& batch2,
                         const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out);
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
+// beta * self + alpha * outer(vec1, vec2); 16-bit in fp32, rounded once; others: the composite.
+at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
+                const at::Scalar& beta, const at::Scalar& alpha);
+at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
+                     const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out);
 
 // Softmax (ops_softmax.cpp).
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "aten/fallback.h"
+#include "aten/index_bounds.h"
 #include "aten/op_helpers.h"
 #include "aten/op_tracking.h"
 #include "aten/ops_reduce_index.h"
@@ -23,18 +24,33 @@ namespace {
 
 bool is_index_dtype(at::ScalarType type) { return type == at::kLong || type == at::kInt; }
 
-// An index tensor on self's device (CPU indices are bounds-checked on the host, then copied).
-at::Tensor device_index(const at::Tensor& index, const at::Tensor& self, int64_t dim_size,
-                        int64_t dim) {
-  if (index.is_privateuseone()) return index;
-  if (index.numel() > 0 && is_index_dtype(index.scalar_type())) {
-    const int64_t lo = index.min().item<int64_t>();
-    const int64_t hi = index.max().item<int64_t>();
-    const int64_t bad = lo < -dim_size ? lo : hi;
-    TORCH_CHECK_INDEX(lo >= -dim_size && hi < dim_size, "index ", bad,
-                      " is out of bounds for dimension ", dim, " with size ", dim_size);
+// How an op treats index values, and which error the CPU raises for one out of range.
+enum class IndexRule {
+  kAdvanced,  // negative values count from the end; IndexError
+  kSelect,    // [0, size) only; IndexError "index out of range in self" (index_select, embedding)
+  kAdd,       // [0, size) only; RuntimeError (index_add, gather, scatter)
+};
+
+// Raises, before anything is queued, if an index value is out of range for a dim of dim_size.
+void check_index_range(const at::Tensor& index, int64_t dim_size, int64_t dim, IndexRule rule) {
+  const int64_t lo = rule == IndexRule::kAdvanced ? -dim_size : 0;
+  const std::optional<int64_t> bad = first_index_outside(index, lo, dim_size);
+  if (!bad.has_value()) return;
+  // The CPU's index_select raises IndexError along dim 0 and RuntimeError along others.
+  if (rule == IndexRule::kAdd || (rule == IndexRule::kSelect && dim != 0)) {
+    TORCH_CHECK(false, rule == IndexRule::kSelect ? "INDICES element is out of DATA bounds: " : "",
+                "index ", *bad, " is out of bounds for dimension ", dim, " with size ", dim_size);
   }
-  return index.to(self.device());
+  TORCH_CHECK_INDEX(false, rule == IndexRule::kSelect ? "index out of range in self: " : "",
+                    "index ", *bad, " is out of bounds for dimension ", dim, " with size ",
+                    dim_size);
+}
+
+// An index tensor on self's device, its values checked against dim_size first.
+at::Tensor device_index(const at::Tensor& index, const at::Tensor& self, int64_t dim_size,
+                        int64_t dim, IndexRule rule) {
+  if (is_index_dtype(index.scalar_type())) check_index_range(index, dim_size, dim, rule);
+  return index.is_privateuseone() ? index : index.to(self.device());
 }
 
 // A 0-dim index viewed as 1-D (kernels index along real dims only).
@@ -80,7 +96,7 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   TORCH_CHECK(out.scalar_type() == self.scalar_type(),
               "index_select(): self and out must share a dtype");
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
-  const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped);
+  const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped, IndexRule::kSelect);
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
   shape[wrapped] = idx.numel();
   at::native::resize_output(out, shape);
@@ -140,6 +156,7 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   check_gather_shapes("gather", self, wrapped, index, nullptr);
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "gather(): self and out must share a dtype");
+  check_index_range(index, self.dim() == 0 ? 1 : self.size(wrapped), wrapped, IndexRule::kAdd);
   at::native::resize_output(out, index.sizes());
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = view_of(out);
@@ -176,6 +193,7 @@ void launch_scatter(const char* name, kernels::ScatterReduce op, bool include_se
                 "(): Expected self.dtype to be equal to src.dtype");
   }
   if (index.numel() == 0) return;
+  check_index_range(index, target.dim() == 0 ? 1 : target.size(wrapped), wrapped, IndexRule::kAdd);
   const kernels::TensorView self_view = view_of(target);
   const kernels::TensorView index_view = view_of(index);
   kernels::TensorView src_view;
@@ -346,7 +364,7 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
 // ---- nonzero / masked_select -----------------------------------------------------------
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > 16) {
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > kernels::kMaxDims) {
     return OPENNEURON_FALLBACK(nonzero_out, self, out);
   }
   OPENNEURON_NATIVE_OP("aten::nonzero.out");
@@ -366,7 +384,7 @@ at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor nonzero(const at::Tensor& self) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > 16) {
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > kernels::kMaxDims) {
     return OPENNEURON_FALLBACK(nonzero, self);
   }
   OPENNEURON_NATIVE_OP("aten::nonzero");
@@ -460,7 +478,7 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
                       "tensors used as indices must be long, int, byte or bool tensors");
     const int64_t dim = static_cast<int64_t>(per_dim.size());
     TORCH_CHECK_INDEX(dim < self.dim(), "too many indices for tensor of dimension ", self.dim());
-    per_dim.push_back(device_index(index, self, self.size(dim), dim));
+    per_dim.push_back(device_index(index, self, self.size(dim), dim, IndexRule::kAdvanced));
   }
   TORCH_CHECK_INDEX(static_cast<int64_t>(per_dim.size()) <= self.dim(),
                     "too many indices for tensor of dimension ", self.dim());
@@ -527,10 +545,11 @@ AdvancedIndex make_advanced_index(const at::Tensor& self,
 
 bool index_list_is_native(const at::Tensor& self,
                           const c10::List<std::optional<at::Tensor>>& indices) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 || self.dim() > 16)
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
+      self.dim() > kernels::kMaxDims)
     return false;
   for (const std::optional<at::Tensor>& entry : indices) {
-    if (entry.has_value() && entry->defined() && entry->dim() > 16) return false;
+    if (entry.has_value() && entry->defined() && entry->dim() > kernels::kMaxDims) return false;
   }
   return true;
 }
@@ -613,7 +632,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   const c10::DeviceGuard guard(self.device());
   check_same_device("index_add", {&self, &source, &out});
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
-  const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped);
+  const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped, IndexRule::kAdd);
   TORCH_CHECK(
       source.dim() == self.dim() || (source.dim() <= 1 && self.dim() <= 1),
       "index_add_(): Source and destination tensors must have the same number of dimensions");

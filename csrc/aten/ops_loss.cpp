@@ -6,6 +6,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/fallback.h"
+#include "aten/index_bounds.h"
 #include "aten/nn_helpers.h"
 #include "aten/op_helpers.h"
 #include "aten/op_tracking.h"
@@ -88,6 +89,12 @@ std::tuple<at::Tensor, at::Tensor> nll_forward_impl(const char* name, const at::
   const c10::Device device = nn::check_device(name, {&self, &target, weight});
   check_nll(name, self, target, weight, two_d);
   const c10::DeviceGuard guard(device);
+  // Raised at the call as on the CPU, not by the queued kernel (the backward reuses targets
+  // the forward has checked).
+  const std::optional<int64_t> bad_target =
+      first_index_outside(target, 0, self.size(self.dim() == 1 ? 0 : 1), ignore_index);
+  TORCH_CHECK_INDEX(!bad_target.has_value(), "Target ", bad_target.value_or(0),
+                    " is out of bounds.");
   at::Tensor output;
   if (reduction == 0) {
     output = at::empty(target.sizes(), self.options());

@@ -1,12 +1,14 @@
-// Matrix products on the device: mm, addmm, bmm, baddbmm, dot.
+// Matrix products on the device: mm, addmm, bmm, baddbmm, dot, addr.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/addr_native.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/dot.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
+#include <ATen/ops/outer.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/fallback.h"
@@ -218,6 +220,57 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& tensor) {
   const c10::DeviceGuard guard(self.device());
   at::Tensor out = at::empty({}, self.options());
   return dot_out(self, tensor, out);
+}
+
+// ---- addr --------------------------------------------------------------------------------
+
+namespace {
+
+// 16-bit addr with every operand in one dtype: the fp32 path below; anything else keeps
+// PyTorch's composite (its type promotion and integer/bool rules).
+bool addr_in_fp32(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2) {
+  const at::ScalarType dtype = self.scalar_type();
+  return (dtype == at::kHalf || dtype == at::kBFloat16) && vec1.scalar_type() == dtype &&
+         vec2.scalar_type() == dtype && vec1.dim() == 1 && vec2.dim() == 1;
+}
+
+}  // namespace
+
+at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
+                     const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  if (!addr_in_fp32(self, vec1, vec2) || out.scalar_type() != self.scalar_type()) {
+    // PyTorch's composite (math_addr_out would dispatch back here through at::addr).
+    const at::Tensor result = at::native::math_addr(self, vec1, vec2, beta, alpha);
+    TORCH_CHECK(at::canCast(result.scalar_type(), out.scalar_type()), "result type ",
+                result.scalar_type(), " can't be cast to the desired output type ",
+                out.scalar_type());
+    if (!out.is_same(self)) at::native::resize_output(out, result.sizes());
+    return out.copy_(result);
+  }
+  OPENNEURON_NATIVE_OP("aten::addr.out");
+  const c10::DeviceGuard guard(check_same_device("aten::addr", {&self, &vec1, &vec2, &out}));
+  const std::vector<int64_t> shape = {vec1.size(0), vec2.size(0)};
+  TORCH_CHECK(at::is_expandable_to(self.sizes(), shape), "addr: self of shape ", self.sizes(),
+              " cannot be broadcast to ", c10::IntArrayRef(shape));
+  // Computed in fp32 and rounded to the 16-bit dtype once (the design's rule). PyTorch's CPU
+  // kernel rounds each product and sum to 16 bits; the conformance arbiter settles the ulps.
+  at::Tensor wide = at::outer(vec1.to(at::kFloat), vec2.to(at::kFloat));
+  if (alpha.toDouble() != 1.0) wide.mul_(alpha);
+  // beta == 0 ignores self entirely (NaN and inf in self do not propagate), as on the CPU.
+  if (beta.toDouble() != 0.0) {
+    wide.add_(self.to(at::kFloat), beta);
+  }
+  if (!out.is_same(self)) at::native::resize_output(out, shape);
+  out.copy_(wide);
+  return out;
+}
+
+at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
+                const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!addr_in_fp32(self, vec1, vec2)) return at::native::math_addr(self, vec1, vec2, beta, alpha);
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, self.options());
+  return addr_out(self, vec1, vec2, beta, alpha, out);
 }
 
 }  // namespace openneuron::bridge

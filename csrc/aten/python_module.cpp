@@ -6,6 +6,7 @@
 #include "aten/distributed_bindings.h"
 #include "aten/fallback.h"
 #include "aten/generator.h"
+#include "aten/index_bounds.h"
 #include "aten/memory_history.h"
 #include "aten/op_tracking.h"
 #include "aten/runtime_errors.h"
@@ -164,6 +165,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_clear_op_tracking", &clear_op_tracking);
   m.def("_set_strict", &set_strict_mode);
   m.def("_is_strict", &strict_mode);
+  m.def("_set_deferred_index_checks", &set_deferred_index_checks);
   register_sim_bindings(m);
 
   // Called by openneuron.distributed once torch.distributed has registered the c10d types.

@@ -73,6 +73,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm", TORCH_FN(baddbmm));
   m.impl("baddbmm_", TORCH_FN(baddbmm_));
   m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("addr", TORCH_FN(addr));
+  m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("dot", TORCH_FN(dot));
   m.impl("dot.out", TORCH_FN(dot_out));
 

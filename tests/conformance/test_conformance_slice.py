@@ -77,9 +77,19 @@ def slice_results(tmp_path_factory) -> dict[tuple[str, str, str], dict]:
     return {(r["kind"], r["name"], r["dtype"]): r for r in results}
 
 
+# Pairs the full sweep lists as failing on samples the slice's smaller sample set does not reach
+# (so the slice would see an unexpected pass), each with its reason.
+NOT_REACHED_BY_THE_SLICE = {
+    ("op", "mul", "complex64"): "listed from the full sweep: its failing samples (16 and 64, "
+    "complex products overflowing to inf) are not among the slice's samples",
+}
+
+
 @pytest.mark.parametrize("item", ITEMS, ids=["-".join(it) for it in ITEMS])
 def test_conformance(item, slice_results):
     result = slice_results[item]
+    if item in NOT_REACHED_BY_THE_SLICE and result["status"] in ("native", "fallback"):
+        pytest.skip(NOT_REACHED_BY_THE_SLICE[item])
     if result["status"] == "skip":
         pytest.skip(f"the CPU ran no sample: {result['reason']}")
     entry = known.entry_for(known.load(), *item)

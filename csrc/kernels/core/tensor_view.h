@@ -7,7 +7,7 @@
 
 namespace openneuron::kernels {
 
-constexpr int kMaxDims = 16;
+constexpr int kMaxDims = 64;
 
 // `data` points at element [0, ..., 0] (storage offset already applied); sizes and
 // strides are in elements. A stride of 0 expresses broadcasting.

@@ -553,6 +553,36 @@ void scatter(ScatterReduce op, bool include_self, const TensorView& self, int di
   });
 }
 
+namespace {
+
+template <typename T>
+bool find_outside_typed(const TensorView& index, int64_t lo, int64_t hi, const int64_t* skip,
+                        int64_t* found) {
+  bool any = false;
+  for_each_row<1>({&index}, LoopOrder::kRowMajor, [&](const RowPointers<1>& row, int64_t count) {
+    if (any) return;
+    const char* p = row.ptrs[0];
+    for (int64_t k = 0; k < count; ++k, p += row.strides[0]) {
+      const int64_t value = *reinterpret_cast<const T*>(p);
+      if ((value < lo || value >= hi) && (skip == nullptr || value != *skip)) {
+        *found = value;
+        any = true;
+        return;
+      }
+    }
+  });
+  return any;
+}
+
+}  // namespace
+
+bool find_index_outside(const TensorView& index, int64_t lo, int64_t hi, const int64_t* skip,
+                        int64_t* found) {
+  check_index_dtype(index);
+  return index.dtype == DType::Int32 ? find_outside_typed<int32_t>(index, lo, hi, skip, found)
+                                     : find_outside_typed<int64_t>(index, lo, hi, skip, found);
+}
+
 int64_t count_nonzero(const TensorView& in) {
   int64_t count = 0;
   visit_dtype(in.dtype, [&](auto tag) {

@@ -41,6 +41,12 @@ enum class ScatterReduce { Assign, Add, Prod, Mean, Max, Min };
 void scatter(ScatterReduce op, bool include_self, const TensorView& self, int dim,
              const TensorView& index, const TensorView& src, Scalar value);
 
+// Finds the first value of `index` (int64 or int32, any strides), in row-major order, that
+// lies outside [lo, hi) and is not *skip (when skip is given); stores it in *found and returns
+// true, or returns false when every value is in range. Lets callers raise before queuing.
+bool find_index_outside(const TensorView& index, int64_t lo, int64_t hi, const int64_t* skip,
+                        int64_t* found);
+
 // Number of nonzero elements (NaN counts as nonzero).
 int64_t count_nonzero(const TensorView& in);
 

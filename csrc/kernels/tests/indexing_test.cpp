@@ -78,6 +78,28 @@ TEST(Indexing, OutOfRangeIndexThrowsNamingIt) {
   }
 }
 
+TEST(Indexing, FindIndexOutsideReportsTheFirstInRowMajorOrder) {
+  for (DType dtype : {DType::Int64, DType::Int32}) {
+    auto index = make_tensor(dtype, {2, 3});
+    const std::vector<int64_t> values = {0, 2, 7, -1, 9, 1};  // row-major
+    for (int64_t k = 0; k < 6; ++k) set(index.view, {k / 3, k % 3}, static_cast<double>(values[k]));
+    int64_t found = 0;
+    EXPECT_TRUE(find_index_outside(index.view, 0, 3, nullptr, &found));
+    EXPECT_EQ(found, 7);
+    EXPECT_TRUE(find_index_outside(index.view, -1, 9, nullptr, &found));
+    EXPECT_EQ(found, 9);
+    EXPECT_FALSE(find_index_outside(index.view, -1, 10, nullptr, &found));
+    const int64_t skipped = 9;
+    EXPECT_FALSE(find_index_outside(index.view, -1, 8, &skipped, &found));
+    // A transposed view walks in its own row-major order: 0, -1, 2, 9, 7, 1.
+    TensorView transposed = index.view;
+    std::swap(transposed.sizes[0], transposed.sizes[1]);
+    std::swap(transposed.strides[0], transposed.strides[1]);
+    EXPECT_TRUE(find_index_outside(transposed, 0, 3, nullptr, &found));
+    EXPECT_EQ(found, -1);
+  }
+}
+
 TEST(Indexing, IndexScatterAssignsAndAccumulatesInOrder) {
   std::mt19937 rng(2);
   for (DType dtype : {DType::Float32, DType::BFloat16, DType::Int64}) {
