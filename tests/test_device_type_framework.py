@@ -29,6 +29,10 @@ SLICE = {
 }  # fmt: skip
 SLICE_OPS = [op for op in op_db if op.full_name in SLICE]
 SAMPLES_PER_OP = 16
+# Products accumulate in another order in our BLAS than in torch's MKL when both are capped at
+# AVX2 (make test-avx2): 1.24e-5 apart at an element of magnitude about 80 (about 1.6 ulp of
+# the partial sums), measured; allowed with a factor of 2.4 margin. Other pairs use the defaults.
+TOLERANCES = {("matmul", torch.float32): {"atol": 3e-5, "rtol": 1.3e-6}}
 
 
 def _to(value, device):
@@ -69,7 +73,8 @@ class TestNeuronDeviceGeneric(TestCase):
             expected = op(sample.input, *sample.args, **sample.kwargs)
             moved = sample.transform(lambda t: _to(t, device))
             actual = op(moved.input, *moved.args, **moved.kwargs)
-            self.assertEqual(_to(actual, "cpu"), expected, exact_device=False)
+            tolerance = TOLERANCES.get((op.full_name, dtype), {})
+            self.assertEqual(_to(actual, "cpu"), expected, exact_device=False, **tolerance)
 
 
 instantiate_device_type_tests(TestNeuronDeviceGeneric, globals(), only_for="neuron")
