@@ -348,6 +348,21 @@ void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorVi
     }
     char* self_base = static_cast<char*>(self.data);
     const char* value_base = static_cast<const char*>(values.data);
+    // Writes (or adds) one block of values at src into self at dst.
+    const auto apply_block = [&](char* dst, const char* src) {
+      if (mode == IndexScatterMode::Assign) {
+        if (part.dense_row) {
+          std::memcpy(dst, src, static_cast<size_t>(part.numel) * bytes);
+        } else {
+          copy_block(dst, part.a_strides, src, part.b_strides, part, bytes);
+        }
+      } else {
+        visit_dtype(self.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          accumulate_block<T>(dst, part.a_strides, src, part.b_strides, part, alpha);
+        });
+      }
+    };
     if (index_count == 1 && indices[0].ndim == 1 && part.single_row) {
       // One 1-D index (index_add_, embedding backward, x[idx] += v): no position walker.
       const TensorView& index = indices[0];
@@ -362,18 +377,7 @@ void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorVi
             self_base + (i * self.strides[first] + col_offset_a) * static_cast<int64_t>(bytes);
         const char* src =
             value_base + (p * values.strides[first] + col_offset_b) * static_cast<int64_t>(bytes);
-        if (mode == IndexScatterMode::Assign) {
-          if (part.dense_row) {
-            std::memcpy(dst, src, static_cast<size_t>(part.numel) * bytes);
-          } else {
-            copy_block(dst, part.a_strides, src, part.b_strides, part, bytes);
-          }
-        } else {
-          visit_dtype(self.dtype, [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            accumulate_block<T>(dst, part.a_strides, src, part.b_strides, part, alpha);
-          });
-        }
+        apply_block(dst, src);
       }
       return;
     }
@@ -383,18 +387,7 @@ void index_scatter(IndexScatterMode mode, const TensorView& self, const TensorVi
       walker.offsets(&a_offset, &b_offset);
       char* dst = self_base + (a_offset + col_offset_a) * static_cast<int64_t>(bytes);
       const char* src = value_base + (b_offset + col_offset_b) * static_cast<int64_t>(bytes);
-      if (mode == IndexScatterMode::Assign) {
-        if (part.dense_row) {
-          std::memcpy(dst, src, static_cast<size_t>(part.numel) * bytes);
-        } else {
-          copy_block(dst, part.a_strides, src, part.b_strides, part, bytes);
-        }
-      } else {
-        visit_dtype(self.dtype, [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          accumulate_block<T>(dst, part.a_strides, src, part.b_strides, part, alpha);
-        });
-      }
+      apply_block(dst, src);
     }
   });
 }
