@@ -15,13 +15,16 @@ template <typename Input>
 bool record_adaptive(runtime::Stream& stream, const char* name, kernels::PointwiseOp op,
                      const kernels::TensorView& out, const Input* inputs, int num_inputs,
                      kernels::DType compute, const kernels::PointwiseParams& params) {
+  const auto view_of = [](const Input& input) -> const kernels::TensorView& {
+    if constexpr (std::is_same_v<Input, Operand>) {
+      return input.view;
+    } else {
+      return input;
+    }
+  };
   if (!adaptive::enabled() || !adaptive::RecordedView::fits(out)) return false;
   for (int k = 0; k < num_inputs; ++k) {
-    if constexpr (std::is_same_v<Input, Operand>) {
-      if (!adaptive::RecordedView::fits(inputs[k].view)) return false;
-    } else {
-      if (!adaptive::RecordedView::fits(inputs[k])) return false;
-    }
+    if (!adaptive::RecordedView::fits(view_of(inputs[k]))) return false;
   }
   adaptive::RecordedOp recorded;
   recorded.name = name;
@@ -32,13 +35,11 @@ bool record_adaptive(runtime::Stream& stream, const char* name, kernels::Pointwi
   recorded.out_in_device_block = true;
   recorded.num_inputs = num_inputs;
   for (int k = 0; k < num_inputs; ++k) {
+    recorded.inputs[k].view = adaptive::RecordedView::of(view_of(inputs[k]));
     if constexpr (std::is_same_v<Input, Operand>) {
-      recorded.inputs[k].view = adaptive::RecordedView::of(inputs[k].view);
       recorded.inputs[k].on_host = inputs[k].on_host;
       std::memcpy(recorded.inputs[k].host_value, inputs[k].host_value,
                   sizeof recorded.inputs[k].host_value);
-    } else {
-      recorded.inputs[k].view = adaptive::RecordedView::of(inputs[k]);
     }
   }
   return adaptive::record(stream, recorded);
