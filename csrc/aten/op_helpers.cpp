@@ -41,22 +41,22 @@ kernels::Scalar kernel_scalar(const at::Scalar& value) {
   return kernels::Scalar::from_double(value.toDouble());
 }
 
-std::vector<int64_t> elementwise_output_strides(at::IntArrayRef shape,
-                                                const std::vector<at::Tensor>& operands) {
+at::DimVector elementwise_output_strides(at::IntArrayRef shape,
+                                         c10::ArrayRef<const at::Tensor*> operands) {
   const int64_t ndim = static_cast<int64_t>(shape.size());
-  // Each operand's strides over the broadcast shape, 0 along broadcast dimensions.
-  std::vector<std::vector<int64_t>> strides;
-  for (const at::Tensor& t : operands) {
-    if (!t.defined()) continue;
-    std::vector<int64_t> s(ndim, 0);
-    const int64_t offset = ndim - t.dim();
-    for (int64_t d = 0; d < t.dim(); ++d) {
-      s[offset + d] = (t.size(d) == 1 && shape[offset + d] != 1) ? 0 : t.stride(d);
+  // Each operand's strides over the broadcast shape, 0 along broadcast dimensions; kept on the
+  // stack for up to 4 operands of 8 dims, since this runs once per elementwise op.
+  c10::SmallVector<at::DimVector, 4> strides;
+  for (const at::Tensor* t : operands) {
+    if (!t->defined()) continue;
+    at::DimVector& s = strides.emplace_back(ndim, 0);
+    const int64_t offset = ndim - t->dim();
+    for (int64_t d = 0; d < t->dim(); ++d) {
+      s[offset + d] = (t->size(d) == 1 && shape[offset + d] != 1) ? 0 : t->stride(d);
     }
-    strides.push_back(std::move(s));
   }
   // perm[0] is the fastest-moving dimension; start from row-major order.
-  std::vector<int64_t> perm(ndim);
+  at::DimVector perm(ndim);
   for (int64_t k = 0; k < ndim; ++k) perm[k] = ndim - 1 - k;
   // 1: dim0 goes after dim1; -1: before; 0: undecided (TensorIterator's rule).
   auto should_swap = [&](int64_t dim0, int64_t dim1) {
@@ -81,7 +81,7 @@ std::vector<int64_t> elementwise_output_strides(at::IntArrayRef shape,
       }
     }
   }
-  std::vector<int64_t> out(ndim);
+  at::DimVector out(ndim);
   int64_t next = 1;
   for (int64_t k = 0; k < ndim; ++k) {
     out[perm[k]] = next;
@@ -90,9 +90,10 @@ std::vector<int64_t> elementwise_output_strides(at::IntArrayRef shape,
   return out;
 }
 
-at::Tensor empty_elementwise_output(at::IntArrayRef shape, const std::vector<at::Tensor>& operands,
+at::Tensor empty_elementwise_output(at::IntArrayRef shape,
+                                    c10::ArrayRef<const at::Tensor*> operands,
                                     const at::TensorOptions& options) {
-  const std::vector<int64_t> strides = elementwise_output_strides(shape, operands);
+  const at::DimVector strides = elementwise_output_strides(shape, operands);
   bool row_major = true;
   int64_t expected = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {

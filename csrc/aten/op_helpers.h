@@ -1,7 +1,9 @@
 // Shared checks and argument plumbing for native kernels.
 #pragma once
 
+#include <ATen/core/DimVector.h>
 #include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
 
 #include <cstring>
 #include <initializer_list>
@@ -26,12 +28,14 @@ kernels::Scalar kernel_scalar(const at::Scalar& value);
 // The strides PyTorch's TensorIterator (and so every meta kernel built on it) gives a new
 // output of an elementwise op over operands broadcast to shape: dimensions ordered as the
 // operands' strides order them (the first operand that tells two dimensions apart decides),
-// so a transposed or channels-last input gives an output laid out the same way.
-std::vector<int64_t> elementwise_output_strides(at::IntArrayRef shape,
-                                                const std::vector<at::Tensor>& operands);
+// so a transposed or channels-last input gives an output laid out the same way. Operands are
+// pointers: copying a tensor the interpreter owns would take the GIL twice per op.
+at::DimVector elementwise_output_strides(at::IntArrayRef shape,
+                                         c10::ArrayRef<const at::Tensor*> operands);
 
 // A new tensor of shape with those strides.
-at::Tensor empty_elementwise_output(at::IntArrayRef shape, const std::vector<at::Tensor>& operands,
+at::Tensor empty_elementwise_output(at::IntArrayRef shape,
+                                    c10::ArrayRef<const at::Tensor*> operands,
                                     const at::TensorOptions& options);
 
 // An operand broadcast to an output shape. A 0-dim CPU tensor is captured by value, converted

@@ -90,7 +90,7 @@ at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
   const at::ScalarType result = binary_result_type(op, a, b);
   const auto shape = at::infer_size(a.sizes(), b.sizes());
   at::Tensor out =
-      empty_elementwise_output(shape, {a, b}, at::TensorOptions().dtype(result).device(device));
+      empty_elementwise_output(shape, {&a, &b}, at::TensorOptions().dtype(result).device(device));
   launch_binary(name, op, a, b, alpha, out);
   return out;
 }
@@ -214,7 +214,7 @@ at::Tensor relu(const at::Tensor& self) {
   }
   OPENNEURON_NATIVE_OP("aten::relu");
   const c10::DeviceGuard guard(self.device());
-  at::Tensor out = empty_elementwise_output(self.sizes(), {self}, self.options());
+  at::Tensor out = empty_elementwise_output(self.sizes(), {&self}, self.options());
   launch_relu(self, out);
   return out;
 }
@@ -271,7 +271,7 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
   // Laid out as the CPU kernel's TensorIterator (self before grad_output) and the meta kernel.
   at::Tensor grad_input =
       empty_elementwise_output(at::infer_size(grad_output.sizes(), self.sizes()),
-                               {self, grad_output}, grad_output.options());
+                               {&self, &grad_output}, grad_output.options());
   return threshold_backward_out(grad_output, self, threshold, grad_input);
 }
 

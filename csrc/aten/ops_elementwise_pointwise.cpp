@@ -212,8 +212,10 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                 " can't be cast to the desired output type ", out.scalar_type());
     at::native::resize_output(out, shape);
   } else {
-    out =
-        empty_elementwise_output(shape, operands, at::TensorOptions().dtype(result).device(device));
+    c10::SmallVector<const at::Tensor*, 3> operand_pointers;
+    for (const at::Tensor& t : operands) operand_pointers.push_back(&t);
+    out = empty_elementwise_output(shape, operand_pointers,
+                                   at::TensorOptions().dtype(result).device(device));
   }
 
   if (out.numel() > 0) {

@@ -73,9 +73,9 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::opti
   OPENNEURON_NATIVE_OP("aten::sort.stable");
   const c10::DeviceGuard guard(self.device());
   // Laid out like self, as the meta kernel (and CPU) do.
-  at::Tensor values = empty_elementwise_output(self.sizes(), {self}, self.options());
+  at::Tensor values = empty_elementwise_output(self.sizes(), {&self}, self.options());
   at::Tensor indices =
-      empty_elementwise_output(self.sizes(), {self}, self.options().dtype(at::kLong));
+      empty_elementwise_output(self.sizes(), {&self}, self.options().dtype(at::kLong));
   sort_stable_out(self, stable, dim, descending, values, indices);
   return {values, indices};
 }

@@ -87,7 +87,8 @@ void for_each_row(int ndim, const int64_t* sizes, const std::array<char*, N>& ba
   for (size_t k = 0; k < N; ++k) row.strides[k] = loop_strides[k][inner];
   const int64_t row_length = loop_sizes[inner];
 
-  int64_t index[kMaxDims] = {};
+  int64_t index[kMaxDims];
+  for (int d = 0; d < inner; ++d) index[d] = 0;
   while (true) {
     row_fn(static_cast<const RowPointers<N>&>(row), row_length);
     int d = inner - 1;
