@@ -76,6 +76,7 @@ def test_forward_and_backward_equal_eager_bitwise(dtype):
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] == 2  # forward and backward
     assert metrics["fused_kernels"] > 0 and metrics["fused_ops"] > metrics["fused_kernels"]
+    assert metrics["gemm_epilogues"] >= 1  # the linear layer's gelu, scale and residual add
     assert metrics["lowering_fallbacks"] == {}
 
 
@@ -160,6 +161,8 @@ def test_workloads_compiled_equal_eager(name):
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] >= 1 and metrics["fused_kernels"] > 0
     assert metrics["lowering_fallbacks"] == {}
+    # Every linear layer's consumer fuses into its GEMM (the CNN's convolutions do not).
+    assert metrics["gemm_epilogues"] > 0 or name == "cnn"
 
 
 def test_dynamic_shapes_compile_each_graph_once():

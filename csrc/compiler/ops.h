@@ -9,6 +9,11 @@
 //   fused(inputs...) {body}
 //       the body's pointwise/cast/scalar nodes evaluated elementwise over the shape of its
 //       outputs (all outputs have one shape); every input broadcasts to it.
+//   gemm_epilogue[gemm="mm"|"addmm", alpha=a, beta=b](x, y[, bias], inputs...) {body}
+//       P = alpha * (x @ y) (+ beta * bias for addmm), as kernels::gemm computes it; then the
+//       body evaluated like a fused body, with body input 0 bound to P read at the body's output
+//       shape (P's rows and columns in row-major order; a rank-2 product is [M, N] itself) and
+//       body inputs 1.. bound to `inputs`.
 //   extern[target="aten::name", overload="o", args=[...], impure=0|1](inputs...)
 //       calls the ATen operator with `args` (Ref attrs point at inputs); impure ops (random,
 //       in-place on graph inputs) are never removed, merged or reordered.
@@ -25,6 +30,7 @@ inline const std::string kPointwise = "pointwise";
 inline const std::string kCast = "cast";
 inline const std::string kScalar = "scalar";
 inline const std::string kFused = "fused";
+inline const std::string kGemmEpilogue = "gemm_epilogue";
 inline const std::string kExtern = "extern";
 inline const std::string kSym = "sym";
 

@@ -8,6 +8,7 @@
 #include "compiler/elementwise_params.h"
 #include "compiler/ops.h"
 #include "compiler/scalar_eval.h"
+#include "kernels/matmul/matmul.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/pointwise/pointwise.h"
 
@@ -65,6 +66,35 @@ std::vector<int64_t> broadcast_shape(const std::vector<const HostTensor*>& input
   return shape;
 }
 
+// A gemm_epilogue's product: the whole matrix through kernels::gemm, shaped as its body reads it.
+HostTensor gemm_product(const Node& node, const std::vector<const HostTensor*>& args) {
+  HostTensor a = *args[0];
+  HostTensor b = *args[1];
+  if (a.shape.size() != 2 || b.shape.size() != 2) {
+    throw std::invalid_argument("reference interpreter: gemm_epilogue operands are matrices");
+  }
+  const int64_t m = a.shape[0];
+  const int64_t n = b.shape[1];
+  HostTensor product(a.dtype, {m, n});
+  const Attr* alpha = node.attr("alpha");
+  const Attr* beta = node.attr("beta");
+  const double beta_value = beta ? beta->f : 0.0;
+  const bool has_bias = node.string_attr("gemm") == "addmm" && beta_value != 0.0;
+  HostTensor bias = has_bias ? *args[2] : HostTensor();
+  const kernels::TensorView bias_view =
+      has_bias ? bias.broadcast_to({m, n}) : kernels::TensorView{};
+  kernels::gemm(product.view(), a.view(), b.view(), has_bias ? &bias_view : nullptr,
+                alpha ? alpha->f : 1.0, beta_value);
+  const Value& shaped = node.body->values[node.body->inputs[0]];
+  bool known = true;
+  for (const Dim& d : shaped.shape) known &= !d.is_symbolic();
+  if (known) {
+    product.shape.clear();
+    for (const Dim& d : shaped.shape) product.shape.push_back(d.size);
+  }
+  return product;
+}
+
 }  // namespace
 
 std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTensor>& inputs) {
@@ -79,6 +109,14 @@ std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTens
     if (node.op == ops::kFused) {
       std::vector<HostTensor> body_inputs;
       for (const HostTensor* a : args) body_inputs.push_back(*a);
+      std::vector<HostTensor> results = interpret(*node.body, body_inputs);
+      for (size_t k = 0; k < node.outputs.size(); ++k) env[node.outputs[k]] = std::move(results[k]);
+      continue;
+    }
+    if (node.op == ops::kGemmEpilogue) {
+      std::vector<HostTensor> body_inputs = {gemm_product(node, args)};
+      const size_t operands = node.string_attr("gemm") == "addmm" ? 3 : 2;
+      for (size_t k = operands; k < args.size(); ++k) body_inputs.push_back(*args[k]);
       std::vector<HostTensor> results = interpret(*node.body, body_inputs);
       for (size_t k = 0; k < node.outputs.size(); ++k) env[node.outputs[k]] = std::move(results[k]);
       continue;

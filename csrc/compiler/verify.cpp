@@ -1,6 +1,7 @@
 // Structural checks of the graph IR.
 #include "compiler/verify.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "compiler/names.h"
@@ -79,6 +80,8 @@ class Verifier {
             "scalar takes no inputs and has a value");
     } else if (n.op == ops::kFused) {
       fused(index, n);
+    } else if (n.op == ops::kGemmEpilogue) {
+      gemm_epilogue(index, n);
     } else if (n.op == ops::kExtern) {
       check(!n.string_attr("target").empty(), index, "extern needs a target");
     } else if (n.op == ops::kSym) {
@@ -101,8 +104,38 @@ class Verifier {
 
   void fused(int index, const Node& n) const {
     check(n.body != nullptr, index, "fused needs a body");
+    check(n.body->inputs.size() == n.inputs.size(), index, "fused body binds one input per input");
+    elementwise_body(index, n);
+  }
+
+  void gemm_epilogue(int index, const Node& n) const {
+    const std::string gemm = n.string_attr("gemm");
+    check(gemm == "mm" || gemm == "addmm", index, "gemm_epilogue needs gemm=\"mm\" or \"addmm\"");
+    const size_t operands = gemm == "addmm" ? 3 : 2;
+    check(n.inputs.size() >= operands, index, "gemm_epilogue reads its GEMM's operands first");
+    check(n.body != nullptr, index, "gemm_epilogue needs a body");
     const Graph& body = *n.body;
-    check(body.inputs.size() == n.inputs.size(), index, "fused body binds one input per input");
+    check(!body.inputs.empty() && body.inputs.size() == n.inputs.size() - operands + 1, index,
+          "gemm_epilogue body binds the product, then one input per input after the operands");
+    const Value& a = g_.values[n.inputs[0]];
+    const Value& b = g_.values[n.inputs[1]];
+    const Value& product = body.values[body.inputs[0]];
+    check(a.shape.size() == 2 && b.shape.size() == 2 && a.dtype == b.dtype, index,
+          "gemm_epilogue multiplies two matrices of one dtype");
+    check(product.dtype == a.dtype && !product.shape.empty() && product.shape.back() == b.shape[1],
+          index, "gemm_epilogue's product has the operands' dtype and the last dim of y");
+    const bool known = std::none_of(product.shape.begin(), product.shape.end(),
+                                    [](const Dim& d) { return d.is_symbolic(); });
+    check(known || product.shape.size() == 2, index,
+          "a gemm_epilogue product read through a reshape has known sizes");
+    elementwise_body(index, n);
+    check(product.shape == body.values[body.outputs[0]].shape, index,
+          "gemm_epilogue's body reads the product at its output shape");
+  }
+
+  // The body rules shared by fused and gemm_epilogue nodes.
+  void elementwise_body(int index, const Node& n) const {
+    const Graph& body = *n.body;
     check(body.outputs.size() == n.outputs.size() && !n.outputs.empty(), index,
           "fused body defines the node's outputs");
     for (const Node& inner : body.nodes) {

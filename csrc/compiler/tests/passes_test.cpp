@@ -254,6 +254,147 @@ TEST(Verifier, NamesTheBrokenRule) {
             std::string::npos);
 }
 
+// A linear layer's product, read through a reshape by gelu plus a residual add, and a second
+// product that two nodes read (left alone).
+constexpr const char* kLinearGelu =
+    R"(graph(%0: f32[6, 4], %1: f32[4, 8], %2: f32[8], %3: f32[2, 3, 8]) {
+  %4: f32[6, 8] = extern[args=[%2, %0, %1, 1, 1], overload="default", target="aten::addmm"](%2, %0, %1)
+  %5: f32[2, 3, 8] = extern[args=[%4, [2, 3, 8]], overload="default", target="aten::view"](%4)
+  %6: f32[2, 3, 8] = pointwise[compute="f32", fn="Gelu", p0=0](%5)
+  %7: f32[2, 3, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%6, %3)
+  %8: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %9: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%8)
+  %10: f32[6, 8] = pointwise[compute="f32", fn="Exp"](%8)
+  return (%7, %9, %10)
+}
+)";
+
+TEST(GemmEpilogue, FusesTheConsumerOfAnUnsharedProduct) {
+  EXPECT_EQ(after(
+                [](Graph& g) {
+                  fuse_elementwise(g);
+                  fuse_gemm_epilogue(g);
+                },
+                kLinearGelu),
+            R"(graph(%0: f32[6, 4], %1: f32[4, 8], %2: f32[8], %3: f32[2, 3, 8]) {
+  %4: f32[2, 3, 8] = gemm_epilogue[alpha=1.0, beta=1.0, gemm="addmm"](%0, %1, %2, %3) {
+    graph(%0: f32[2, 3, 8], %1: f32[2, 3, 8]) {
+      %2: f32[2, 3, 8] = pointwise[compute="f32", fn="Gelu", p0=0](%0)
+      %3: f32[2, 3, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%2, %1)
+      return (%3)
+    }
+  }
+  %5: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %6: f32[6, 8] = fused(%5) {
+    graph(%0: f32[6, 8]) {
+      %1: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%0)
+      return (%1)
+    }
+  }
+  %7: f32[6, 8] = fused(%5) {
+    graph(%0: f32[6, 8]) {
+      %1: f32[6, 8] = pointwise[compute="f32", fn="Exp"](%0)
+      return (%1)
+    }
+  }
+  return (%4, %6, %7)
+}
+)");
+}
+
+TEST(GemmEpilogue, LeavesBroadcastReadsReturnedProductsAndImpureNodesBetween) {
+  // The body reads the product broadcast (a [1, 8] product into a [6, 8] add).
+  const std::string broadcast = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[1, 4], %1: f32[4, 8], %2: f32[6, 8]) {
+  %3: f32[1, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %4: f32[6, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%3, %2)
+  return (%4)
+}
+)");
+  EXPECT_EQ(broadcast.find("gemm_epilogue"), std::string::npos) << broadcast;
+  // The product is also returned.
+  const std::string returned = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%2)
+  return (%3, %2)
+}
+)");
+  EXPECT_EQ(returned.find("gemm_epilogue"), std::string::npos) << returned;
+  // An in-place update of an operand lies between the product and its consumer.
+  const std::string impure = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: f32[4, 8] = extern[args=[%1, 1.0], impure=1, overload="Scalar", target="aten::add_"](%1)
+  %4: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%2)
+  return (%4, %3)
+}
+)");
+  EXPECT_EQ(impure.find("gemm_epilogue"), std::string::npos) << impure;
+  // An integer product is not a matmul dtype.
+  const std::string integer = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: i64[6, 4], %1: i64[4, 8]) {
+  %2: i64[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: i64[6, 8] = pointwise[compute="i64", fn="Neg"](%2)
+  return (%3)
+}
+)");
+  EXPECT_EQ(integer.find("gemm_epilogue"), std::string::npos) << integer;
+}
+
+TEST(MemoryPlan, PutsAGemmProductIntoAnOutputThatCanHoldIt) {
+  Graph g = parse_graph(kLinearGelu);
+  run_pipeline(g);
+  const std::string out = print_graph(g);
+  EXPECT_NE(out.find("gemm=\"addmm\", product_into=0"), std::string::npos) << out;
+  // A cast to another dtype cannot hold the fp32 product.
+  Graph cast = parse_graph(R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: bf16[6, 8] = cast(%2)
+  return (%3)
+}
+)");
+  run_pipeline(cast);
+  const std::string cast_out = print_graph(cast);
+  EXPECT_NE(cast_out.find("gemm_epilogue"), std::string::npos) << cast_out;
+  EXPECT_EQ(cast_out.find("product_into"), std::string::npos) << cast_out;
+}
+
+TEST(Verifier, RejectsAGemmEpilogueWhoseBodyMissesTheProduct) {
+  Graph g = parse_graph(R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = gemm_epilogue[alpha=1.0, beta=0.0, gemm="mm"](%0, %1) {
+    graph(%0: f32[6, 4]) {
+      %1: f32[6, 4] = pointwise[compute="f32", fn="Neg"](%0)
+      return (%1)
+    }
+  }
+  return (%2)
+}
+)");
+  try {
+    verify(g, "a test");
+    FAIL() << "the verifier accepted a product of the wrong shape";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm_epilogue"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
   Graph g = parse_graph(R"(graph(%0: f32[4]) {
   %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
@@ -264,7 +405,7 @@ TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
 )");
   std::vector<std::string> seen;
   run_pipeline(g, [&](const std::string& pass, const Graph&) { seen.push_back(pass); });
-  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen.size(), 8u);
   EXPECT_EQ(seen.front(), "input");
   EXPECT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op, "fused");

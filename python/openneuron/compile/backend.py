@@ -26,6 +26,7 @@ from openneuron.compile.lower import LoweringError, lower_graph
 KNOWN_OPTIONS = {
     "fuse": "bool, default True: fuse elementwise ops (False keeps one kernel per op)",
     "cache": "bool, default True: use the on-disk cache of compiled graphs",
+    "gemm_epilogue": "bool, default True: fuse elementwise consumers into mm/addmm",
 }
 _graph_counter = itertools.count()
 _warn_once = cache.warn_once
@@ -79,6 +80,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 keep_dumps=debug is not None,
                 run_passes=True,
                 fuse=options.get("fuse", True),
+                gemm_epilogues=options.get("gemm_epilogue", True),
             )
             if options.get("cache", True):
                 cache.disk_put(key, compiled.ir)
@@ -86,7 +88,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
     if debug is not None:
         if not compiled.dumps:  # a cache hit: show at least the lowered and final IR
             compiled = _C._compiler_compile(
-                ir_text, keep_dumps=True, run_passes=True, fuse=options.get("fuse", True)
+                ir_text,
+                keep_dumps=True,
+                run_passes=True,
+                fuse=options.get("fuse", True),
+                gemm_epilogues=options.get("gemm_epilogue", True),
             )
         _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
     stats = compiled.stats
