@@ -80,6 +80,33 @@ def test_forward_and_backward_equal_eager_bitwise(dtype):
     assert metrics["lowering_fallbacks"] == {}
 
 
+def spelled_out_norms(x, weight):
+    """An RMS norm and a softmax written with sum/mean/amax: reductions with pointwise producers."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+    shifted = (h - h.amax(-1, keepdim=True)).exp()
+    return (shifted / shifted.sum(-1, keepdim=True)).to(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_reductions_equal_eager_bitwise(dtype):
+    torch.manual_seed(0)
+    x = torch.randn(8, 64, 96, device="neuron", dtype=dtype, requires_grad=True)  # 2 tiles
+    weight = torch.randn(96, device="neuron", requires_grad=True)
+
+    def run(fn):
+        x.grad = weight.grad = None
+        y = fn(x, weight)
+        (y.float() * torch.arange(96, device="neuron")).sum().backward()
+        return [y.detach().cpu(), x.grad.cpu(), weight.grad.cpu()]
+
+    eager = run(spelled_out_norms)
+    compiled = run(torch.compile(spelled_out_norms, backend="neuron"))
+    assert_bitwise(eager, compiled)
+    # Forward: the square into the mean, the shifted exp into the sum; backward: more sums.
+    assert openneuron.compile_metrics()["fused_reductions"] >= 3
+
+
 def test_compiles_with_structured_trace_logging_on():
     """AOTAutograd's trace log prints the graph's fake neuron tensors; printing them must not
     touch data (it once ran masked_select under fake mode and every graph fell back to eager)."""
@@ -339,8 +366,12 @@ def test_debug_dir_dumps_each_stage(tmp_path, monkeypatch):
     names = sorted(p.name for p in graphs[0].iterdir())
     assert "fx_graph.txt" in names and "kernels.txt" in names
     assert "ir_00_input.txt" in names and "ir_05_fuse_elementwise.txt" in names
-    assert "= fused" in (graphs[0] / "ir_06_plan_memory.txt").read_text()
+    assert "= fused" in (graphs[0] / "ir_07_plan_memory.txt").read_text()
     assert "Gelu" in (graphs[0] / "kernels.txt").read_text()
+    # The forward returns the linear layer's product for the backward; the backward fuses the
+    # gelu gradient into the product of the incoming gradient and the weight.
+    assert "= gemm_epilogue" in (graphs[1] / "ir_06_fuse_gemm_epilogue.txt").read_text()
+    assert "= mm (alpha 1, beta 0)" in (graphs[1] / "kernels.txt").read_text()
 
 
 def test_errors_name_the_graph_node_and_source_line():

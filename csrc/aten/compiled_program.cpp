@@ -10,6 +10,7 @@
 
 #include "aten/tensor_views.h"
 #include "compiler/fused_kernel.h"
+#include "compiler/fused_reduction.h"
 #include "compiler/gemm_epilogue.h"
 #include "compiler/ops.h"
 
@@ -234,6 +235,12 @@ ArgBuilder builder_for(const Attr& a, const c10::TypePtr& type) {
 
 std::atomic<int64_t> layout_repairs{0};
 
+std::vector<int> identity_order(size_t rank) {
+  std::vector<int> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
+  return order;
+}
+
 // Strides of a dense tensor of `shape` whose dims lie in memory in `order`, outermost first.
 at::DimVector dense_strides_in(at::IntArrayRef shape, const std::vector<int>& order) {
   at::DimVector strides(shape.size(), 1);
@@ -394,6 +401,86 @@ struct FusedStep final : ProgramStep {
       };
       enqueue_sized(stream_for(out.front()), name->c_str(), numel, std::move(work));
     }
+    for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = std::move(out[k]);
+  }
+};
+
+// ---- fused reductions ----
+
+struct FusedReductionStep final : ProgramStep {
+  std::shared_ptr<const compiler::FusedReduction> kernel;
+  std::shared_ptr<const std::string> name;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::vector<at::ScalarType> output_dtypes;
+  std::vector<std::vector<int>> dim_orders;
+  size_t rank = 0;       // of the iteration shape
+  bool keepdim = false;  // of the reduce's result
+
+  void run(std::vector<c10::IValue>& slots) const override {
+    std::vector<at::Tensor> in;
+    at::DimVector shape(rank, 1);
+    for (int slot : inputs) {
+      in.push_back(slots[slot].toTensor());
+      const at::Tensor& t = in.back();
+      TORCH_CHECK(t.dim() <= static_cast<int64_t>(rank), "a fused reduction input of rank ",
+                  t.dim(), " exceeds the iteration rank ", rank);
+      const size_t lead = rank - t.dim();
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        const int64_t s = t.size(d);
+        TORCH_CHECK(s == 1 || shape[lead + d] == 1 || shape[lead + d] == s,
+                    "fused reduction inputs do not broadcast: ", t.sizes(), " against ",
+                    c10::IntArrayRef(shape));
+        if (s != 1) shape[lead + d] = s;
+      }
+    }
+    TORCH_CHECK(!in.empty(), "a fused reduction without tensor inputs");
+    const uint32_t mask = kernel->mask;
+    if (kernel->fn == compiler::ReduceFn::Amax) {
+      for (size_t d = 0; d < rank; ++d) {
+        TORCH_CHECK(!((mask >> d) & 1u) || shape[d] != 0, "amax(): Expected reduction dim ", d,
+                    " to have non-zero size.");
+      }
+    }
+    at::DimVector reduced;
+    for (size_t d = 0; d < rank; ++d) {
+      if (!((mask >> d) & 1u)) {
+        reduced.push_back(shape[d]);
+      } else if (keepdim) {
+        reduced.push_back(1);
+      }
+    }
+    const c10::Device device = in.front().device();
+    const c10::DeviceGuard guard(device);
+    std::vector<at::Tensor> out(outputs.size());
+    std::vector<kernels::TensorView> views;
+    views.reserve(out.size() + in.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const bool result = static_cast<int>(k) == kernel->result;
+      const at::DimVector& sizes = result ? reduced : shape;
+      const std::vector<int>& order = dim_orders[k];
+      out[k] = at::empty_strided(sizes,
+                                 order.size() == sizes.size()
+                                     ? dense_strides_in(sizes, order)
+                                     : dense_strides_in(sizes, identity_order(sizes.size())),
+                                 at::TensorOptions().dtype(output_dtypes[k]).device(device));
+      at::Tensor kernel_view = out[k];
+      if (result && !keepdim) {  // the kernel writes the result in keepdim layout
+        for (size_t d = 0; d < rank; ++d) {
+          if ((mask >> d) & 1u) kernel_view = kernel_view.unsqueeze(static_cast<int64_t>(d));
+        }
+      }
+      views.push_back(view_of(kernel_view));
+    }
+    for (const at::Tensor& t : in) views.push_back(broadcast_view(t, shape));
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    auto work = [kernel = kernel, views = std::move(views), n = out.size(),
+                 sizes = std::vector<int64_t>(shape.begin(), shape.end())]() {
+      compiler::run_fused_reduction(*kernel, static_cast<int>(sizes.size()), sizes.data(),
+                                    views.data(), views.data() + n);
+    };
+    enqueue_sized(stream_for(out.front()), name->c_str(), numel, std::move(work));
     for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = std::move(out[k]);
   }
 };
@@ -560,6 +647,21 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
       if (node.op == compiler::ops::kExtern) {
         step = extern_step(graph, node);
         ++extern_calls_;
+      } else if (node.op == compiler::ops::kFused && compiler::ends_in_reduce(*node.body)) {
+        auto fused = std::make_unique<FusedReductionStep>();
+        fused->kernel = std::make_shared<const compiler::FusedReduction>(
+            compiler::build_fused_reduction(*node.body));
+        fused->name = std::make_shared<const std::string>(label);
+        fused->inputs = node.inputs;
+        fused->outputs = node.outputs;
+        fused->dim_orders = dim_orders_of(graph, node, &fused->output_dtypes);
+        const Node& reduce = node.body->nodes.back();
+        fused->rank = node.body->values[reduce.inputs[0]].shape.size();
+        fused->keepdim = reduce.int_attr("keepdim", 0) != 0;
+        fused_ops_ += static_cast<int>(fused->kernel->elementwise.instrs.size()) + 1;
+        ++fused_kernels_;
+        ++fused_reductions_;
+        step = std::move(fused);
       } else if (node.op == compiler::ops::kFused) {
         auto fused = std::make_unique<FusedStep>();
         fused->kernel =
@@ -656,6 +758,12 @@ std::string CompiledProgram::kernel_listing() const {
   for (const auto& step : steps_) {
     if (const auto* fused = dynamic_cast<const FusedStep*>(step.get())) {
       out << "# " << step->label << "\n" << fused->kernel->listing() << "\n";
+    } else if (const auto* reduction = dynamic_cast<const FusedReductionStep*>(step.get())) {
+      static const char* const kNames[] = {"sum", "mean", "amax"};
+      out << "# " << step->label << ": then " << kNames[static_cast<int>(reduction->kernel->fn)]
+          << " over dims mask 0x" << std::hex << reduction->kernel->mask << std::dec << "\n"
+          << (reduction->kernel->has_elementwise ? reduction->kernel->elementwise.listing() : "")
+          << "\n";
     } else if (const auto* gemm = dynamic_cast<const GemmEpilogueStep*>(step.get())) {
       out << "# " << step->label << ": %0 = " << (gemm->operands == 3 ? "addmm" : "mm")
           << " (alpha " << gemm->alpha << ", beta " << gemm->beta << ") into "

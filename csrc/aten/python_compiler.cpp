@@ -188,6 +188,7 @@ void register_compiler_bindings(py::module& m) {
         stats["fused_ops"] = g.program->fused_ops();
         stats["extern_calls"] = g.program->extern_calls();
         stats["gemm_epilogues"] = g.program->gemm_epilogues();
+        stats["fused_reductions"] = g.program->fused_reductions();
         return stats;
       });
   // run_passes=false loads an already optimised graph (a disk cache entry).

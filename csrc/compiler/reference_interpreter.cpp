@@ -11,6 +11,8 @@
 #include "kernels/matmul/matmul.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/pointwise/pointwise.h"
+#include "kernels/reduce/reduce.h"
+#include "kernels/reduce/reduce_general.h"
 
 namespace openneuron::compiler {
 
@@ -95,6 +97,36 @@ HostTensor gemm_product(const Node& node, const std::vector<const HostTensor*>& 
   return product;
 }
 
+// A reduce over a whole tensor with the kernel library's reduction (eager's own call).
+HostTensor reduce_whole(const Node& node, HostTensor in, const Value& result) {
+  uint32_t mask = 0;
+  for (const Attr& d : node.attr("dims")->list) mask |= 1u << d.i;
+  std::vector<int64_t> keepdim_shape = in.shape;
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    if ((mask >> d) & 1u) {
+      keepdim_shape[d] = 1;
+      if (node.int_attr("keepdim", 0) != 0) shape.push_back(1);
+    } else {
+      shape.push_back(in.shape[d]);
+    }
+  }
+  HostTensor out(result.dtype, keepdim_shape);
+  const std::string fn = node.string_attr("fn");
+  if (fn == "amax") {
+    if (in.numel() == 0) throw std::invalid_argument("reference interpreter: amax of nothing");
+    kernels::TensorView no_indices = out.view();
+    no_indices.data = nullptr;
+    kernels::reduce_general(kernels::GeneralReduceOp::Max, {}, out.view(), no_indices, in.view(),
+                            mask);
+  } else {
+    kernels::reduce(fn == "sum" ? kernels::ReduceOp::Sum : kernels::ReduceOp::Mean, out.view(),
+                    in.view(), mask);
+  }
+  out.shape = shape;
+  return out;
+}
+
 }  // namespace
 
 std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTensor>& inputs) {
@@ -127,6 +159,10 @@ std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTens
       const HostScalar s = host_scalar_of(node, dtype);
       std::copy(s.bytes, s.bytes + kernels::element_size(dtype), t.bytes.begin());
       env[node.outputs[0]] = std::move(t);
+      continue;
+    }
+    if (node.op == ops::kReduce) {
+      env[node.outputs[0]] = reduce_whole(node, *args[0], graph.values[node.outputs[0]]);
       continue;
     }
     if (node.op != ops::kPointwise && node.op != ops::kCast) {

@@ -82,6 +82,8 @@ class Verifier {
       fused(index, n);
     } else if (n.op == ops::kGemmEpilogue) {
       gemm_epilogue(index, n);
+    } else if (n.op == ops::kReduce) {
+      reduce(index, n);
     } else if (n.op == ops::kExtern) {
       check(!n.string_attr("target").empty(), index, "extern needs a target");
     } else if (n.op == ops::kSym) {
@@ -133,24 +135,68 @@ class Verifier {
           "gemm_epilogue's body reads the product at its output shape");
   }
 
+  void reduce(int index, const Node& n) const {
+    const std::string fn = n.string_attr("fn");
+    check(fn == "sum" || fn == "mean" || fn == "amax", index,
+          "reduce needs fn=\"sum\", \"mean\" or \"amax\" (got '" + fn + "')");
+    check(n.inputs.size() == 1 && n.outputs.size() == 1, index, "reduce maps one value to one");
+    tensors(n, index);
+    const Value& in = g_.values[n.inputs[0]];
+    const Value& out = g_.values[n.outputs[0]];
+    check(in.dtype == out.dtype && kernels::is_floating(in.dtype), index,
+          "reduce keeps its input's floating dtype");
+    const Attr* dims = n.attr("dims");
+    check(dims && dims->kind == Attr::Kind::List && !dims->list.empty(), index,
+          "reduce needs a non-empty dims list");
+    const bool keepdim = n.int_attr("keepdim", 0) != 0;
+    std::vector<Dim> expected;
+    size_t next = 0;
+    int64_t previous = -1;
+    for (const Attr& d : dims->list) {
+      check(d.kind == Attr::Kind::Int && d.i > previous && d.i < int64_t(in.shape.size()), index,
+            "reduce dims are ascending dims of its input");
+      previous = d.i;
+    }
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      const bool reduced = next < dims->list.size() && dims->list[next].i == int64_t(d);
+      if (reduced) ++next;
+      if (!reduced) expected.push_back(in.shape[d]);
+      if (reduced && keepdim) expected.push_back(Dim::known(1));
+    }
+    check(out.shape == expected, index, "reduce's result has its input's shape less the dims");
+  }
+
   // The body rules shared by fused and gemm_epilogue nodes.
   void elementwise_body(int index, const Node& n) const {
     const Graph& body = *n.body;
     check(body.outputs.size() == n.outputs.size() && !n.outputs.empty(), index,
           "fused body defines the node's outputs");
-    for (const Node& inner : body.nodes) {
-      check(ops::is_elementwise(inner.op), index,
-            "fused body holds elementwise ops only, not " + inner.op);
+    int reduce_output = -1;
+    for (size_t k = 0; k < body.nodes.size(); ++k) {
+      const Node& inner = body.nodes[k];
+      const bool last_reduce =
+          inner.op == ops::kReduce && k + 1 == body.nodes.size() && n.op == ops::kFused;
+      check(ops::is_elementwise(inner.op) || last_reduce, index,
+            "fused body holds elementwise ops and at most one final reduce, not " + inner.op);
+      if (inner.op == ops::kReduce) reduce_output = inner.outputs[0];
     }
+    // The iteration shape: a final reduce's input, else the first output's shape.
+    const std::vector<Dim>* shape = nullptr;
     for (size_t k = 0; k < body.outputs.size(); ++k) {
       check(body.outputs[k] >= 0, index, "fused outputs are values");
       const Value& inner = body.values[body.outputs[k]];
       const Value& outer = g_.values[n.outputs[k]];
       check(inner.dtype == outer.dtype && inner.shape == outer.shape, index,
             "fused body output " + std::to_string(k) + " differs in dtype or shape");
-      check(inner.shape == body.values[body.outputs[0]].shape, index,
-            "fused outputs have one shape");
+      if (!shape) {
+        shape = reduce_output >= 0 ? &body.values[body.nodes.back().inputs[0]].shape : &inner.shape;
+      }
+      check(body.outputs[k] == reduce_output || inner.shape == *shape, index,
+            "fused outputs have one shape (a final reduce's result aside)");
     }
+    check(reduce_output < 0 ||
+              std::count(body.outputs.begin(), body.outputs.end(), reduce_output) == 1,
+          index, "a fused body returns its final reduce's result");
     verify(body, where_.empty() ? "fused body" : where_ + " (fused body)");
   }
 

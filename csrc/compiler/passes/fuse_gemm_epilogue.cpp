@@ -6,7 +6,8 @@
 // Legality: the product and its view have that fused node as their only reader (not returned);
 // the body reads the product at the body's full output shape (never broadcast); the product is
 // 2-D, row-major, of a matmul dtype; a view keeps the product's last dim and has known sizes;
-// no impure node lies between the product and the fused node (the GEMM moves down to it).
+// no impure node lies between the product and the fused node (the GEMM moves down to it); the
+// fused body does not end in a reduce.
 #include <algorithm>
 
 #include "compiler/ops.h"
@@ -90,6 +91,7 @@ void fuse_gemm_epilogue(Graph& graph) {
     Node& fused = graph.nodes[k];
     if (fused.op != ops::kFused) continue;
     const Graph& body = *fused.body;
+    if (body.nodes.back().op == ops::kReduce) continue;  // an epilogue is elementwise only
     const std::vector<Dim>& out_shape = body.values[body.outputs[0]].shape;
     for (size_t j = 0; j < fused.inputs.size(); ++j) {
       const int read = fused.inputs[j];

@@ -106,7 +106,9 @@ void plan_memory(Graph& graph) {
     } else {
       node.attrs["free"] = Attr::of_list(std::move(freed));
     }
-    if (node.op == ops::kFused) plan_reuse(graph, node, dying, graph_inputs);
+    const bool reduces =
+        node.body && !node.body->nodes.empty() && node.body->nodes.back().op == ops::kReduce;
+    if (node.op == ops::kFused && !reduces) plan_reuse(graph, node, dying, graph_inputs);
     if (node.op == ops::kGemmEpilogue) plan_product(graph, node);
   }
 }

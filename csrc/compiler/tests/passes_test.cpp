@@ -247,7 +247,7 @@ TEST(Verifier, NamesTheBrokenRule) {
   EXPECT_NE(message("graph(%0: f32[4]) {\n  %1: f32[4] = fused(%0) {\n    graph(%0: f32[4]) {\n"
                     "      %1: f32[4] = extern[target=\"aten::relu\"](%0)\n      return (%1)\n"
                     "    }\n  }\n  return (%1)\n}\n")
-                .find("elementwise ops only"),
+                .find("elementwise ops"),
             std::string::npos);
   EXPECT_NE(message("graph(%0: f32[4], %1: int) {\n  %2: f32[4] = cast(%1)\n  return (%2)\n}\n")
                 .find("are tensors"),
@@ -356,6 +356,20 @@ TEST(GemmEpilogue, LeavesBroadcastReadsReturnedProductsAndImpureNodesBetween) {
 }
 )");
   EXPECT_EQ(integer.find("gemm_epilogue"), std::string::npos) << integer;
+  // The consumer ends in a reduction (an epilogue is elementwise only).
+  const std::string reduced = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%2)
+  %4: f32[8] = reduce[dims=[0], fn="sum", keepdim=0](%3)
+  return (%4)
+}
+)");
+  EXPECT_EQ(reduced.find("gemm_epilogue"), std::string::npos) << reduced;
 }
 
 TEST(MemoryPlan, PutsAGemmProductIntoAnOutputThatCanHoldIt) {
@@ -393,6 +407,110 @@ TEST(Verifier, RejectsAGemmEpilogueWhoseBodyMissesTheProduct) {
   } catch (const VerifyError& e) {
     EXPECT_NE(std::string(e.what()).find("gemm_epilogue"), std::string::npos) << e.what();
   }
+}
+
+// A softmax written out: amax ends its own group (its input is a graph input), the shifted
+// exp joins the sum, and the exp (read again by the division) is an output of the same kernel.
+TEST(ReductionFusion, APointwiseProducerJoinsItsReduction) {
+  EXPECT_EQ(after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 1] = reduce[dims=[1], fn="amax", keepdim=1](%0)
+  %2: f32[4, 8] = pointwise[compute="f32", fn="SubAlpha", p0=1](%0, %1)
+  %3: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%2)
+  %4: f32[4, 1] = reduce[dims=[1], fn="sum", keepdim=1](%3)
+  %5: f32[4, 8] = pointwise[compute="f32", fn="Div"](%3, %4)
+  return (%5)
+}
+)"),
+            R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 1] = fused(%0) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4, 1] = reduce[dims=[1], fn="amax", keepdim=1](%0)
+      return (%1)
+    }
+  }
+  %2: f32[4, 8], %3: f32[4, 1] = fused(%0, %1) {
+    graph(%0: f32[4, 8], %1: f32[4, 1]) {
+      %2: f32[4, 8] = pointwise[compute="f32", fn="SubAlpha", p0=1](%0, %1)
+      %3: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%2)
+      %4: f32[4, 1] = reduce[dims=[1], fn="sum", keepdim=1](%3)
+      return (%3, %4)
+    }
+  }
+  %4: f32[4, 8] = fused(%2, %3) {
+    graph(%0: f32[4, 8], %1: f32[4, 1]) {
+      %2: f32[4, 8] = pointwise[compute="f32", fn="Div"](%0, %1)
+      return (%2)
+    }
+  }
+  return (%4)
+}
+)");
+}
+
+TEST(ReductionFusion, NeverJoinsAColumnMajorInputOrAClosedGroup) {
+  // The producer's result is laid out column-major: eager reads it in another order.
+  const std::string transposed = after([](Graph& g) { fuse_elementwise(g); },
+                                       R"(graph(%0: f32[4, 8]{1, 0}) {
+  %1: f32[4, 8]{1, 0} = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[8] = reduce[dims=[0], fn="sum", keepdim=0](%1)
+  return (%2)
+}
+)");
+  EXPECT_NE(transposed.find("fused(%1)"), std::string::npos) << transposed;
+  // A reduce ends its group: the mean of a sum's input is a kernel of its own.
+  EXPECT_EQ(after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = reduce[dims=[1], fn="sum", keepdim=0](%1)
+  %3: f32[8] = reduce[dims=[0], fn="mean", keepdim=0](%1)
+  return (%2, %3)
+}
+)"),
+            R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8], %2: f32[4] = fused(%0) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+      %2: f32[4] = reduce[dims=[1], fn="sum", keepdim=0](%1)
+      return (%1, %2)
+    }
+  }
+  %3: f32[8] = fused(%1) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[8] = reduce[dims=[0], fn="mean", keepdim=0](%0)
+      return (%1)
+    }
+  }
+  return (%2, %3)
+}
+)");
+}
+
+TEST(Verifier, ChecksReduceShapesAndThatAReduceEndsItsBody) {
+  auto rejects = [](const std::string& text, const std::string& rule) {
+    try {
+      verify(parse_graph(text), "a test");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const VerifyError& e) {
+      EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+    }
+  };
+  rejects(R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = reduce[dims=[1], fn="sum", keepdim=0](%0)
+  return (%1)
+}
+)",
+          "input's shape less the dims");
+  rejects(R"(graph(%0: f32[4, 8]) {
+  %1: f32[4] = fused(%0) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4] = reduce[dims=[1], fn="sum", keepdim=0](%0)
+      %2: f32[4] = pointwise[compute="f32", fn="Exp"](%1)
+      return (%2)
+    }
+  }
+  return (%1)
+}
+)",
+          "at most one final reduce");
 }
 
 TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
