@@ -3,7 +3,7 @@ and CPU eager, with cold compile times, in one process.
 
     make bench-compile    # or: .venv/bin/python bench/compile_bench.py [--quick] [--workloads a,b]
 
-Step times are medians of repeated training steps (forward passes for BERT), the four
+Step times are medians of repeated training steps (forward passes for BERT), the five
 configurations interleaved step by step so that load on the machine falls on all alike. Cold
 compile time is the first step's time less a steady step's, with empty caches (our disk cache
 and Inductor's in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both.
@@ -41,7 +41,10 @@ CONFIGS = (
     ("neuron_compiled", "neuron", "neuron"),
     ("cpu_eager", "cpu", None),
     ("cpu_inductor", "cpu", "inductor"),
+    # The compiler without GEMM epilogue and reduction fusion: the before of those passes.
+    ("neuron_compiled_elementwise_only", "neuron", "neuron-elementwise-only"),
 )
+ELEMENTWISE_ONLY = {"gemm_epilogue": False, "reductions": False}
 
 
 def timed_step(built, device: str, index: int) -> float:
@@ -52,7 +55,7 @@ def timed_step(built, device: str, index: int) -> float:
 
 
 def measure(workload, size: str, repeats: int) -> dict:
-    """One workload in all four configurations. The steady steps are interleaved (one step of
+    """One workload in all five configurations. The steady steps are interleaved (one step of
     each configuration per round) so that load from other processes on the machine falls on
     all of them alike; each figure is the median over the rounds."""
     import openneuron
@@ -66,7 +69,9 @@ def measure(workload, size: str, repeats: int) -> dict:
         for label, device, compiled in CONFIGS:
             openneuron.reset_compile_metrics()
             built = workload.build(device, size=size)
-            if compiled:
+            if compiled == "neuron-elementwise-only":
+                built.compile(backend="neuron", options=ELEMENTWISE_ONLY)
+            elif compiled:
                 built.compile(backend=compiled)
             first = timed_step(built, device, 0)
             for index in (1, 2):
@@ -86,6 +91,9 @@ def measure(workload, size: str, repeats: int) -> dict:
             row[f"{label}_ms"] = statistics.median(samples) * 1e3
         del runs
     row["compiled_vs_eager"] = row["neuron_eager_ms"] / row["neuron_compiled_ms"]
+    row["elementwise_only_vs_eager"] = (
+        row["neuron_eager_ms"] / row["neuron_compiled_elementwise_only_ms"]
+    )
     row["compiled_vs_inductor"] = row["cpu_inductor_ms"] / row["neuron_compiled_ms"]
     row["cold_compile_ratio"] = row["neuron_cold_compile_s"] / row["inductor_cold_compile_s"]
     return row
@@ -120,7 +128,7 @@ def markdown(results: dict, arguments: str) -> str:
         "",
         f"Measured {results['date']} with `.venv/bin/python bench/compile_bench.py "
         f"{arguments}` (`make bench-compile`). Step times in ms (medians over rounds that "
-        "interleave the four configurations); load average at the start "
+        "interleave the five configurations); load average at the start "
         f"{results.get('load', '?')}; cold compile in s "
         "(first step less a steady one, empty caches, Dynamo and AOTAutograd included); "
         "`neuron_backend_ms` is our compiler's own share.",
@@ -164,7 +172,12 @@ def main() -> None:
     rows = results["workloads"]
     results["geomeans"] = {
         key: statistics.geometric_mean(r[key] for r in rows)
-        for key in ("compiled_vs_eager", "compiled_vs_inductor", "cold_compile_ratio")
+        for key in (
+            "compiled_vs_eager",
+            "elementwise_only_vs_eager",
+            "compiled_vs_inductor",
+            "cold_compile_ratio",
+        )
     }
     print_table("torch.compile", rows)
     print(f"\ngeomeans: {results['geomeans']}\ndynamic: {results['dynamic']}")

@@ -27,6 +27,7 @@ KNOWN_OPTIONS = {
     "fuse": "bool, default True: fuse elementwise ops (False keeps one kernel per op)",
     "cache": "bool, default True: use the on-disk cache of compiled graphs",
     "gemm_epilogue": "bool, default True: fuse elementwise consumers into mm/addmm",
+    "reductions": "bool, default True: fuse sum/mean/amax with their elementwise producers",
 }
 _graph_counter = itertools.count()
 _warn_once = cache.warn_once
@@ -50,7 +51,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
     number = next(_graph_counter)
     start = time.perf_counter()
     try:
-        ir_text, counts, constants = lower_graph(gm)
+        ir_text, counts, constants = lower_graph(gm, reductions=options.get("reductions", True))
     except LoweringError as error:
         # Counted and reported: the graph still runs, op by op through the eager kernels.
         metrics.record_lowering_fallback(str(error))

@@ -106,8 +106,9 @@ def _source_line(node: Node) -> str:
 
 
 class _Lowerer:
-    def __init__(self, gm: GraphModule):
+    def __init__(self, gm: GraphModule, reductions: bool = True):
         self.gm = gm
+        self.reductions = reductions  # lower sum/mean/amax to reduce nodes (else extern calls)
         self.lines: list[str] = []
         self.next_id = 0
         self.value_of: dict[Node, object] = {}  # node -> value name (or tuple of names)
@@ -294,7 +295,7 @@ class _Lowerer:
 
     def try_reduce(self, node: Node, val) -> bool:
         fn = _REDUCTIONS.get(node.target)
-        if fn is None or not isinstance(val, torch.Tensor):
+        if fn is None or not self.reductions or not isinstance(val, torch.Tensor):
             return False
         args = self.full_arguments(node)
         source, dims, keepdim = args[0], args[1], args[2]
@@ -440,12 +441,13 @@ class _Lowerer:
         )
 
 
-def lower_graph(gm: GraphModule) -> tuple[str, dict, list[torch.Tensor]]:
+def lower_graph(gm: GraphModule, reductions: bool = True) -> tuple[str, dict, list[torch.Tensor]]:
     """Returns the IR text of ``gm``, counts of its pointwise and extern nodes, and the tensor
-    constants (``get_attr``) the program takes after the graph's own inputs."""
+    constants (``get_attr``) the program takes after the graph's own inputs. With
+    ``reductions=False`` sum/mean/amax stay ATen calls."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    lowerer = _Lowerer(gm)
+    lowerer = _Lowerer(gm, reductions)
     with unset_fake_temporarily():  # stand-in tensors for planning must be real (and empty)
         text = lowerer.lower()
     counts = {"pointwise": lowerer.pointwise_ops, "extern": lowerer.extern_ops}
