@@ -541,21 +541,28 @@ struct GemmEpilogueStep final : ProgramStep {
     }
     if (m * n > 0) {
       // The product is written into an output the plan allows (the body then runs in place),
-      // else into a device buffer that the queued work keeps alive.
+      // else into a device buffer. Queued work holds views only, never tensors: a tensor freed
+      // on the stream's thread may need the GIL that a synchronizing caller holds. The buffer
+      // is released here on the host, after the work in stream order (the allocator is).
       const bool into_output = product_into >= 0 && out[product_into].scalar_type() == dtype &&
                                out[product_into].is_contiguous();
-      at::Tensor product =
-          into_output ? out[product_into].view({m, n}) : at::empty({m, n}, a.options());
+      const at::Tensor buffer = into_output ? at::Tensor() : at::empty({m, n}, a.options());
+      kernels::TensorView product = view_of(into_output ? out[product_into] : buffer);
+      product.ndim = 2;
+      product.sizes[0] = m;
+      product.sizes[1] = n;
+      product.strides[0] = n;
+      product.strides[1] = 1;
       std::vector<kernels::TensorView> views;  // outputs, inputs, then a, b, product[, bias]
       views.reserve(out.size() + in.size() + 4);
       for (const at::Tensor& t : out) views.push_back(view_of(t));
       for (const at::Tensor& t : in) views.push_back(broadcast_view(t, shape));
       views.push_back(view_of(a));
       views.push_back(view_of(b));
-      views.push_back(view_of(product));
+      views.push_back(product);
       if (has_bias) views.push_back(broadcast_view(bias, {m, n}));
       auto work = [kernel = kernel, views = std::move(views), outs = out.size(), ins = in.size(),
-                   has_bias, alpha = alpha, beta = beta, product = std::move(product)]() {
+                   has_bias, alpha = alpha, beta = beta]() {
         const kernels::TensorView* operand = views.data() + outs + ins;
         compiler::run_gemm_epilogue(*kernel, operand[0], operand[1],
                                     has_bias ? &operand[3] : nullptr, alpha, beta, operand[2],
