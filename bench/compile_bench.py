@@ -3,8 +3,9 @@ and CPU eager, with cold compile times, in one process.
 
     make bench-compile    # or: .venv/bin/python bench/compile_bench.py [--quick] [--workloads a,b]
 
-Step times are medians of repeated training steps (forward passes for BERT), the four
-configurations interleaved step by step so that load on the machine falls on all alike. Cold
+Step times are medians of repeated training steps (forward passes for BERT), the five
+configurations interleaved step by step so that load on the machine falls on all alike; each
+step's wall time and the process's CPU time (`*_cpu_ms`, all threads) are both reported. Cold
 compile time is the first step's time less a steady step's, with empty caches (our disk cache
 and Inductor's in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both.
 Our backend's own share (lowering, passes, program building) is shown apart. Writes
@@ -41,18 +42,22 @@ CONFIGS = (
     ("neuron_compiled", "neuron", "neuron"),
     ("cpu_eager", "cpu", None),
     ("cpu_inductor", "cpu", "inductor"),
+    # The compiler without GEMM epilogue and reduction fusion: the before of those passes.
+    ("neuron_compiled_elementwise_only", "neuron", "neuron-elementwise-only"),
 )
+ELEMENTWISE_ONLY = {"gemm_epilogue": False, "reductions": False}
 
 
-def timed_step(built, device: str, index: int) -> float:
-    start = time.perf_counter()
+def timed_step(built, device: str, index: int) -> tuple[float, float]:
+    """Wall time and the process's CPU time (all threads) of one step."""
+    start, cpu_start = time.perf_counter(), time.process_time()
     built.step(index)
     sync(device)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu_start
 
 
 def measure(workload, size: str, repeats: int) -> dict:
-    """One workload in all four configurations. The steady steps are interleaved (one step of
+    """One workload in all five configurations. The steady steps are interleaved (one step of
     each configuration per round) so that load from other processes on the machine falls on
     all of them alike; each figure is the median over the rounds."""
     import openneuron
@@ -66,12 +71,14 @@ def measure(workload, size: str, repeats: int) -> dict:
         for label, device, compiled in CONFIGS:
             openneuron.reset_compile_metrics()
             built = workload.build(device, size=size)
-            if compiled:
+            if compiled == "neuron-elementwise-only":
+                built.compile(backend="neuron", options=ELEMENTWISE_ONLY)
+            elif compiled:
                 built.compile(backend=compiled)
-            first = timed_step(built, device, 0)
+            first = timed_step(built, device, 0)[0]
             for index in (1, 2):
                 timed_step(built, device, index)
-            steady = timed_step(built, device, 3)
+            steady = timed_step(built, device, 3)[0]
             if compiled == "neuron":
                 row["neuron_cold_compile_s"] = first - steady
                 row["neuron_backend_ms"] = openneuron.compile_metrics()["compile_ms"]
@@ -83,10 +90,23 @@ def measure(workload, size: str, repeats: int) -> dict:
             for built, device, samples in runs.values():
                 samples.append(timed_step(built, device, 4 + round_index))
         for label, (_, _, samples) in runs.items():
-            row[f"{label}_ms"] = statistics.median(samples) * 1e3
+            row[f"{label}_ms"] = statistics.median(wall for wall, _ in samples) * 1e3
+        for label, (_, _, samples) in runs.items():
+            row[f"{label}_cpu_ms"] = statistics.median(cpu for _, cpu in samples) * 1e3
         del runs
     row["compiled_vs_eager"] = row["neuron_eager_ms"] / row["neuron_compiled_ms"]
+    row["elementwise_only_vs_eager"] = (
+        row["neuron_eager_ms"] / row["neuron_compiled_elementwise_only_ms"]
+    )
     row["compiled_vs_inductor"] = row["cpu_inductor_ms"] / row["neuron_compiled_ms"]
+    # CPU time: the work done, which load on the machine disturbs less than wall time does.
+    row["cpu_time_compiled_vs_eager"] = row["neuron_eager_cpu_ms"] / row["neuron_compiled_cpu_ms"]
+    row["cpu_time_elementwise_only_vs_eager"] = (
+        row["neuron_eager_cpu_ms"] / row["neuron_compiled_elementwise_only_cpu_ms"]
+    )
+    row["cpu_time_compiled_vs_inductor"] = (
+        row["cpu_inductor_cpu_ms"] / row["neuron_compiled_cpu_ms"]
+    )
     row["cold_compile_ratio"] = row["neuron_cold_compile_s"] / row["inductor_cold_compile_s"]
     return row
 
@@ -120,7 +140,8 @@ def markdown(results: dict, arguments: str) -> str:
         "",
         f"Measured {results['date']} with `.venv/bin/python bench/compile_bench.py "
         f"{arguments}` (`make bench-compile`). Step times in ms (medians over rounds that "
-        "interleave the four configurations); load average at the start "
+        "interleave the five configurations; `*_cpu_ms` is the process's CPU time over all "
+        "threads, less disturbed by load than wall time); load average at the start "
         f"{results.get('load', '?')}; cold compile in s "
         "(first step less a steady one, empty caches, Dynamo and AOTAutograd included); "
         "`neuron_backend_ms` is our compiler's own share.",
@@ -164,7 +185,15 @@ def main() -> None:
     rows = results["workloads"]
     results["geomeans"] = {
         key: statistics.geometric_mean(r[key] for r in rows)
-        for key in ("compiled_vs_eager", "compiled_vs_inductor", "cold_compile_ratio")
+        for key in (
+            "compiled_vs_eager",
+            "elementwise_only_vs_eager",
+            "compiled_vs_inductor",
+            "cpu_time_compiled_vs_eager",
+            "cpu_time_elementwise_only_vs_eager",
+            "cpu_time_compiled_vs_inductor",
+            "cold_compile_ratio",
+        )
     }
     print_table("torch.compile", rows)
     print(f"\ngeomeans: {results['geomeans']}\ndynamic: {results['dynamic']}")

@@ -76,7 +76,35 @@ def test_forward_and_backward_equal_eager_bitwise(dtype):
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] == 2  # forward and backward
     assert metrics["fused_kernels"] > 0 and metrics["fused_ops"] > metrics["fused_kernels"]
+    assert metrics["gemm_epilogues"] >= 1  # the linear layer's gelu, scale and residual add
     assert metrics["lowering_fallbacks"] == {}
+
+
+def spelled_out_norms(x, weight):
+    """An RMS norm and a softmax written with sum/mean/amax: reductions with pointwise producers."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+    shifted = (h - h.amax(-1, keepdim=True)).exp()
+    return (shifted / shifted.sum(-1, keepdim=True)).to(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_reductions_equal_eager_bitwise(dtype):
+    torch.manual_seed(0)
+    x = torch.randn(8, 64, 96, device="neuron", dtype=dtype, requires_grad=True)  # 2 tiles
+    weight = torch.randn(96, device="neuron", requires_grad=True)
+
+    def run(fn):
+        x.grad = weight.grad = None
+        y = fn(x, weight)
+        (y.float() * torch.arange(96, device="neuron")).sum().backward()
+        return [y.detach().cpu(), x.grad.cpu(), weight.grad.cpu()]
+
+    eager = run(spelled_out_norms)
+    compiled = run(torch.compile(spelled_out_norms, backend="neuron"))
+    assert_bitwise(eager, compiled)
+    # Forward: the square into the mean, the shifted exp into the sum; backward: more sums.
+    assert openneuron.compile_metrics()["fused_reductions"] >= 3
 
 
 def test_compiles_with_structured_trace_logging_on():
@@ -160,6 +188,8 @@ def test_workloads_compiled_equal_eager(name):
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] >= 1 and metrics["fused_kernels"] > 0
     assert metrics["lowering_fallbacks"] == {}
+    # Every linear layer's consumer fuses into its GEMM (the CNN's convolutions do not).
+    assert metrics["gemm_epilogues"] > 0 or name == "cnn"
 
 
 def test_dynamic_shapes_compile_each_graph_once():
@@ -336,8 +366,12 @@ def test_debug_dir_dumps_each_stage(tmp_path, monkeypatch):
     names = sorted(p.name for p in graphs[0].iterdir())
     assert "fx_graph.txt" in names and "kernels.txt" in names
     assert "ir_00_input.txt" in names and "ir_05_fuse_elementwise.txt" in names
-    assert "= fused" in (graphs[0] / "ir_06_plan_memory.txt").read_text()
+    assert "= fused" in (graphs[0] / "ir_07_plan_memory.txt").read_text()
     assert "Gelu" in (graphs[0] / "kernels.txt").read_text()
+    # The forward returns the linear layer's product for the backward; the backward fuses the
+    # gelu gradient into the product of the incoming gradient and the weight.
+    assert "= gemm_epilogue" in (graphs[1] / "ir_06_fuse_gemm_epilogue.txt").read_text()
+    assert "= mm (alpha 1, beta 0)" in (graphs[1] / "kernels.txt").read_text()
 
 
 def test_errors_name_the_graph_node_and_source_line():

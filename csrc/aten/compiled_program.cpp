@@ -10,6 +10,8 @@
 
 #include "aten/tensor_views.h"
 #include "compiler/fused_kernel.h"
+#include "compiler/fused_reduction.h"
+#include "compiler/gemm_epilogue.h"
 #include "compiler/ops.h"
 
 namespace openneuron::bridge {
@@ -233,6 +235,12 @@ ArgBuilder builder_for(const Attr& a, const c10::TypePtr& type) {
 
 std::atomic<int64_t> layout_repairs{0};
 
+std::vector<int> identity_order(size_t rank) {
+  std::vector<int> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int>(d);
+  return order;
+}
+
 // Strides of a dense tensor of `shape` whose dims lie in memory in `order`, outermost first.
 at::DimVector dense_strides_in(at::IntArrayRef shape, const std::vector<int>& order) {
   at::DimVector strides(shape.size(), 1);
@@ -397,6 +405,175 @@ struct FusedStep final : ProgramStep {
   }
 };
 
+// ---- fused reductions ----
+
+struct FusedReductionStep final : ProgramStep {
+  std::shared_ptr<const compiler::FusedReduction> kernel;
+  std::shared_ptr<const std::string> name;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::vector<at::ScalarType> output_dtypes;
+  std::vector<std::vector<int>> dim_orders;
+  size_t rank = 0;       // of the iteration shape
+  bool keepdim = false;  // of the reduce's result
+
+  void run(std::vector<c10::IValue>& slots) const override {
+    std::vector<at::Tensor> in;
+    at::DimVector shape(rank, 1);
+    for (int slot : inputs) {
+      in.push_back(slots[slot].toTensor());
+      const at::Tensor& t = in.back();
+      TORCH_CHECK(t.dim() <= static_cast<int64_t>(rank), "a fused reduction input of rank ",
+                  t.dim(), " exceeds the iteration rank ", rank);
+      const size_t lead = rank - t.dim();
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        const int64_t s = t.size(d);
+        TORCH_CHECK(s == 1 || shape[lead + d] == 1 || shape[lead + d] == s,
+                    "fused reduction inputs do not broadcast: ", t.sizes(), " against ",
+                    c10::IntArrayRef(shape));
+        if (s != 1) shape[lead + d] = s;
+      }
+    }
+    TORCH_CHECK(!in.empty(), "a fused reduction without tensor inputs");
+    const uint32_t mask = kernel->mask;
+    if (kernel->fn == compiler::ReduceFn::Amax) {
+      for (size_t d = 0; d < rank; ++d) {
+        TORCH_CHECK(!((mask >> d) & 1u) || shape[d] != 0, "amax(): Expected reduction dim ", d,
+                    " to have non-zero size.");
+      }
+    }
+    at::DimVector reduced;
+    for (size_t d = 0; d < rank; ++d) {
+      if (!((mask >> d) & 1u)) {
+        reduced.push_back(shape[d]);
+      } else if (keepdim) {
+        reduced.push_back(1);
+      }
+    }
+    const c10::Device device = in.front().device();
+    const c10::DeviceGuard guard(device);
+    std::vector<at::Tensor> out(outputs.size());
+    std::vector<kernels::TensorView> views;
+    views.reserve(out.size() + in.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const bool result = static_cast<int>(k) == kernel->result;
+      const at::DimVector& sizes = result ? reduced : shape;
+      const std::vector<int>& order = dim_orders[k];
+      out[k] = at::empty_strided(sizes,
+                                 order.size() == sizes.size()
+                                     ? dense_strides_in(sizes, order)
+                                     : dense_strides_in(sizes, identity_order(sizes.size())),
+                                 at::TensorOptions().dtype(output_dtypes[k]).device(device));
+      at::Tensor kernel_view = out[k];
+      if (result && !keepdim) {  // the kernel writes the result in keepdim layout
+        for (size_t d = 0; d < rank; ++d) {
+          if ((mask >> d) & 1u) kernel_view = kernel_view.unsqueeze(static_cast<int64_t>(d));
+        }
+      }
+      views.push_back(view_of(kernel_view));
+    }
+    for (const at::Tensor& t : in) views.push_back(broadcast_view(t, shape));
+    int64_t numel = 1;
+    for (int64_t s : shape) numel *= s;
+    auto work = [kernel = kernel, views = std::move(views), n = out.size(),
+                 sizes = std::vector<int64_t>(shape.begin(), shape.end())]() {
+      compiler::run_fused_reduction(*kernel, static_cast<int>(sizes.size()), sizes.data(),
+                                    views.data(), views.data() + n);
+    };
+    enqueue_sized(stream_for(out.front()), name->c_str(), numel, std::move(work));
+    for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = std::move(out[k]);
+  }
+};
+
+// ---- GEMMs with a fused epilogue ----
+
+struct GemmEpilogueStep final : ProgramStep {
+  std::shared_ptr<const compiler::FusedKernel> kernel;
+  std::shared_ptr<const std::string> name;
+  std::vector<int> inputs;  // a, b[, bias], then the body's other inputs
+  size_t operands = 2;
+  double alpha = 1.0;
+  double beta = 0.0;
+  std::vector<int> outputs;
+  std::vector<at::ScalarType> output_dtypes;
+  std::vector<std::vector<int>> dim_orders;
+  std::vector<int64_t> static_shape;  // the iteration shape; empty: the product's [M, N]
+  int product_into = -1;              // the output that holds the product, or -1: a buffer
+
+  void run(std::vector<c10::IValue>& slots) const override {
+    const at::Tensor a = slots[inputs[0]].toTensor();
+    const at::Tensor b = slots[inputs[1]].toTensor();
+    const bool has_bias = operands == 3 && beta != 0.0;  // beta == 0 ignores bias, as addmm does
+    TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
+                "mat1 and mat2 shapes cannot be multiplied (", a.sizes(), " and ", b.sizes(), ")");
+    const at::ScalarType dtype = a.scalar_type();
+    TORCH_CHECK(b.scalar_type() == dtype &&
+                    (dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf),
+                "a fused GEMM needs two float32, bfloat16 or float16 operands of one dtype, got ",
+                a.scalar_type(), " and ", b.scalar_type());
+    const int64_t m = a.size(0);
+    const int64_t n = b.size(1);
+    at::Tensor bias;
+    if (has_bias) {
+      bias = slots[inputs[2]].toTensor();
+      TORCH_CHECK(bias.scalar_type() == dtype, "addmm: bias of dtype ", bias.scalar_type(),
+                  " against operands of dtype ", dtype);
+      TORCH_CHECK(at::is_expandable_to(bias.sizes(), {m, n}), "addmm: bias of shape ", bias.sizes(),
+                  " does not broadcast to ", c10::IntArrayRef{m, n});
+    }
+    at::DimVector shape(static_shape.begin(), static_shape.end());
+    if (shape.empty()) shape = {m, n};
+    TORCH_CHECK(c10::multiply_integers(shape) == m * n && shape.back() == n,
+                "a fused GEMM's product of ", m, "x", n, " does not reshape to ",
+                c10::IntArrayRef(shape));
+    std::vector<at::Tensor> in;
+    for (size_t k = operands; k < inputs.size(); ++k) {
+      in.push_back(slots[inputs[k]].toTensor());
+      TORCH_CHECK(at::is_expandable_to(in.back().sizes(), shape), "an epilogue input of shape ",
+                  in.back().sizes(), " does not broadcast to ", c10::IntArrayRef(shape));
+    }
+    const c10::Device device = a.device();
+    const c10::DeviceGuard guard(device);
+    std::vector<at::Tensor> out(outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      out[k] = at::empty_strided(shape, dense_strides_in(shape, dim_orders[k]),
+                                 at::TensorOptions().dtype(output_dtypes[k]).device(device));
+    }
+    if (m * n > 0) {
+      // The product is written into an output the plan allows (the body then runs in place),
+      // else into a device buffer. Queued work holds views only, never tensors: a tensor freed
+      // on the stream's thread may need the GIL that a synchronizing caller holds. The buffer
+      // is released here on the host, after the work in stream order (the allocator is).
+      const bool into_output = product_into >= 0 && out[product_into].scalar_type() == dtype &&
+                               out[product_into].is_contiguous();
+      const at::Tensor buffer = into_output ? at::Tensor() : at::empty({m, n}, a.options());
+      kernels::TensorView product = view_of(into_output ? out[product_into] : buffer);
+      product.ndim = 2;
+      product.sizes[0] = m;
+      product.sizes[1] = n;
+      product.strides[0] = n;
+      product.strides[1] = 1;
+      std::vector<kernels::TensorView> views;  // outputs, inputs, then a, b, product[, bias]
+      views.reserve(out.size() + in.size() + 4);
+      for (const at::Tensor& t : out) views.push_back(view_of(t));
+      for (const at::Tensor& t : in) views.push_back(broadcast_view(t, shape));
+      views.push_back(view_of(a));
+      views.push_back(view_of(b));
+      views.push_back(product);
+      if (has_bias) views.push_back(broadcast_view(bias, {m, n}));
+      auto work = [kernel = kernel, views = std::move(views), outs = out.size(), ins = in.size(),
+                   has_bias, alpha = alpha, beta = beta]() {
+        const kernels::TensorView* operand = views.data() + outs + ins;
+        compiler::run_gemm_epilogue(*kernel, operand[0], operand[1],
+                                    has_bias ? &operand[3] : nullptr, alpha, beta, operand[2],
+                                    views.data(), views.data() + outs);
+      };
+      enqueue_sized(stream_for(out.front()), name->c_str(), m * n * a.size(1), std::move(work));
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = std::move(out[k]);
+  }
+};
+
 // ---- size arithmetic ----
 
 struct SymStep final : ProgramStep {
@@ -434,6 +611,23 @@ struct SymStep final : ProgramStep {
   }
 };
 
+// Each output's dim order (row-major when the IR leaves it unset) and, into `dtypes`, its dtype.
+std::vector<std::vector<int>> dim_orders_of(const Graph& graph, const Node& node,
+                                            std::vector<at::ScalarType>* dtypes) {
+  std::vector<std::vector<int>> orders;
+  for (int output : node.outputs) {
+    const compiler::Value& v = graph.values[output];
+    dtypes->push_back(scalar_type_of(v.dtype));
+    std::vector<int> order = v.dim_order;
+    if (order.size() != v.shape.size()) {
+      order.clear();
+      for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(static_cast<int>(d));
+    }
+    orders.push_back(std::move(order));
+  }
+  return orders;
+}
+
 std::vector<int> refs_of(const Node& node, const char* name) {
   std::vector<int> out;
   if (const Attr* a = node.attr(name)) {
@@ -460,6 +654,21 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
       if (node.op == compiler::ops::kExtern) {
         step = extern_step(graph, node);
         ++extern_calls_;
+      } else if (node.op == compiler::ops::kFused && compiler::ends_in_reduce(*node.body)) {
+        auto fused = std::make_unique<FusedReductionStep>();
+        fused->kernel = std::make_shared<const compiler::FusedReduction>(
+            compiler::build_fused_reduction(*node.body));
+        fused->name = std::make_shared<const std::string>(label);
+        fused->inputs = node.inputs;
+        fused->outputs = node.outputs;
+        fused->dim_orders = dim_orders_of(graph, node, &fused->output_dtypes);
+        const Node& reduce = node.body->nodes.back();
+        fused->rank = node.body->values[reduce.inputs[0]].shape.size();
+        fused->keepdim = reduce.int_attr("keepdim", 0) != 0;
+        fused_ops_ += static_cast<int>(fused->kernel->elementwise.instrs.size()) + 1;
+        ++fused_kernels_;
+        ++fused_reductions_;
+        step = std::move(fused);
       } else if (node.op == compiler::ops::kFused) {
         auto fused = std::make_unique<FusedStep>();
         fused->kernel =
@@ -467,16 +676,7 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
         fused->name = std::make_shared<const std::string>(label);
         fused->inputs = node.inputs;
         fused->outputs = node.outputs;
-        for (int output : node.outputs) {
-          const compiler::Value& v = graph.values[output];
-          fused->output_dtypes.push_back(scalar_type_of(v.dtype));
-          std::vector<int> order = v.dim_order;
-          if (order.size() != v.shape.size()) {
-            order.clear();
-            for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(static_cast<int>(d));
-          }
-          fused->dim_orders.push_back(order);
-        }
+        fused->dim_orders = dim_orders_of(graph, node, &fused->output_dtypes);
         const compiler::Value& first = graph.values[node.outputs[0]];
         fused->rank = first.shape.size();
         for (const compiler::Dim& d : first.shape) fused->static_shape.push_back(d.size);
@@ -487,6 +687,30 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
         fused_ops_ += static_cast<int>(fused->kernel->instrs.size());
         ++fused_kernels_;
         step = std::move(fused);
+      } else if (node.op == compiler::ops::kGemmEpilogue) {
+        auto gemm = std::make_unique<GemmEpilogueStep>();
+        gemm->kernel =
+            std::make_shared<const compiler::FusedKernel>(compiler::build_fused_kernel(*node.body));
+        gemm->name = std::make_shared<const std::string>(label);
+        gemm->inputs = node.inputs;
+        gemm->operands = node.string_attr("gemm") == "addmm" ? 3 : 2;
+        const Attr* alpha = node.attr("alpha");
+        const Attr* beta = node.attr("beta");
+        gemm->alpha = alpha ? alpha->f : 1.0;
+        gemm->beta = beta ? beta->f : 0.0;
+        gemm->outputs = node.outputs;
+        gemm->dim_orders = dim_orders_of(graph, node, &gemm->output_dtypes);
+        gemm->product_into = static_cast<int>(node.int_attr("product_into", -1));
+        const compiler::Value& product = node.body->values[node.body->inputs[0]];
+        bool known = true;
+        for (const compiler::Dim& d : product.shape) known &= !d.is_symbolic();
+        if (known) {
+          for (const compiler::Dim& d : product.shape) gemm->static_shape.push_back(d.size);
+        }
+        fused_ops_ += static_cast<int>(gemm->kernel->instrs.size());
+        ++fused_kernels_;
+        ++gemm_epilogues_;
+        step = std::move(gemm);
       } else if (node.op == compiler::ops::kSym) {
         auto sym = std::make_unique<SymStep>();
         sym->fn = node.string_attr("fn");
@@ -539,9 +763,22 @@ int64_t CompiledProgram::layout_repairs() { return bridge::layout_repairs.load()
 std::string CompiledProgram::kernel_listing() const {
   std::ostringstream out;
   for (const auto& step : steps_) {
-    const auto* fused = dynamic_cast<const FusedStep*>(step.get());
-    if (!fused) continue;
-    out << "# " << step->label << "\n" << fused->kernel->listing() << "\n";
+    if (const auto* fused = dynamic_cast<const FusedStep*>(step.get())) {
+      out << "# " << step->label << "\n" << fused->kernel->listing() << "\n";
+    } else if (const auto* reduction = dynamic_cast<const FusedReductionStep*>(step.get())) {
+      static const char* const kNames[] = {"sum", "mean", "amax"};
+      out << "# " << step->label << ": then " << kNames[static_cast<int>(reduction->kernel->fn)]
+          << " over dims mask 0x" << std::hex << reduction->kernel->mask << std::dec << "\n"
+          << (reduction->kernel->has_elementwise ? reduction->kernel->elementwise.listing() : "")
+          << "\n";
+    } else if (const auto* gemm = dynamic_cast<const GemmEpilogueStep*>(step.get())) {
+      out << "# " << step->label << ": %0 = " << (gemm->operands == 3 ? "addmm" : "mm")
+          << " (alpha " << gemm->alpha << ", beta " << gemm->beta << ") into "
+          << (gemm->product_into >= 0 ? "output " + std::to_string(gemm->product_into)
+                                      : std::string("a buffer"))
+          << ", then\n"
+          << gemm->kernel->listing() << "\n";
+    }
   }
   return out.str();
 }

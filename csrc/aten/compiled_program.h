@@ -39,6 +39,10 @@ class CompiledProgram {
   int fused_kernels() const { return fused_kernels_; }
   int extern_calls() const { return extern_calls_; }
   int fused_ops() const { return fused_ops_; }
+  // GEMMs that run with a fused epilogue (counted among fused_kernels too).
+  int gemm_epilogues() const { return gemm_epilogues_; }
+  // Fused kernels that end in a reduction (counted among fused_kernels too).
+  int fused_reductions() const { return fused_reductions_; }
   // The fused kernels' instruction listings, in program order.
   std::string kernel_listing() const;
 
@@ -50,6 +54,8 @@ class CompiledProgram {
   int fused_kernels_ = 0;
   int extern_calls_ = 0;
   int fused_ops_ = 0;
+  int gemm_epilogues_ = 0;
+  int fused_reductions_ = 0;
   mutable std::string last_failure_;
 };
 

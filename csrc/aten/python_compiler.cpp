@@ -136,7 +136,8 @@ struct PyCompiledGraph {
   }
 };
 
-PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_passes, bool fuse) {
+PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_passes, bool fuse,
+                             bool gemm_epilogues) {
   const auto start = std::chrono::steady_clock::now();
   PyCompiledGraph result;
   compiler::Graph graph;
@@ -149,7 +150,10 @@ PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_
       };
     }
     if (run_passes) {
-      compiler::run_pipeline(graph, observer, fuse);
+      compiler::PipelineOptions options;
+      options.fuse = fuse;
+      options.gemm_epilogues = gemm_epilogues;
+      compiler::run_pipeline(graph, observer, options);
     } else {
       compiler::verify(graph, "loading");
     }
@@ -183,11 +187,13 @@ void register_compiler_bindings(py::module& m) {
         stats["fused_kernels"] = g.program->fused_kernels();
         stats["fused_ops"] = g.program->fused_ops();
         stats["extern_calls"] = g.program->extern_calls();
+        stats["gemm_epilogues"] = g.program->gemm_epilogues();
+        stats["fused_reductions"] = g.program->fused_reductions();
         return stats;
       });
   // run_passes=false loads an already optimised graph (a disk cache entry).
   m.def("_compiler_compile", &compile_text, py::arg("text"), py::arg("keep_dumps") = false,
-        py::arg("run_passes") = true, py::arg("fuse") = true);
+        py::arg("run_passes") = true, py::arg("fuse") = true, py::arg("gemm_epilogues") = true);
 }
 
 }  // namespace openneuron::bridge

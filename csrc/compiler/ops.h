@@ -6,9 +6,20 @@
 //       the compute class of D; inputs broadcast to out's shape; params p0..p3 (absent: unset).
 //   cast(x)              out = x converted to out's dtype (kernels::copy's rounding rules).
 //   scalar[value=v]      a host scalar of out's dtype, broadcast as a 0-dim tensor.
+//   reduce[fn="sum"|"mean"|"amax", dims=[d, ...], keepdim=0|1](x)
+//       out = x reduced over `dims` (ascending, at least one) as kernels::reduce (sum, mean) or
+//       kernels::reduce_general (Max) compute it; out has x's floating dtype; with keepdim=1 the
+//       reduced dims stay as size 1, else they are dropped.
 //   fused(inputs...) {body}
 //       the body's pointwise/cast/scalar nodes evaluated elementwise over the shape of its
-//       outputs (all outputs have one shape); every input broadcasts to it.
+//       outputs (all outputs have one shape); every input broadcasts to it. A body may end with
+//       one reduce node: the iteration shape is then the reduce's input shape, which every
+//       output but the reduce's has.
+//   gemm_epilogue[gemm="mm"|"addmm", alpha=a, beta=b](x, y[, bias], inputs...) {body}
+//       P = alpha * (x @ y) (+ beta * bias for addmm), as kernels::gemm computes it; then the
+//       body evaluated like a fused body, with body input 0 bound to P read at the body's output
+//       shape (P's rows and columns in row-major order; a rank-2 product is [M, N] itself) and
+//       body inputs 1.. bound to `inputs`.
 //   extern[target="aten::name", overload="o", args=[...], impure=0|1](inputs...)
 //       calls the ATen operator with `args` (Ref attrs point at inputs); impure ops (random,
 //       in-place on graph inputs) are never removed, merged or reordered.
@@ -25,10 +36,12 @@ inline const std::string kPointwise = "pointwise";
 inline const std::string kCast = "cast";
 inline const std::string kScalar = "scalar";
 inline const std::string kFused = "fused";
+inline const std::string kGemmEpilogue = "gemm_epilogue";
 inline const std::string kExtern = "extern";
 inline const std::string kSym = "sym";
+inline const std::string kReduce = "reduce";
 
-// True for the ops a fused body may hold.
+// True for the elementwise ops (a fused body holds these, and at most one final reduce).
 inline bool is_elementwise(const std::string& op) {
   return op == kPointwise || op == kCast || op == kScalar;
 }

@@ -6,7 +6,9 @@
 
 namespace openneuron::compiler {
 
-void run_pipeline(Graph& graph, const PassObserver& observer, bool fuse) {
+void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOptions& options) {
+  const bool fuse = options.fuse;
+  const bool epilogues = options.fuse && options.gemm_epilogues;
   verify(graph, "input");
   if (observer) observer("input", graph);
   const std::pair<const char*, std::function<void(Graph&)>> passes[] = {
@@ -15,6 +17,10 @@ void run_pipeline(Graph& graph, const PassObserver& observer, bool fuse) {
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"eliminate_dead_code", eliminate_dead_code},
       {"fuse_elementwise", [fuse](Graph& g) { fuse_elementwise(g, fuse); }},
+      {"fuse_gemm_epilogue",
+       [epilogues](Graph& g) {
+         if (epilogues) fuse_gemm_epilogue(g);
+       }},
       {"plan_memory", plan_memory},
   };
   for (const auto& [name, pass] : passes) {

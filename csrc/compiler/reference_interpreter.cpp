@@ -8,8 +8,11 @@
 #include "compiler/elementwise_params.h"
 #include "compiler/ops.h"
 #include "compiler/scalar_eval.h"
+#include "kernels/matmul/matmul.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/pointwise/pointwise.h"
+#include "kernels/reduce/reduce.h"
+#include "kernels/reduce/reduce_general.h"
 
 namespace openneuron::compiler {
 
@@ -65,6 +68,65 @@ std::vector<int64_t> broadcast_shape(const std::vector<const HostTensor*>& input
   return shape;
 }
 
+// A gemm_epilogue's product: the whole matrix through kernels::gemm, shaped as its body reads it.
+HostTensor gemm_product(const Node& node, const std::vector<const HostTensor*>& args) {
+  HostTensor a = *args[0];
+  HostTensor b = *args[1];
+  if (a.shape.size() != 2 || b.shape.size() != 2) {
+    throw std::invalid_argument("reference interpreter: gemm_epilogue operands are matrices");
+  }
+  const int64_t m = a.shape[0];
+  const int64_t n = b.shape[1];
+  HostTensor product(a.dtype, {m, n});
+  const Attr* alpha = node.attr("alpha");
+  const Attr* beta = node.attr("beta");
+  const double beta_value = beta ? beta->f : 0.0;
+  const bool has_bias = node.string_attr("gemm") == "addmm" && beta_value != 0.0;
+  HostTensor bias = has_bias ? *args[2] : HostTensor();
+  const kernels::TensorView bias_view =
+      has_bias ? bias.broadcast_to({m, n}) : kernels::TensorView{};
+  kernels::gemm(product.view(), a.view(), b.view(), has_bias ? &bias_view : nullptr,
+                alpha ? alpha->f : 1.0, beta_value);
+  const Value& shaped = node.body->values[node.body->inputs[0]];
+  bool known = true;
+  for (const Dim& d : shaped.shape) known &= !d.is_symbolic();
+  if (known) {
+    product.shape.clear();
+    for (const Dim& d : shaped.shape) product.shape.push_back(d.size);
+  }
+  return product;
+}
+
+// A reduce over a whole tensor with the kernel library's reduction (eager's own call).
+HostTensor reduce_whole(const Node& node, HostTensor in, const Value& result) {
+  uint32_t mask = 0;
+  for (const Attr& d : node.attr("dims")->list) mask |= 1u << d.i;
+  std::vector<int64_t> keepdim_shape = in.shape;
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    if ((mask >> d) & 1u) {
+      keepdim_shape[d] = 1;
+      if (node.int_attr("keepdim", 0) != 0) shape.push_back(1);
+    } else {
+      shape.push_back(in.shape[d]);
+    }
+  }
+  HostTensor out(result.dtype, keepdim_shape);
+  const std::string fn = node.string_attr("fn");
+  if (fn == "amax") {
+    if (in.numel() == 0) throw std::invalid_argument("reference interpreter: amax of nothing");
+    kernels::TensorView no_indices = out.view();
+    no_indices.data = nullptr;
+    kernels::reduce_general(kernels::GeneralReduceOp::Max, {}, out.view(), no_indices, in.view(),
+                            mask);
+  } else {
+    kernels::reduce(fn == "sum" ? kernels::ReduceOp::Sum : kernels::ReduceOp::Mean, out.view(),
+                    in.view(), mask);
+  }
+  out.shape = shape;
+  return out;
+}
+
 }  // namespace
 
 std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTensor>& inputs) {
@@ -83,12 +145,24 @@ std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTens
       for (size_t k = 0; k < node.outputs.size(); ++k) env[node.outputs[k]] = std::move(results[k]);
       continue;
     }
+    if (node.op == ops::kGemmEpilogue) {
+      std::vector<HostTensor> body_inputs = {gemm_product(node, args)};
+      const size_t operands = node.string_attr("gemm") == "addmm" ? 3 : 2;
+      for (size_t k = operands; k < args.size(); ++k) body_inputs.push_back(*args[k]);
+      std::vector<HostTensor> results = interpret(*node.body, body_inputs);
+      for (size_t k = 0; k < node.outputs.size(); ++k) env[node.outputs[k]] = std::move(results[k]);
+      continue;
+    }
     const DType dtype = graph.values[node.outputs[0]].dtype;
     if (node.op == ops::kScalar) {
       HostTensor t(dtype, {});
       const HostScalar s = host_scalar_of(node, dtype);
       std::copy(s.bytes, s.bytes + kernels::element_size(dtype), t.bytes.begin());
       env[node.outputs[0]] = std::move(t);
+      continue;
+    }
+    if (node.op == ops::kReduce) {
+      env[node.outputs[0]] = reduce_whole(node, *args[0], graph.values[node.outputs[0]]);
       continue;
     }
     if (node.op != ops::kPointwise && node.op != ops::kCast) {

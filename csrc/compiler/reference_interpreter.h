@@ -1,6 +1,8 @@
 // The reference interpreter: the living definition of the elementwise IR. It runs pointwise,
 // cast, scalar and fused nodes one op at a time over whole host tensors (a fused body is
-// interpreted node by node, never tiled), so the fast executor can be tested against it.
+// interpreted node by node, never tiled), reduce nodes over whole tensors with the kernel
+// library's reductions, and gemm_epilogue nodes as the whole product
+// (kernels::gemm) followed by their body, so the fast executors can be tested against it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,7 @@ struct HostTensor {
 
 // Runs `graph` on `inputs` (one per graph input, with concrete shapes) and returns one tensor per
 // graph output. Shapes of results are the broadcast of their inputs' shapes. Throws
-// std::invalid_argument for a node that is not elementwise.
+// std::invalid_argument for a node it does not define (extern, sym).
 std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTensor>& inputs);
 
 }  // namespace openneuron::compiler

@@ -1,6 +1,7 @@
 // Structural checks of the graph IR.
 #include "compiler/verify.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "compiler/names.h"
@@ -79,6 +80,10 @@ class Verifier {
             "scalar takes no inputs and has a value");
     } else if (n.op == ops::kFused) {
       fused(index, n);
+    } else if (n.op == ops::kGemmEpilogue) {
+      gemm_epilogue(index, n);
+    } else if (n.op == ops::kReduce) {
+      reduce(index, n);
     } else if (n.op == ops::kExtern) {
       check(!n.string_attr("target").empty(), index, "extern needs a target");
     } else if (n.op == ops::kSym) {
@@ -101,23 +106,97 @@ class Verifier {
 
   void fused(int index, const Node& n) const {
     check(n.body != nullptr, index, "fused needs a body");
+    check(n.body->inputs.size() == n.inputs.size(), index, "fused body binds one input per input");
+    elementwise_body(index, n);
+  }
+
+  void gemm_epilogue(int index, const Node& n) const {
+    const std::string gemm = n.string_attr("gemm");
+    check(gemm == "mm" || gemm == "addmm", index, "gemm_epilogue needs gemm=\"mm\" or \"addmm\"");
+    const size_t operands = gemm == "addmm" ? 3 : 2;
+    check(n.inputs.size() >= operands, index, "gemm_epilogue reads its GEMM's operands first");
+    check(n.body != nullptr, index, "gemm_epilogue needs a body");
     const Graph& body = *n.body;
-    check(body.inputs.size() == n.inputs.size(), index, "fused body binds one input per input");
+    check(!body.inputs.empty() && body.inputs.size() == n.inputs.size() - operands + 1, index,
+          "gemm_epilogue body binds the product, then one input per input after the operands");
+    const Value& a = g_.values[n.inputs[0]];
+    const Value& b = g_.values[n.inputs[1]];
+    const Value& product = body.values[body.inputs[0]];
+    check(a.shape.size() == 2 && b.shape.size() == 2 && a.dtype == b.dtype, index,
+          "gemm_epilogue multiplies two matrices of one dtype");
+    check(product.dtype == a.dtype && !product.shape.empty() && product.shape.back() == b.shape[1],
+          index, "gemm_epilogue's product has the operands' dtype and the last dim of y");
+    const bool known = std::none_of(product.shape.begin(), product.shape.end(),
+                                    [](const Dim& d) { return d.is_symbolic(); });
+    check(known || product.shape.size() == 2, index,
+          "a gemm_epilogue product read through a reshape has known sizes");
+    elementwise_body(index, n);
+    check(product.shape == body.values[body.outputs[0]].shape, index,
+          "gemm_epilogue's body reads the product at its output shape");
+  }
+
+  void reduce(int index, const Node& n) const {
+    const std::string fn = n.string_attr("fn");
+    check(fn == "sum" || fn == "mean" || fn == "amax", index,
+          "reduce needs fn=\"sum\", \"mean\" or \"amax\" (got '" + fn + "')");
+    check(n.inputs.size() == 1 && n.outputs.size() == 1, index, "reduce maps one value to one");
+    tensors(n, index);
+    const Value& in = g_.values[n.inputs[0]];
+    const Value& out = g_.values[n.outputs[0]];
+    check(in.dtype == out.dtype && kernels::is_floating(in.dtype), index,
+          "reduce keeps its input's floating dtype");
+    const Attr* dims = n.attr("dims");
+    check(dims && dims->kind == Attr::Kind::List && !dims->list.empty(), index,
+          "reduce needs a non-empty dims list");
+    const bool keepdim = n.int_attr("keepdim", 0) != 0;
+    std::vector<Dim> expected;
+    size_t next = 0;
+    int64_t previous = -1;
+    for (const Attr& d : dims->list) {
+      check(d.kind == Attr::Kind::Int && d.i > previous && d.i < int64_t(in.shape.size()), index,
+            "reduce dims are ascending dims of its input");
+      previous = d.i;
+    }
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      const bool reduced = next < dims->list.size() && dims->list[next].i == int64_t(d);
+      if (reduced) ++next;
+      if (!reduced) expected.push_back(in.shape[d]);
+      if (reduced && keepdim) expected.push_back(Dim::known(1));
+    }
+    check(out.shape == expected, index, "reduce's result has its input's shape less the dims");
+  }
+
+  // The body rules shared by fused and gemm_epilogue nodes.
+  void elementwise_body(int index, const Node& n) const {
+    const Graph& body = *n.body;
     check(body.outputs.size() == n.outputs.size() && !n.outputs.empty(), index,
           "fused body defines the node's outputs");
-    for (const Node& inner : body.nodes) {
-      check(ops::is_elementwise(inner.op), index,
-            "fused body holds elementwise ops only, not " + inner.op);
+    int reduce_output = -1;
+    for (size_t k = 0; k < body.nodes.size(); ++k) {
+      const Node& inner = body.nodes[k];
+      const bool last_reduce =
+          inner.op == ops::kReduce && k + 1 == body.nodes.size() && n.op == ops::kFused;
+      check(ops::is_elementwise(inner.op) || last_reduce, index,
+            "fused body holds elementwise ops and at most one final reduce, not " + inner.op);
+      if (inner.op == ops::kReduce) reduce_output = inner.outputs[0];
     }
+    // The iteration shape: a final reduce's input, else the first output's shape.
+    const std::vector<Dim>* shape = nullptr;
     for (size_t k = 0; k < body.outputs.size(); ++k) {
       check(body.outputs[k] >= 0, index, "fused outputs are values");
       const Value& inner = body.values[body.outputs[k]];
       const Value& outer = g_.values[n.outputs[k]];
       check(inner.dtype == outer.dtype && inner.shape == outer.shape, index,
             "fused body output " + std::to_string(k) + " differs in dtype or shape");
-      check(inner.shape == body.values[body.outputs[0]].shape, index,
-            "fused outputs have one shape");
+      if (!shape) {
+        shape = reduce_output >= 0 ? &body.values[body.nodes.back().inputs[0]].shape : &inner.shape;
+      }
+      check(body.outputs[k] == reduce_output || inner.shape == *shape, index,
+            "fused outputs have one shape (a final reduce's result aside)");
     }
+    check(reduce_output < 0 ||
+              std::count(body.outputs.begin(), body.outputs.end(), reduce_output) == 1,
+          index, "a fused body returns its final reduce's result");
     verify(body, where_.empty() ? "fused body" : where_ + " (fused body)");
   }
 

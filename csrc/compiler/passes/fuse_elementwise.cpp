@@ -2,9 +2,11 @@
 // replaces each group by one `fused` node placed where its last member was.
 //
 // Legality (the one predicate): a node joins a group that produced one of its inputs when the
-// group is still open and has the node's shape. A group closes as soon as a node outside it
-// reads one of its values, so moving all members down to the last one never moves a value past
-// a reader.
+// group is still open and has the node's iteration shape: its output's shape for pointwise and
+// cast nodes, its input's shape for a reduce, whose input must also be row-major (the order
+// eager's reduction reads it in). A group closes as soon as a node outside it reads one of its
+// values, so moving all members down to the last one never moves a value past a reader; a
+// reduce closes the group it joins or starts (it ends the body).
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,6 +36,8 @@ class Fuser {
         scalar_nodes_[node.outputs[0]] = node;
       } else if (node.op == ops::kPointwise || node.op == ops::kCast) {
         place(k);
+      } else if (node.op == ops::kReduce) {
+        place_reduce(k);
       } else {
         for (int input : node.inputs) close_reader_of(input);
       }
@@ -83,6 +87,30 @@ class Fuser {
       groups_.push_back(Group{{}, shape, true, -1});
     }
     groups_[target].members.push_back(k);
+    group_of_[node.outputs[0]] = target;
+  }
+
+  void place_reduce(size_t k) {
+    const Node& node = g_.nodes[k];
+    const Value& in = g_.values[node.inputs[0]];
+    bool row_major = true;
+    for (size_t d = 0; d < in.dim_order.size(); ++d) row_major &= in.dim_order[d] == int(d);
+    int target = -1;
+    const auto it = group_of_.find(node.inputs[0]);
+    if (it != group_of_.end()) {
+      const int group = find(it->second);
+      if (join_ && row_major && groups_[group].open && groups_[group].shape == in.shape) {
+        target = group;
+      } else {
+        groups_[group].open = false;
+      }
+    }
+    if (target < 0) {
+      target = static_cast<int>(groups_.size());
+      groups_.push_back(Group{{}, in.shape, true, -1});
+    }
+    groups_[target].members.push_back(k);
+    groups_[target].open = false;
     group_of_[node.outputs[0]] = target;
   }
 

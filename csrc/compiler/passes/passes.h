@@ -24,15 +24,24 @@ void eliminate_views(Graph& graph);
 
 // Groups pointwise/cast nodes of one shape that feed each other into `fused` nodes (scalar
 // constants copied into their bodies); every elementwise node ends up in some fused node.
-// A group stops growing once a node outside it reads one of its values. With join=false every
+// A reduce joins the group that produces its (row-major) input at that shape and ends it;
+// every reduce ends up last in some fused node. A group stops growing once a node outside it
+// reads one of its values. With join=false every
 // elementwise node becomes a fused node of its own (fusion off, same program structure).
 void fuse_elementwise(Graph& graph, bool join = true);
+
+// Turns a fused node that reads an mm/addmm product (directly or through one reshaping view)
+// that nothing else reads into a gemm_epilogue node computing the product and the body
+// together (see fuse_gemm_epilogue.cpp for the legality rules).
+void fuse_gemm_epilogue(Graph& graph);
 
 // Annotates every node with free=[...]: the values whose last reader (or, if unread, whose
 // definition) is that node and that the graph does not return; and fused nodes with
 // reuse=[output, input, ...] pairs where the output may take over the buffer of an input that
 // dies there (same dtype, shape and layout; the body reads the input no later than it writes
-// the output). The program runner drops freed values and checks a reuse at run time.
+// the output; none for bodies that end in a reduce); and gemm_epilogue nodes with product_into=k
+// when output k can hold the product (same dtype and shape, row-major, written no earlier than the
+// body's last read of it). The program runner drops freed values and checks a reuse at run time.
 void plan_memory(Graph& graph);
 
 }  // namespace openneuron::compiler

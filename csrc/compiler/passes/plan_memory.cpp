@@ -1,5 +1,5 @@
-// Memory planning: when each value can be released, and which fused outputs may be written
-// into a dying input's buffer.
+// Memory planning: when each value can be released, which fused outputs may be written into a
+// dying input's buffer, and which output of a GEMM epilogue holds its product.
 #include <unordered_set>
 
 #include "compiler/ops.h"
@@ -55,6 +55,28 @@ void plan_reuse(const Graph& graph, Node& node, const std::unordered_set<int>& d
   }
 }
 
+bool is_row_major(const Value& v) {
+  for (size_t d = 0; d < v.dim_order.size(); ++d) {
+    if (v.dim_order[d] != static_cast<int>(d)) return false;
+  }
+  return true;
+}
+
+// A gemm_epilogue's product goes into the first output that can hold it: same dtype and shape,
+// row-major, written no earlier than the body's last read of the product.
+void plan_product(const Graph& graph, Node& node) {
+  node.attrs.erase("product_into");
+  const Graph& body = *node.body;
+  const Value& product = body.values[body.inputs[0]];
+  for (size_t out = 0; out < node.outputs.size(); ++out) {
+    const Value& o = graph.values[node.outputs[out]];
+    if (o.dtype != product.dtype || o.shape != product.shape || !is_row_major(o)) continue;
+    if (!reads_before_write(body, body.inputs[0], body.outputs[out])) continue;
+    node.attrs["product_into"] = Attr::integer(static_cast<int64_t>(out));
+    return;
+  }
+}
+
 }  // namespace
 
 void plan_memory(Graph& graph) {
@@ -84,7 +106,10 @@ void plan_memory(Graph& graph) {
     } else {
       node.attrs["free"] = Attr::of_list(std::move(freed));
     }
-    if (node.op == ops::kFused) plan_reuse(graph, node, dying, graph_inputs);
+    const bool reduces =
+        node.body && !node.body->nodes.empty() && node.body->nodes.back().op == ops::kReduce;
+    if (node.op == ops::kFused && !reduces) plan_reuse(graph, node, dying, graph_inputs);
+    if (node.op == ops::kGemmEpilogue) plan_product(graph, node);
   }
 }
 

@@ -247,11 +247,270 @@ TEST(Verifier, NamesTheBrokenRule) {
   EXPECT_NE(message("graph(%0: f32[4]) {\n  %1: f32[4] = fused(%0) {\n    graph(%0: f32[4]) {\n"
                     "      %1: f32[4] = extern[target=\"aten::relu\"](%0)\n      return (%1)\n"
                     "    }\n  }\n  return (%1)\n}\n")
-                .find("elementwise ops only"),
+                .find("elementwise ops"),
             std::string::npos);
   EXPECT_NE(message("graph(%0: f32[4], %1: int) {\n  %2: f32[4] = cast(%1)\n  return (%2)\n}\n")
                 .find("are tensors"),
             std::string::npos);
+}
+
+// A linear layer's product, read through a reshape by gelu plus a residual add, and a second
+// product that two nodes read (left alone).
+constexpr const char* kLinearGelu =
+    R"(graph(%0: f32[6, 4], %1: f32[4, 8], %2: f32[8], %3: f32[2, 3, 8]) {
+  %4: f32[6, 8] = extern[args=[%2, %0, %1, 1, 1], overload="default", target="aten::addmm"](%2, %0, %1)
+  %5: f32[2, 3, 8] = extern[args=[%4, [2, 3, 8]], overload="default", target="aten::view"](%4)
+  %6: f32[2, 3, 8] = pointwise[compute="f32", fn="Gelu", p0=0](%5)
+  %7: f32[2, 3, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%6, %3)
+  %8: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %9: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%8)
+  %10: f32[6, 8] = pointwise[compute="f32", fn="Exp"](%8)
+  return (%7, %9, %10)
+}
+)";
+
+TEST(GemmEpilogue, FusesTheConsumerOfAnUnsharedProduct) {
+  EXPECT_EQ(after(
+                [](Graph& g) {
+                  fuse_elementwise(g);
+                  fuse_gemm_epilogue(g);
+                },
+                kLinearGelu),
+            R"(graph(%0: f32[6, 4], %1: f32[4, 8], %2: f32[8], %3: f32[2, 3, 8]) {
+  %4: f32[2, 3, 8] = gemm_epilogue[alpha=1.0, beta=1.0, gemm="addmm"](%0, %1, %2, %3) {
+    graph(%0: f32[2, 3, 8], %1: f32[2, 3, 8]) {
+      %2: f32[2, 3, 8] = pointwise[compute="f32", fn="Gelu", p0=0](%0)
+      %3: f32[2, 3, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%2, %1)
+      return (%3)
+    }
+  }
+  %5: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %6: f32[6, 8] = fused(%5) {
+    graph(%0: f32[6, 8]) {
+      %1: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%0)
+      return (%1)
+    }
+  }
+  %7: f32[6, 8] = fused(%5) {
+    graph(%0: f32[6, 8]) {
+      %1: f32[6, 8] = pointwise[compute="f32", fn="Exp"](%0)
+      return (%1)
+    }
+  }
+  return (%4, %6, %7)
+}
+)");
+}
+
+TEST(GemmEpilogue, LeavesBroadcastReadsReturnedProductsAndImpureNodesBetween) {
+  // The body reads the product broadcast (a [1, 8] product into a [6, 8] add).
+  const std::string broadcast = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[1, 4], %1: f32[4, 8], %2: f32[6, 8]) {
+  %3: f32[1, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %4: f32[6, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%3, %2)
+  return (%4)
+}
+)");
+  EXPECT_EQ(broadcast.find("gemm_epilogue"), std::string::npos) << broadcast;
+  // The product is also returned.
+  const std::string returned = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%2)
+  return (%3, %2)
+}
+)");
+  EXPECT_EQ(returned.find("gemm_epilogue"), std::string::npos) << returned;
+  // An in-place update of an operand lies between the product and its consumer.
+  const std::string impure = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: f32[4, 8] = extern[args=[%1, 1.0], impure=1, overload="Scalar", target="aten::add_"](%1)
+  %4: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%2)
+  return (%4, %3)
+}
+)");
+  EXPECT_EQ(impure.find("gemm_epilogue"), std::string::npos) << impure;
+  // An integer product is not a matmul dtype.
+  const std::string integer = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: i64[6, 4], %1: i64[4, 8]) {
+  %2: i64[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: i64[6, 8] = pointwise[compute="i64", fn="Neg"](%2)
+  return (%3)
+}
+)");
+  EXPECT_EQ(integer.find("gemm_epilogue"), std::string::npos) << integer;
+  // The consumer ends in a reduction (an epilogue is elementwise only).
+  const std::string reduced = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: f32[6, 8] = pointwise[compute="f32", fn="Neg"](%2)
+  %4: f32[8] = reduce[dims=[0], fn="sum", keepdim=0](%3)
+  return (%4)
+}
+)");
+  EXPECT_EQ(reduced.find("gemm_epilogue"), std::string::npos) << reduced;
+}
+
+TEST(MemoryPlan, PutsAGemmProductIntoAnOutputThatCanHoldIt) {
+  Graph g = parse_graph(kLinearGelu);
+  run_pipeline(g);
+  const std::string out = print_graph(g);
+  EXPECT_NE(out.find("gemm=\"addmm\", product_into=0"), std::string::npos) << out;
+  // A cast to another dtype cannot hold the fp32 product.
+  Graph cast = parse_graph(R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: bf16[6, 8] = cast(%2)
+  return (%3)
+}
+)");
+  run_pipeline(cast);
+  const std::string cast_out = print_graph(cast);
+  EXPECT_NE(cast_out.find("gemm_epilogue"), std::string::npos) << cast_out;
+  EXPECT_EQ(cast_out.find("product_into"), std::string::npos) << cast_out;
+}
+
+TEST(Verifier, RejectsAGemmEpilogueWhoseBodyMissesTheProduct) {
+  Graph g = parse_graph(R"(graph(%0: f32[6, 4], %1: f32[4, 8]) {
+  %2: f32[6, 8] = gemm_epilogue[alpha=1.0, beta=0.0, gemm="mm"](%0, %1) {
+    graph(%0: f32[6, 4]) {
+      %1: f32[6, 4] = pointwise[compute="f32", fn="Neg"](%0)
+      return (%1)
+    }
+  }
+  return (%2)
+}
+)");
+  try {
+    verify(g, "a test");
+    FAIL() << "the verifier accepted a product of the wrong shape";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm_epilogue"), std::string::npos) << e.what();
+  }
+}
+
+// A softmax written out: amax ends its own group (its input is a graph input), the shifted
+// exp joins the sum, and the exp (read again by the division) is an output of the same kernel.
+TEST(ReductionFusion, APointwiseProducerJoinsItsReduction) {
+  EXPECT_EQ(after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 1] = reduce[dims=[1], fn="amax", keepdim=1](%0)
+  %2: f32[4, 8] = pointwise[compute="f32", fn="SubAlpha", p0=1](%0, %1)
+  %3: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%2)
+  %4: f32[4, 1] = reduce[dims=[1], fn="sum", keepdim=1](%3)
+  %5: f32[4, 8] = pointwise[compute="f32", fn="Div"](%3, %4)
+  return (%5)
+}
+)"),
+            R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 1] = fused(%0) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4, 1] = reduce[dims=[1], fn="amax", keepdim=1](%0)
+      return (%1)
+    }
+  }
+  %2: f32[4, 8], %3: f32[4, 1] = fused(%0, %1) {
+    graph(%0: f32[4, 8], %1: f32[4, 1]) {
+      %2: f32[4, 8] = pointwise[compute="f32", fn="SubAlpha", p0=1](%0, %1)
+      %3: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%2)
+      %4: f32[4, 1] = reduce[dims=[1], fn="sum", keepdim=1](%3)
+      return (%3, %4)
+    }
+  }
+  %4: f32[4, 8] = fused(%2, %3) {
+    graph(%0: f32[4, 8], %1: f32[4, 1]) {
+      %2: f32[4, 8] = pointwise[compute="f32", fn="Div"](%0, %1)
+      return (%2)
+    }
+  }
+  return (%4)
+}
+)");
+}
+
+TEST(ReductionFusion, NeverJoinsAColumnMajorInputOrAClosedGroup) {
+  // The producer's result is laid out column-major: eager reads it in another order.
+  const std::string transposed = after([](Graph& g) { fuse_elementwise(g); },
+                                       R"(graph(%0: f32[4, 8]{1, 0}) {
+  %1: f32[4, 8]{1, 0} = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[8] = reduce[dims=[0], fn="sum", keepdim=0](%1)
+  return (%2)
+}
+)");
+  EXPECT_NE(transposed.find("fused(%1)"), std::string::npos) << transposed;
+  // A reduce ends its group: the mean of a sum's input is a kernel of its own.
+  EXPECT_EQ(after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = reduce[dims=[1], fn="sum", keepdim=0](%1)
+  %3: f32[8] = reduce[dims=[0], fn="mean", keepdim=0](%1)
+  return (%2, %3)
+}
+)"),
+            R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8], %2: f32[4] = fused(%0) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+      %2: f32[4] = reduce[dims=[1], fn="sum", keepdim=0](%1)
+      return (%1, %2)
+    }
+  }
+  %3: f32[8] = fused(%1) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[8] = reduce[dims=[0], fn="mean", keepdim=0](%0)
+      return (%1)
+    }
+  }
+  return (%2, %3)
+}
+)");
+}
+
+TEST(Verifier, ChecksReduceShapesAndThatAReduceEndsItsBody) {
+  auto rejects = [](const std::string& text, const std::string& rule) {
+    try {
+      verify(parse_graph(text), "a test");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const VerifyError& e) {
+      EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+    }
+  };
+  rejects(R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = reduce[dims=[1], fn="sum", keepdim=0](%0)
+  return (%1)
+}
+)",
+          "input's shape less the dims");
+  rejects(R"(graph(%0: f32[4, 8]) {
+  %1: f32[4] = fused(%0) {
+    graph(%0: f32[4, 8]) {
+      %1: f32[4] = reduce[dims=[1], fn="sum", keepdim=0](%0)
+      %2: f32[4] = pointwise[compute="f32", fn="Exp"](%1)
+      return (%2)
+    }
+  }
+  return (%1)
+}
+)",
+          "at most one final reduce");
 }
 
 TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
@@ -264,7 +523,7 @@ TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
 )");
   std::vector<std::string> seen;
   run_pipeline(g, [&](const std::string& pass, const Graph&) { seen.push_back(pass); });
-  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen.size(), 8u);
   EXPECT_EQ(seen.front(), "input");
   EXPECT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op, "fused");

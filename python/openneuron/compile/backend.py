@@ -26,6 +26,8 @@ from openneuron.compile.lower import LoweringError, lower_graph
 KNOWN_OPTIONS = {
     "fuse": "bool, default True: fuse elementwise ops (False keeps one kernel per op)",
     "cache": "bool, default True: use the on-disk cache of compiled graphs",
+    "gemm_epilogue": "bool, default True: fuse elementwise consumers into mm/addmm",
+    "reductions": "bool, default True: fuse sum/mean/amax with their elementwise producers",
 }
 _graph_counter = itertools.count()
 _warn_once = cache.warn_once
@@ -49,7 +51,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
     number = next(_graph_counter)
     start = time.perf_counter()
     try:
-        ir_text, counts, constants = lower_graph(gm)
+        ir_text, counts, constants = lower_graph(gm, reductions=options.get("reductions", True))
     except LoweringError as error:
         # Counted and reported: the graph still runs, op by op through the eager kernels.
         metrics.record_lowering_fallback(str(error))
@@ -79,6 +81,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 keep_dumps=debug is not None,
                 run_passes=True,
                 fuse=options.get("fuse", True),
+                gemm_epilogues=options.get("gemm_epilogue", True),
             )
             if options.get("cache", True):
                 cache.disk_put(key, compiled.ir)
@@ -86,7 +89,11 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
     if debug is not None:
         if not compiled.dumps:  # a cache hit: show at least the lowered and final IR
             compiled = _C._compiler_compile(
-                ir_text, keep_dumps=True, run_passes=True, fuse=options.get("fuse", True)
+                ir_text,
+                keep_dumps=True,
+                run_passes=True,
+                fuse=options.get("fuse", True),
+                gemm_epilogues=options.get("gemm_epilogue", True),
             )
         _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
     stats = compiled.stats

@@ -18,7 +18,7 @@ import torch
 
 FORMAT = "openneuron-compiled-graph 1"
 # Bump when the IR's meaning or the passes change, so older entries count as stale.
-COMPILER_VERSION = "1"
+COMPILER_VERSION = "2"
 
 _memory: dict[str, object] = {}
 _warned: set[str] = set()

@@ -43,6 +43,15 @@ _SYM_FUNCTIONS = {
 }
 
 
+# Reductions the compiler fuses with their producers (sum/mean without a dtype argument).
+_REDUCTIONS = {
+    torch.ops.aten.sum.dim_IntList: "sum",
+    torch.ops.aten.mean.dim: "mean",
+    torch.ops.aten.amax.default: "amax",
+}
+_REDUCIBLE = {torch.float16, torch.bfloat16, torch.float32}
+
+
 class LoweringError(RuntimeError):
     """A graph node the IR cannot express."""
 
@@ -97,8 +106,9 @@ def _source_line(node: Node) -> str:
 
 
 class _Lowerer:
-    def __init__(self, gm: GraphModule):
+    def __init__(self, gm: GraphModule, reductions: bool = True):
         self.gm = gm
+        self.reductions = reductions  # lower sum/mean/amax to reduce nodes (else extern calls)
         self.lines: list[str] = []
         self.next_id = 0
         self.value_of: dict[Node, object] = {}  # node -> value name (or tuple of names)
@@ -283,6 +293,37 @@ class _Lowerer:
         self.pointwise_ops += 1
         return True
 
+    def try_reduce(self, node: Node, val) -> bool:
+        fn = _REDUCTIONS.get(node.target)
+        if fn is None or not self.reductions or not isinstance(val, torch.Tensor):
+            return False
+        args = self.full_arguments(node)
+        source, dims, keepdim = args[0], args[1], args[2]
+        if fn != "amax" and args[3] is not None:
+            return False
+        src_val = source.meta.get("val") if isinstance(source, Node) else None
+        if not isinstance(src_val, torch.Tensor) or src_val.dtype not in _REDUCIBLE:
+            return False
+        if val.dtype != src_val.dtype or not src_val.device.type == val.device.type == "neuron":
+            return False
+        rank = src_val.dim()
+        if not dims or not 0 < rank <= 31 or any(type(d) is not int for d in dims):
+            return False
+        # Eager reads the input in memory order; the fused tiles are row-major.
+        if _dim_order(src_val) != list(range(rank)):
+            return False
+        dims = sorted({d % rank for d in dims})
+        out = self.define(val)
+        self.value_of[node] = out.split(":")[0]
+        attrs = {
+            "fn": _quote(fn),
+            "dims": "[" + ", ".join(map(str, dims)) + "]",
+            "keepdim": "1" if keepdim else "0",
+        }
+        self.emit(out, "reduce", attrs, [self.ref(source)], node)
+        self.pointwise_ops += 1
+        return True
+
     def sym_operand(self, arg) -> str:
         if isinstance(arg, Node):
             return self.ref(arg)
@@ -358,7 +399,11 @@ class _Lowerer:
                 elif target is torch.ops.aten.sym_size.int or target in _SYM_FUNCTIONS:
                     self.lower_sym(node, val)
                 elif isinstance(target, torch._ops.OpOverload):
-                    if not (self.try_pointwise(node, val) or self.try_cast(node, val)):
+                    if not (
+                        self.try_pointwise(node, val)
+                        or self.try_cast(node, val)
+                        or self.try_reduce(node, val)
+                    ):
                         self.lower_extern(node, val)
                 else:
                     raise LoweringError(f"{node.name}: call of {target} is not an ATen operator")
@@ -396,12 +441,13 @@ class _Lowerer:
         )
 
 
-def lower_graph(gm: GraphModule) -> tuple[str, dict, list[torch.Tensor]]:
+def lower_graph(gm: GraphModule, reductions: bool = True) -> tuple[str, dict, list[torch.Tensor]]:
     """Returns the IR text of ``gm``, counts of its pointwise and extern nodes, and the tensor
-    constants (``get_attr``) the program takes after the graph's own inputs."""
+    constants (``get_attr``) the program takes after the graph's own inputs. With
+    ``reductions=False`` sum/mean/amax stay ATen calls."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    lowerer = _Lowerer(gm)
+    lowerer = _Lowerer(gm, reductions)
     with unset_fake_temporarily():  # stand-in tensors for planning must be real (and empty)
         text = lowerer.lower()
     counts = {"pointwise": lowerer.pointwise_ops, "extern": lowerer.extern_ops}

@@ -34,7 +34,11 @@ def compile_metrics() -> dict:
     ``cache_hits_memory`` / ``cache_hits_disk`` / ``cache_errors``; ``compile_ms`` (total, ours:
     lowering, passes and program building; Dynamo and AOTAutograd tracing are not included);
     ``fused_kernels``, ``fused_ops`` (elementwise ops inside them), ``extern_calls`` (ATen
-    calls in compiled programs); ``lowering_fallbacks``: graphs run uncompiled, by reason;
+    calls in compiled programs), ``gemm_epilogues`` (matrix products that run with their
+    elementwise consumer fused, counted among ``fused_kernels``), ``fused_reductions``
+    (sum/mean/amax fused with their elementwise producers, also among ``fused_kernels``);
+    ``lowering_fallbacks``:
+    graphs run uncompiled, by reason;
     ``layout_repairs``: ATen results copied into the layout their meta kernel promised;
     ``graph_breaks``: Dynamo's graph breaks by reason; ``recompiles``: frames Dynamo compiled
     again (a guard failed, e.g. a new static shape).
@@ -47,6 +51,8 @@ def compile_metrics() -> dict:
         result.setdefault("cache_hits_memory", 0)
         result.setdefault("cache_hits_disk", 0)
         result.setdefault("cache_errors", 0)
+        result.setdefault("gemm_epilogues", 0)
+        result.setdefault("fused_reductions", 0)
         result["compile_ms"] = sum(_compile_ms)
         result["lowering_fallbacks"] = dict(_lowering_fallbacks)
     result["graph_breaks"] = dict(counters.get("graph_break", {}))
