@@ -15,72 +15,6 @@
 
 namespace openneuron::adaptive {
 
-SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
-                                 const std::function<bool(const void*)>& is_live) {
-  SegmentDataflow flow;
-  struct Version {
-    RecordedView view;
-    int op;  // the op whose result the memory holds now
-  };
-  std::vector<Version> written;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const RecordedOp& op = ops[i];
-    std::vector<int> args;
-    for (int a = 0; a < op.num_inputs; ++a) {
-      const RecordedInput& in = op.inputs[a];
-      int source = -1;
-      bool found = false;
-      if (!in.on_host) {
-        for (const Version& v : written) {
-          if (same_view(v.view, in.view)) {
-            source = -1 - v.op;
-            found = true;
-          }
-        }
-        for (size_t e = 0; !found && e < flow.external.size(); ++e) {
-          if (!flow.external[e].on_host && same_view(flow.external[e].view, in.view)) {
-            source = static_cast<int>(e);
-            found = true;
-          }
-        }
-      }
-      if (!found) {
-        source = static_cast<int>(flow.external.size());
-        flow.external.push_back(in);
-      }
-      args.push_back(source);
-    }
-    flow.args.push_back(std::move(args));
-    bool replaced = false;
-    for (Version& v : written) {
-      if (same_view(v.view, op.out)) {
-        v.op = static_cast<int>(i);
-        replaced = true;
-      }
-    }
-    if (!replaced) written.push_back(Version{op.out, static_cast<int>(i)});
-  }
-  // Outputs in recording order: the order of `written` follows which blocks the allocator
-  // reused, and would give one op sequence several cache signatures.
-  std::sort(written.begin(), written.end(),
-            [](const Version& a, const Version& b) { return a.op < b.op; });
-  for (const Version& v : written) {
-    const RecordedOp& op = ops[v.op];
-    if (op.out_in_device_block && !is_live(op.out.data)) continue;
-    flow.outputs.push_back(v.op);
-    int alias = -1;
-    for (size_t e = 0; e < flow.external.size(); ++e) {
-      if (!flow.external[e].on_host && same_view(flow.external[e].view, op.out)) {
-        alias = static_cast<int>(e);
-      }
-    }
-    flow.output_aliases.push_back(alias);
-  }
-  // Results overwritten later in the segment, or of freed tensors, never reach memory.
-  flow.stores_skipped = static_cast<int64_t>(ops.size() - flow.outputs.size());
-  return flow;
-}
-
 compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow) {
   using compiler::Attr;
   using compiler::Dim;
@@ -97,7 +31,8 @@ compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentD
     const RecordedOp& op = ops[i];
     compiler::Node node;
     node.op = op.is_cast ? compiler::ops::kCast : compiler::ops::kPointwise;
-    for (int source : flow.args[i]) {
+    for (int a = 0; a < op.num_inputs; ++a) {
+      const int source = flow.args[i][a];
       node.inputs.push_back(source >= 0 ? graph.inputs[source] : result[-1 - source]);
     }
     result[i] = graph.add_value({compiler::ValueKind::Tensor, op.out.dtype, shape, {}});
@@ -205,7 +140,7 @@ std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
     key.push_back(static_cast<int64_t>(op.compute));
     key.push_back(static_cast<int64_t>(op.out.dtype));
     key.push_back(op.num_inputs);
-    for (int source : flow.args[i]) key.push_back(source);
+    for (int a = 0; a < op.num_inputs; ++a) key.push_back(flow.args[i][a]);
     for (int k = 0; k < 4; ++k) {
       const kernels::Scalar& p = op.params.values[k];
       int64_t bits = 0;
