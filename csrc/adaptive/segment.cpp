@@ -228,10 +228,10 @@ void SegmentLaunch::run() const {
   // Per thread and reused: a TensorView is about 1 KB, so these are not rebuilt per segment.
   thread_local std::vector<TensorView> output_views, external_views, kernel_outputs, kernel_inputs;
   output_views.resize(outputs.size());
-  for (size_t k = 0; k < outputs.size(); ++k) output_views[k] = outputs[k].expand();
+  for (size_t k = 0; k < outputs.size(); ++k) outputs[k].expand_into(output_views[k]);
   external_views.resize(external.size());
   for (size_t k = 0; k < external.size(); ++k) {
-    external_views[k] = external[k].view.expand();
+    external[k].view.expand_into(external_views[k]);
     if (external[k].on_host) {
       external_views[k].data = const_cast<unsigned char*>(external[k].host_value);
     }

@@ -140,8 +140,9 @@ Space collapse(const std::vector<const TensorView*>& views) {
   return space;
 }
 
-TensorView dense_view(void* data, DType dtype, int ndim, const int64_t* sizes) {
-  TensorView view;
+// Fills `view` in place as a dense row-major view (a TensorView is about 1 KB: per tile and
+// instruction, only the dims in use are written).
+void set_dense_view(TensorView& view, void* data, DType dtype, int ndim, const int64_t* sizes) {
   view.data = data;
   view.dtype = dtype;
   view.ndim = ndim;
@@ -151,7 +152,17 @@ TensorView dense_view(void* data, DType dtype, int ndim, const int64_t* sizes) {
     view.strides[d] = stride;
     stride *= sizes[d];
   }
-  return view;
+}
+
+// Copies the dims of `from` that are in use into `to`.
+void copy_view(TensorView& to, const TensorView& from) {
+  to.data = from.data;
+  to.dtype = from.dtype;
+  to.ndim = from.ndim;
+  for (int d = 0; d < from.ndim; ++d) {
+    to.sizes[d] = from.sizes[d];
+    to.strides[d] = from.strides[d];
+  }
 }
 
 }  // namespace
@@ -221,6 +232,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
     std::vector<TensorView> slots(kernel.slot_dtypes.size());
     std::vector<int> output_index(kernel.slot_dtypes.size(), -1);
     for (size_t k = 0; k < num_outputs; ++k) output_index[kernel.outputs[k]] = static_cast<int>(k);
+    TensorView args[3];
     for (int64_t tile = begin; tile < end; ++tile) {
       // The tile's position: indices of the outer dims and the chunk of dim `split`.
       int64_t sizes[kernels::kMaxDims];
@@ -238,8 +250,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
         sizes[0] = std::min(chunk, space.sizes[split] - start);
         for (size_t v = 0; v < views.size(); ++v) offsets[v] += start * space.strides[v][split];
       }
-      auto operand_view = [&](size_t v) {
-        TensorView view;
+      auto set_operand_view = [&](TensorView& view, size_t v) {
         view.dtype = views[v]->dtype;
         view.ndim = tile_ndim;
         view.data = static_cast<char*>(views[v]->data) +
@@ -248,9 +259,8 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
           view.sizes[d] = sizes[d];
           view.strides[d] = space.strides[v][first_tile_dim + d];
         }
-        return view;
       };
-      for (int k = 0; k < kernel.num_inputs; ++k) slots[k] = operand_view(num_outputs + k);
+      for (int k = 0; k < kernel.num_inputs; ++k) set_operand_view(slots[k], num_outputs + k);
       for (size_t c = 0; c < kernel.constants.size(); ++c) {
         TensorView& view = slots[kernel.num_inputs + c];
         view.data = const_cast<unsigned char*>(kernel.constants[c].bytes);
@@ -265,17 +275,16 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
       for (const FusedInstr& instr : kernel.instrs) {
         const int out_k = output_index[instr.result];
         if (out_k >= 0) {
-          slots[instr.result] = operand_view(static_cast<size_t>(out_k));
+          set_operand_view(slots[instr.result], static_cast<size_t>(out_k));
         } else {
           const DType dtype = kernel.slot_dtypes[instr.result];
-          slots[instr.result] = dense_view(free_scratch, dtype, tile_ndim, sizes);
+          set_dense_view(slots[instr.result], free_scratch, dtype, tile_ndim, sizes);
           free_scratch += slot_bytes(dtype);
         }
         if (instr.is_cast) {
           kernels::copy(slots[instr.result], slots[instr.args[0]]);
         } else {
-          TensorView args[3];
-          for (int a = 0; a < instr.num_args; ++a) args[a] = slots[instr.args[a]];
+          for (int a = 0; a < instr.num_args; ++a) copy_view(args[a], slots[instr.args[a]]);
           kernels::pointwise(instr.op, slots[instr.result], args, instr.num_args, instr.compute,
                              instr.params);
         }
