@@ -74,6 +74,10 @@ int DataflowBuilder::add_entry(const RecordedView& view, bool write) {
 }
 
 void DataflowBuilder::add(const RecordedOp& op) {
+  if (ops_ == 0) {  // room for a typical segment at once, not grown op by op
+    flow_.args.reserve(kTypicalOps);
+    flow_.external.reserve(kTypicalOps);
+  }
   const int index = ops_++;
   std::array<int, 3> args = {0, 0, 0};
   for (int a = 0; a < op.num_inputs; ++a) {

@@ -63,6 +63,7 @@ class DataflowBuilder {
   int find(const RecordedView& view, bool write, bool* conflict) const;
   int add_entry(const RecordedView& view, bool write);
 
+  static constexpr size_t kTypicalOps = 48;
   std::vector<Range> ranges_;  // per entry
   std::vector<Entry> entries_;
   SegmentDataflow flow_;

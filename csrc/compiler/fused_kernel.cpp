@@ -229,7 +229,11 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
 
   kernels::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
     std::unique_ptr<unsigned char[]> scratch(new unsigned char[scratch_bytes + 64]);
-    std::vector<TensorView> slots(kernel.slot_dtypes.size());
+    // Reused per thread: a TensorView is about 1 KB and a long kernel has ~100 slots, too many
+    // to zero on every call (every slot in use is written before it is read).
+    thread_local std::vector<TensorView> slot_views;
+    if (slot_views.size() < kernel.slot_dtypes.size()) slot_views.resize(kernel.slot_dtypes.size());
+    TensorView* const slots = slot_views.data();
     std::vector<int> output_index(kernel.slot_dtypes.size(), -1);
     for (size_t k = 0; k < num_outputs; ++k) output_index[kernel.outputs[k]] = static_cast<int>(k);
     TensorView args[3];
