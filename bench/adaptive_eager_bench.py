@@ -120,7 +120,8 @@ def describe(machine_info: dict) -> str:
     m = machine_info
     return (
         f"{m['cores']} cores of {m['cpu_model']}, neuron kernels {m['neuron_isa']}, "
-        f"torch {m['torch']} ({m['torch_isa']}), load average {m['load_average_1min']}"
+        f"torch {m['torch']} ({m['torch_isa']}), load average {m['load_average_1min']} at the "
+        f"start and {m.get('load_average_1min_at_end', '?')} at the end"
     )
 
 
@@ -132,9 +133,9 @@ def markdown(results: dict, arguments: str) -> str:
         "",
         f"Measured {results['date']} with `.venv/bin/python bench/adaptive_eager_bench.py "
         f"{arguments}` (`make bench-adaptive`), on {describe(results['machine'])}. Training step "
-        "times "
-        "in ms (medians of interleaved steps); `plain_vs_adaptive` above 1 means adaptive eager "
-        "is faster.",
+        "times in ms (medians of interleaved steps), wall and process CPU time (every thread); "
+        "`plain_vs_adaptive` and `cpu_plain_vs_adaptive` above 1 mean adaptive eager is faster. "
+        "On a loaded machine the CPU-time ratio is the steadier one.",
         "",
     ]
     rows = results["workloads"]
@@ -189,6 +190,7 @@ def main() -> None:
     results["cpu_geomean"] = statistics.geometric_mean(
         r["cpu_plain_vs_adaptive"] for r in results["workloads"]
     )
+    results["machine"]["load_average_1min_at_end"] = round(os.getloadavg()[0], 1)
     print_table("adaptive eager", results["workloads"])
     print_table("per-op overhead", [results["overhead"]])
     print(

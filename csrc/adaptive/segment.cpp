@@ -224,12 +224,33 @@ void run_segment(runtime::Stream& stream, const std::vector<RecordedOp>& ops,
                 [launch = std::move(launch)] { launch->run(); });
 }
 
+namespace {
+
+// Grows `views` to at least `n` entries, never shrinking it: a TensorView is about 1 KB, and
+// entries made once are reused rather than zeroed again.
+void ensure_size(std::vector<TensorView>& views, size_t n) {
+  if (views.size() < n) views.resize(n);
+}
+
+// Copies the dims of `from` that are in use into `to`.
+void copy_view(TensorView& to, const TensorView& from) {
+  to.data = from.data;
+  to.dtype = from.dtype;
+  to.ndim = from.ndim;
+  for (int d = 0; d < from.ndim; ++d) {
+    to.sizes[d] = from.sizes[d];
+    to.strides[d] = from.strides[d];
+  }
+}
+
+}  // namespace
+
 void SegmentLaunch::run() const {
-  // Per thread and reused: a TensorView is about 1 KB, so these are not rebuilt per segment.
+  // Per thread and reused, so that views are not rebuilt or zeroed per segment.
   thread_local std::vector<TensorView> output_views, external_views, kernel_outputs, kernel_inputs;
-  output_views.resize(outputs.size());
+  ensure_size(output_views, outputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) outputs[k].expand_into(output_views[k]);
-  external_views.resize(external.size());
+  ensure_size(external_views, external.size());
   for (size_t k = 0; k < external.size(); ++k) {
     external[k].view.expand_into(external_views[k]);
     if (external[k].on_host) {
@@ -238,12 +259,14 @@ void SegmentLaunch::run() const {
   }
   try {
     for (const SegmentProgram::Kernel& k : program->kernels) {
-      kernel_outputs.resize(k.outputs.size());
-      kernel_inputs.resize(k.inputs.size());
-      for (size_t o = 0; o < k.outputs.size(); ++o) kernel_outputs[o] = output_views[k.outputs[o]];
+      ensure_size(kernel_outputs, k.outputs.size());
+      ensure_size(kernel_inputs, k.inputs.size());
+      for (size_t o = 0; o < k.outputs.size(); ++o) {
+        copy_view(kernel_outputs[o], output_views[k.outputs[o]]);
+      }
       for (size_t i = 0; i < k.inputs.size(); ++i) {
         const int input = k.inputs[i];
-        kernel_inputs[i] = input >= 0 ? external_views[input] : output_views[-1 - input];
+        copy_view(kernel_inputs[i], input >= 0 ? external_views[input] : output_views[-1 - input]);
       }
       compiler::run_fused_kernel(k.kernel, kernel_outputs.data(), kernel_inputs.data());
     }

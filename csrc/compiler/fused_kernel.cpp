@@ -105,7 +105,9 @@ constexpr int kMaxOperands = 64;
 struct Space {
   int ndim = 0;
   int64_t sizes[kernels::kMaxDims] = {};
-  std::vector<std::array<int64_t, kernels::kMaxDims>> strides;  // per operand
+  // Per operand; only dims [0, ndim) are written and read, so left uninitialised (each
+  // operand's row is 512 bytes).
+  std::unique_ptr<std::array<int64_t, kernels::kMaxDims>[]> strides;
 };
 
 Space collapse(const std::vector<const TensorView*>& views) {
@@ -118,7 +120,7 @@ Space collapse(const std::vector<const TensorView*>& views) {
     return std::abs(first.strides[a]) > std::abs(first.strides[b]);
   });
   Space space;
-  space.strides.resize(views.size());
+  space.strides.reset(new std::array<int64_t, kernels::kMaxDims>[views.size()]);
   for (int d : dims) {
     const int n = space.ndim;
     bool merged = false;
