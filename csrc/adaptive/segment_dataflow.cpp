@@ -59,7 +59,8 @@ DataflowBuilder::Fit DataflowBuilder::fits(const RecordedOp& op) const {
   for (int k = 0; k < op.num_inputs; ++k) {
     if (op.inputs[k].on_host || find(op.inputs[k].view, false, &conflict) < 0) ++new_operands;
   }
-  if (find(op.out, true, &conflict) < 0) ++new_operands;
+  const int out = find(op.out, true, &conflict);
+  if (out < 0 || !ranges_[out].written) ++new_operands;
   if (conflict) return Fit::Alias;
   // A view new to the segment is counted once per use: an op reading one new view twice
   // counts it twice, which only ends a segment a little early.
@@ -91,9 +92,7 @@ void DataflowBuilder::add(const RecordedOp& op) {
     const int external = static_cast<int>(flow_.external.size());
     flow_.external.push_back(in);
     args[a] = external;
-    if (in.on_host) {
-      ++host_inputs_;
-    } else {
+    if (!in.on_host) {
       const int added = add_entry(in.view, false);
       entries_[added].value = external;
       entries_[added].external = external;
@@ -102,7 +101,8 @@ void DataflowBuilder::add(const RecordedOp& op) {
   flow_.args.push_back(args);
   bool conflict = false;
   int entry = find(op.out, true, &conflict);
-  if (entry < 0) entry = add_entry(op.out, true);
+  if (entry < 0) entry = add_entry(op.out, false);
+  if (!ranges_[entry].written) ++written_entries_;
   ranges_[entry].written = true;
   entries_[entry].value = -1 - index;
   entries_[entry].last_writer = index;
@@ -125,7 +125,7 @@ SegmentDataflow DataflowBuilder::take() {
   flow_ = SegmentDataflow();
   ranges_.clear();
   entries_.clear();
-  host_inputs_ = 0;
+  written_entries_ = 0;
   ops_ = 0;
   return flow;
 }

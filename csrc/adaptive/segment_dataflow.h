@@ -28,13 +28,13 @@ struct SegmentDataflow {
 // per op (the entries' byte ranges sit in one compact array).
 class DataflowBuilder {
  public:
-  // Distinct views plus host scalars; each is at most one operand of the fused kernels, which
-  // take 64.
-  static constexpr size_t kMaxOperands = 56;
+  // The fused kernels' operand limit: every external operand (host scalars included) is at
+  // most one input of a kernel, and every written view at most one output.
+  static constexpr size_t kMaxOperands = 64;
 
   enum class Fit { Joins, Alias, Limit };
   // Alias when a view of `op` overlaps memory the segment sees another way and one side writes
-  // it; Limit when the segment would hold more than kMaxOperands views and host scalars.
+  // it; Limit when the segment could need more than kMaxOperands kernel operands.
   Fit fits(const RecordedOp& op) const;
 
   // Adds `op` (which fits()) as the segment's next op.
@@ -45,7 +45,7 @@ class DataflowBuilder {
   SegmentDataflow take();
 
   bool empty() const { return ops_ == 0; }
-  size_t operands() const { return entries_.size() + host_inputs_; }
+  size_t operands() const { return flow_.external.size() + written_entries_; }
 
  private:
   struct Range {
@@ -67,7 +67,7 @@ class DataflowBuilder {
   std::vector<Range> ranges_;  // per entry
   std::vector<Entry> entries_;
   SegmentDataflow flow_;
-  size_t host_inputs_ = 0;
+  size_t written_entries_ = 0;
   int ops_ = 0;
 };
 

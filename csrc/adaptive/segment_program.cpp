@@ -130,6 +130,13 @@ std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<Recorded
 std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
                                        const SegmentDataflow& flow) {
   std::vector<int64_t> key;
+  write_segment_signature(ops, flow, key);
+  return key;
+}
+
+void write_segment_signature(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow,
+                             std::vector<int64_t>& key) {
+  key.clear();
   key.reserve(8 + ops.size() * 16);
   key.push_back(static_cast<int64_t>(flow.external.size()));
   for (const RecordedInput& in : flow.external) key.push_back(static_cast<int64_t>(in.view.dtype));
@@ -152,7 +159,6 @@ std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
   key.push_back(-1);
   for (int op : flow.outputs) key.push_back(op);
   for (int alias : flow.output_aliases) key.push_back(alias);
-  return key;
 }
 
 namespace {
@@ -176,7 +182,9 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
   static std::mutex mutex;
   static auto* cache = new std::unordered_map<std::vector<int64_t>,
                                               std::shared_ptr<const SegmentProgram>, KeyHash>();
-  std::vector<int64_t> key = segment_signature(ops, flow);
+  // Reused per thread for the lookup; copied into the cache only on a miss.
+  thread_local std::vector<int64_t> key;
+  write_segment_signature(ops, flow, key);
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache->find(key);
@@ -190,7 +198,7 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
   std::shared_ptr<const SegmentProgram> program = compile_segment(ops, flow);
   std::lock_guard<std::mutex> lock(mutex);
   if (cache->size() >= kMaxCachedSegments) cache->clear();
-  cache->emplace(std::move(key), program);
+  cache->emplace(key, program);
   return program;
 }
 

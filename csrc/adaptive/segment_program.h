@@ -40,6 +40,9 @@ std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<Recorded
 // addresses: the kernel serves any shape).
 std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
                                        const SegmentDataflow& flow);
+// The same, written into `key` (its room is reused).
+void write_segment_signature(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow,
+                             std::vector<int64_t>& key);
 
 // The compiled program for a signature, compiling on a miss (`hit` says which). A segment the
 // compiler declines gives a program whose `error` says why.

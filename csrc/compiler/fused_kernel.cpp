@@ -105,9 +105,9 @@ constexpr int kMaxOperands = 64;
 struct Space {
   int ndim = 0;
   int64_t sizes[kernels::kMaxDims] = {};
-  // Per operand; only dims [0, ndim) are written and read, so left uninitialised (each
-  // operand's row is 512 bytes).
-  std::unique_ptr<std::array<int64_t, kernels::kMaxDims>[]> strides;
+  // Per operand; only dims [0, ndim) are written and read. Rows are 512 bytes each, so they
+  // live in a per-thread buffer reused from call to call, not allocated and zeroed per call.
+  std::array<int64_t, kernels::kMaxDims>* strides = nullptr;
 };
 
 Space collapse(const std::vector<const TensorView*>& views) {
@@ -120,7 +120,9 @@ Space collapse(const std::vector<const TensorView*>& views) {
     return std::abs(first.strides[a]) > std::abs(first.strides[b]);
   });
   Space space;
-  space.strides.reset(new std::array<int64_t, kernels::kMaxDims>[views.size()]);
+  thread_local std::vector<std::array<int64_t, kernels::kMaxDims>> rows;
+  if (rows.size() < views.size()) rows.resize(views.size());
+  space.strides = rows.data();
   for (int d : dims) {
     const int n = space.ndim;
     bool merged = false;

@@ -88,7 +88,8 @@ TEST(DataflowTest, HostScalarsCountTowardsTheOperandLimit) {
     ASSERT_LE(++joined, 100u);
   }
   EXPECT_EQ(builder.operands(), DataflowBuilder::kMaxOperands);
-  EXPECT_EQ(joined, DataflowBuilder::kMaxOperands - 1);  // x itself is one operand
+  // x is two operands (read, then written in place); every op adds its scalar.
+  EXPECT_EQ(joined, DataflowBuilder::kMaxOperands - 2);
 }
 
 }  // namespace
