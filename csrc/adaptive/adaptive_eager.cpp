@@ -150,7 +150,7 @@ void reset_metrics() {
   for (auto* counter :
        {&c.ops_recorded, &c.segments, &c.fused_segments, &c.fused_ops, &c.single_ops, &c.cache_hits,
         &c.compiles, &c.fallbacks, &c.stores_skipped, &c.ended_by_shape, &c.ended_by_alias,
-        &c.ended_by_limit, &c.ended_by_stream}) {
+        &c.ended_by_limit, &c.ended_by_stream, &c.ran_at_once}) {
     counter->store(0);
   }
 }

@@ -37,6 +37,12 @@ struct RecordedView {
   // The kernel library's view of the same memory.
   kernels::TensorView expand() const {
     kernels::TensorView view;
+    expand_into(view);
+    return view;
+  }
+
+  // The same, written into `view` in place: only the dims in use (a TensorView is about 1 KB).
+  void expand_into(kernels::TensorView& view) const {
     view.data = data;
     view.dtype = dtype;
     view.ndim = ndim;
@@ -44,7 +50,6 @@ struct RecordedView {
       view.sizes[d] = sizes[d];
       view.strides[d] = strides[d];
     }
-    return view;
   }
 
   int64_t numel() const {

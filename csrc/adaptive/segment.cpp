@@ -17,31 +17,7 @@ namespace openneuron::adaptive {
 
 using kernels::TensorView;
 
-bool same_view(const RecordedView& a, const RecordedView& b) {
-  if (a.data != b.data || a.dtype != b.dtype || a.ndim != b.ndim) return false;
-  for (int d = 0; d < a.ndim; ++d) {
-    if (a.sizes[d] != b.sizes[d] || (a.sizes[d] != 1 && a.strides[d] != b.strides[d])) return false;
-  }
-  return true;
-}
-
 namespace {
-
-struct ByteRange {
-  uintptr_t begin, end;  // [begin, end)
-};
-
-ByteRange byte_range(const RecordedView& v) {
-  const int64_t element = static_cast<int64_t>(kernels::element_size(v.dtype));
-  int64_t low = 0, high = 0;
-  for (int d = 0; d < v.ndim; ++d) {
-    if (v.sizes[d] == 0) return {0, 0};
-    const int64_t reach = (v.sizes[d] - 1) * v.strides[d];
-    (reach < 0 ? low : high) += reach;
-  }
-  const auto base = reinterpret_cast<uintptr_t>(v.data);
-  return {base + low * element, base + (high + 1) * element};
-}
 
 bool same_shape(const RecordedView& a, const RecordedView& b) {
   if (a.ndim != b.ndim) return false;
@@ -53,44 +29,43 @@ bool same_shape(const RecordedView& a, const RecordedView& b) {
 
 }  // namespace
 
-bool views_overlap(const RecordedView& a, const RecordedView& b) {
-  const ByteRange x = byte_range(a), y = byte_range(b);
-  return x.begin < y.end && y.begin < x.end;
-}
-
 Segment::Fit Segment::fits(const RecordedOp& op) const {
   if (ops_.empty()) return Fit::Joins;
   if (!same_shape(ops_.front().out, op.out)) return Fit::Shape;
-  if (ops_.size() >= kMaxOps || accesses_.size() + op.num_inputs + 1 > kMaxViews) {
-    return Fit::Limit;
+  if (ops_.size() >= kMaxOps) return Fit::Limit;
+  switch (flow_.fits(op)) {
+    case DataflowBuilder::Fit::Joins:
+      return Fit::Joins;
+    case DataflowBuilder::Fit::Alias:
+      return Fit::Alias;
+    case DataflowBuilder::Fit::Limit:
+      break;
   }
-  auto conflicts = [&](const RecordedView& view, bool write) {
-    const ByteRange range = byte_range(view);
-    for (const Access& a : accesses_) {
-      if ((write || a.write) && range.begin < a.end && a.begin < range.end &&
-          !same_view(view, a.view)) {
-        return true;
-      }
-    }
-    return false;
-  };
-  for (int k = 0; k < op.num_inputs; ++k) {
-    if (!op.inputs[k].on_host && conflicts(op.inputs[k].view, false)) return Fit::Alias;
-  }
-  return conflicts(op.out, true) ? Fit::Alias : Fit::Joins;
+  return Fit::Limit;
 }
 
-std::vector<RecordedOp> Segment::take_locked() {
-  accesses_.clear();
+Segment::Taken Segment::take_locked() {
+  Taken taken;
+  taken.flow = flow_.take();
+  taken.ops.swap(ops_);
+  ops_.swap(spare_);
   size_.store(0, std::memory_order_relaxed);
-  std::vector<RecordedOp> ops = std::move(ops_);
-  ops_.clear();
-  return ops;
+  return taken;
 }
 
-std::vector<RecordedOp> Segment::take() {
+Segment::Taken Segment::take() {
   std::lock_guard<std::mutex> lock(mutex_);
   return take_locked();
+}
+
+void Segment::recycle(std::vector<RecordedOp> ops) {
+  ops.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ops_.capacity() == 0) {
+    ops_.swap(ops);
+  } else if (spare_.capacity() == 0) {
+    spare_.swap(ops);
+  }
 }
 
 namespace {
@@ -118,52 +93,44 @@ void Segment::learn(const std::vector<RecordedOp>& ops) {
 }
 
 void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
-  std::vector<RecordedOp> finished;
+  Taken finished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const Fit fit = fits(op);
-    if (fit != Fit::Joins) {
-      count(fit == Fit::Shape   ? &Counters::ended_by_shape
-            : fit == Fit::Alias ? &Counters::ended_by_alias
-                                : &Counters::ended_by_limit);
-      finished = take_locked();
+    if (fit == Fit::Joins) {
+      append_locked(stream, op);
+      return;
     }
+    count(fit == Fit::Shape   ? &Counters::ended_by_shape
+          : fit == Fit::Alias ? &Counters::ended_by_alias
+                              : &Counters::ended_by_limit);
+    finished = take_locked();
   }
   // Queued outside the lock: queuing flushes the stream's pending work, which is this segment.
-  if (!finished.empty()) {
-    learn(finished);
-    run_segment(stream, std::move(finished));
-  }
+  learn(finished.ops);
+  run_segment(stream, finished.ops, std::move(finished.flow));
+  recycle(std::move(finished.ops));
   std::lock_guard<std::mutex> lock(mutex_);
-  // Reserve room for a typical segment at once rather than growing the vector (and copying
-  // its ops) op by op.
-  if (ops_.capacity() == 0) ops_.reserve(16);
+  append_locked(stream, op);
+}
+
+void Segment::append_locked(runtime::Stream& stream, const RecordedOp& op) {
+  // Room for a whole segment at once rather than growing the vector (and copying its ops) op
+  // by op; the room is kept from segment to segment.
+  if (ops_.capacity() == 0) ops_.reserve(kMaxOps);
   ops_.push_back(op);
   size_.store(ops_.size(), std::memory_order_relaxed);
-  for (int k = 0; k < op.num_inputs; ++k) {
-    if (!op.inputs[k].on_host) add_access(op.inputs[k].view, false);
-  }
-  add_access(op.out, true);
+  flow_.add(op);
   stream.set_pending(this);
 }
 
-void Segment::add_access(const RecordedView& view, bool write) {
-  for (Access& a : accesses_) {
-    if (same_view(a.view, view)) {
-      a.write = a.write || write;
-      return;
-    }
-  }
-  const ByteRange range = byte_range(view);
-  accesses_.push_back({view, range.begin, range.end, write});
-}
-
 void Segment::flush(runtime::Stream& stream) {
-  std::vector<RecordedOp> ops = take();
-  if (ops.empty()) return;
+  Taken taken = take();
+  if (taken.ops.empty()) return;
   count(&Counters::ended_by_stream);
-  learn(ops);
-  run_segment(stream, std::move(ops));
+  learn(taken.ops);
+  run_segment(stream, taken.ops, std::move(taken.flow));
+  recycle(std::move(taken.ops));
 }
 
 void run_recorded_op(RecordedOp op) {
@@ -211,7 +178,8 @@ void dump_segment(const SegmentProgram& program) {
 
 }  // namespace
 
-void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
+void run_segment(runtime::Stream& stream, const std::vector<RecordedOp>& ops,
+                 SegmentDataflow flow) {
   count(&Counters::segments);
   if (ops.size() == 1) {
     count(&Counters::single_ops);
@@ -220,8 +188,7 @@ void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
   }
   runtime::CachingAllocator& allocator =
       runtime::Runtime::get().device(stream.device()).allocator();
-  const SegmentDataflow flow =
-      analyse_dataflow(ops, [&](const void* data) { return allocator.owns(data); });
+  drop_dead_outputs(flow, ops, [&](const void* data) { return allocator.owns(data); });
   if (flow.outputs.empty()) {  // every result belonged to a tensor already freed
     count(&Counters::stores_skipped, flow.stores_skipped);
     return;
@@ -243,41 +210,72 @@ void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops) {
   count(&Counters::fused_ops, static_cast<int64_t>(ops.size()));
   count(&Counters::stores_skipped, flow.stores_skipped);
 
-  std::vector<TensorView> outputs;
-  for (int op : flow.outputs) outputs.push_back(ops[op].out.expand());
-  std::vector<const char*> names;  // joined only if a kernel fails
-  for (const RecordedOp& op : ops) names.push_back(op.name);
-  const int64_t elements = ops.front().out.numel();
-  const bool perturb = perturb_fused_results();  // as set when the segment was flushed
-  enqueue_sized(stream, "adaptive_eager_segment", elements,
-                [program, outputs = std::move(outputs), external = flow.external,
-                 names = std::move(names), perturb]() mutable {
-                  std::vector<TensorView> external_views;
-                  for (RecordedInput& in : external) {
-                    if (in.on_host) in.view.data = in.host_value;
-                    external_views.push_back(in.view.expand());
-                  }
-                  std::vector<TensorView> kernel_outputs, kernel_inputs;
-                  try {
-                    for (const SegmentProgram::Kernel& k : program->kernels) {
-                      kernel_outputs.clear();
-                      kernel_inputs.clear();
-                      for (int o : k.outputs) kernel_outputs.push_back(outputs[o]);
-                      for (int i : k.inputs) {
-                        kernel_inputs.push_back(i >= 0 ? external_views[i] : outputs[-1 - i]);
-                      }
-                      compiler::run_fused_kernel(k.kernel, kernel_outputs.data(),
-                                                 kernel_inputs.data());
-                    }
-                  } catch (const std::exception& e) {
-                    std::string joined;
-                    for (const char* name : names)
-                      joined += (joined.empty() ? "" : ", ") + std::string(name);
-                    throw std::runtime_error("in the fused segment of eager ops (" + joined +
-                                             "): " + e.what());
-                  }
-                  if (perturb) *static_cast<unsigned char*>(outputs[0].data) ^= 1;
-                });
+  // One allocation holds what the queued task needs; views stay in their compact recorded form
+  // until the task runs.
+  auto launch = std::make_shared<SegmentLaunch>();
+  launch->program = std::move(program);
+  launch->outputs.reserve(flow.outputs.size());
+  for (int op : flow.outputs) launch->outputs.push_back(ops[op].out);
+  launch->external = std::move(flow.external);
+  launch->names.reserve(ops.size());
+  for (const RecordedOp& op : ops) launch->names.push_back(op.name);
+  launch->perturb = perturb_fused_results();  // as set when the segment was flushed
+  enqueue_sized(stream, "adaptive_eager_segment", ops.front().out.numel(),
+                [launch = std::move(launch)] { launch->run(); });
+}
+
+namespace {
+
+// Grows `views` to at least `n` entries, never shrinking it: a TensorView is about 1 KB, and
+// entries made once are reused rather than zeroed again.
+void ensure_size(std::vector<TensorView>& views, size_t n) {
+  if (views.size() < n) views.resize(n);
+}
+
+// Copies the dims of `from` that are in use into `to`.
+void copy_view(TensorView& to, const TensorView& from) {
+  to.data = from.data;
+  to.dtype = from.dtype;
+  to.ndim = from.ndim;
+  for (int d = 0; d < from.ndim; ++d) {
+    to.sizes[d] = from.sizes[d];
+    to.strides[d] = from.strides[d];
+  }
+}
+
+}  // namespace
+
+void SegmentLaunch::run() const {
+  // Per thread and reused, so that views are not rebuilt or zeroed per segment.
+  thread_local std::vector<TensorView> output_views, external_views, kernel_outputs, kernel_inputs;
+  ensure_size(output_views, outputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) outputs[k].expand_into(output_views[k]);
+  ensure_size(external_views, external.size());
+  for (size_t k = 0; k < external.size(); ++k) {
+    external[k].view.expand_into(external_views[k]);
+    if (external[k].on_host) {
+      external_views[k].data = const_cast<unsigned char*>(external[k].host_value);
+    }
+  }
+  try {
+    for (const SegmentProgram::Kernel& k : program->kernels) {
+      ensure_size(kernel_outputs, k.outputs.size());
+      ensure_size(kernel_inputs, k.inputs.size());
+      for (size_t o = 0; o < k.outputs.size(); ++o) {
+        copy_view(kernel_outputs[o], output_views[k.outputs[o]]);
+      }
+      for (size_t i = 0; i < k.inputs.size(); ++i) {
+        const int input = k.inputs[i];
+        copy_view(kernel_inputs[i], input >= 0 ? external_views[input] : output_views[-1 - input]);
+      }
+      compiler::run_fused_kernel(k.kernel, kernel_outputs.data(), kernel_inputs.data());
+    }
+  } catch (const std::exception& e) {
+    std::string joined;
+    for (const char* name : names) joined += (joined.empty() ? "" : ", ") + std::string(name);
+    throw std::runtime_error("in the fused segment of eager ops (" + joined + "): " + e.what());
+  }
+  if (perturb) *static_cast<unsigned char*>(output_views[0].data) ^= 1;
 }
 
 }  // namespace openneuron::adaptive

@@ -3,11 +3,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "adaptive/recorded_op.h"
+#include "adaptive/segment_dataflow.h"
+#include "adaptive/segment_program.h"
 #include "runtime/stream.h"
 
 namespace openneuron::adaptive {
@@ -19,7 +22,6 @@ namespace openneuron::adaptive {
 class Segment final : public runtime::PendingWork {
  public:
   static constexpr size_t kMaxOps = 48;
-  static constexpr size_t kMaxViews = 56;  // distinct views; the fused kernel takes 64 operands
 
   // Adds `op`, first flushing what it cannot join. Registers the segment as `stream`'s
   // pending work.
@@ -34,39 +36,46 @@ class Segment final : public runtime::PendingWork {
  private:
   enum class Fit { Joins, Shape, Alias, Limit };
   Fit fits(const RecordedOp& op) const;
-  // Takes the ops out (and forgets their accesses); the caller runs them. take() locks,
-  // take_locked() expects mutex_ held.
-  std::vector<RecordedOp> take();
-  std::vector<RecordedOp> take_locked();
+  // Takes the ops and their dataflow out; the caller runs them, then hands the op vector back
+  // with recycle() so that its room serves the next segment. take() locks, take_locked()
+  // expects mutex_ held.
+  struct Taken {
+    std::vector<RecordedOp> ops;
+    SegmentDataflow flow;
+  };
+  Taken take();
+  Taken take_locked();
+  void recycle(std::vector<RecordedOp> ops);
 
   // Learns from how the segment that `ops` formed turned out.
   void learn(const std::vector<RecordedOp>& ops);
+  // Appends `op` (which fits) and registers the segment as `stream`'s pending work.
+  void append_locked(runtime::Stream& stream, const RecordedOp& op);
 
   std::mutex mutex_;
   std::vector<RecordedOp> ops_;
+  std::vector<RecordedOp> spare_;  // an emptied op vector that keeps its room
+  DataflowBuilder flow_;
   std::atomic<size_t> size_{0};  // ops_.size(), readable without the lock
   // Per kind of segment-starting op: > 0 it led to fusion lately, < 0 it stayed alone.
   std::mutex history_mutex_;
   std::unordered_map<uint64_t, int> history_;
   uint32_t skipped_ = 0;
-  // Distinct views the segment touches (the fused kernels' operands), with their byte ranges.
-  struct Access {
-    RecordedView view;
-    uintptr_t begin, end;
-    bool write;
-  };
-  void add_access(const RecordedView& view, bool write);
-  std::vector<Access> accesses_;
 };
 
-// Queues `ops` (in order, one segment) on `stream`: one op as eager queues it; more through
-// the compiler as one fused kernel, or op by op if the compiler declines.
-void run_segment(runtime::Stream& stream, std::vector<RecordedOp> ops);
+// A fused segment as queued: its program and the views it runs on.
+struct SegmentLaunch {
+  std::shared_ptr<const SegmentProgram> program;
+  std::vector<RecordedView> outputs;  // per SegmentDataflow output
+  std::vector<RecordedInput> external;
+  std::vector<const char*> names;  // the eager ops, joined only if a kernel fails
+  bool perturb = false;
+  // Runs the program's kernels in order; a kernel error names the segment's eager ops.
+  void run() const;
+};
 
-// True when the two views are the same memory seen the same way.
-bool same_view(const RecordedView& a, const RecordedView& b);
-
-// True when the views' byte ranges intersect.
-bool views_overlap(const RecordedView& a, const RecordedView& b);
+// Queues `ops` (in order, one segment, `flow` their dataflow) on `stream`: one op as eager
+// queues it; more through the compiler as one fused kernel, or op by op if the compiler declines.
+void run_segment(runtime::Stream& stream, const std::vector<RecordedOp>& ops, SegmentDataflow flow);
 
 }  // namespace openneuron::adaptive

@@ -15,72 +15,6 @@
 
 namespace openneuron::adaptive {
 
-SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
-                                 const std::function<bool(const void*)>& is_live) {
-  SegmentDataflow flow;
-  struct Version {
-    RecordedView view;
-    int op;  // the op whose result the memory holds now
-  };
-  std::vector<Version> written;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const RecordedOp& op = ops[i];
-    std::vector<int> args;
-    for (int a = 0; a < op.num_inputs; ++a) {
-      const RecordedInput& in = op.inputs[a];
-      int source = -1;
-      bool found = false;
-      if (!in.on_host) {
-        for (const Version& v : written) {
-          if (same_view(v.view, in.view)) {
-            source = -1 - v.op;
-            found = true;
-          }
-        }
-        for (size_t e = 0; !found && e < flow.external.size(); ++e) {
-          if (!flow.external[e].on_host && same_view(flow.external[e].view, in.view)) {
-            source = static_cast<int>(e);
-            found = true;
-          }
-        }
-      }
-      if (!found) {
-        source = static_cast<int>(flow.external.size());
-        flow.external.push_back(in);
-      }
-      args.push_back(source);
-    }
-    flow.args.push_back(std::move(args));
-    bool replaced = false;
-    for (Version& v : written) {
-      if (same_view(v.view, op.out)) {
-        v.op = static_cast<int>(i);
-        replaced = true;
-      }
-    }
-    if (!replaced) written.push_back(Version{op.out, static_cast<int>(i)});
-  }
-  // Outputs in recording order: the order of `written` follows which blocks the allocator
-  // reused, and would give one op sequence several cache signatures.
-  std::sort(written.begin(), written.end(),
-            [](const Version& a, const Version& b) { return a.op < b.op; });
-  for (const Version& v : written) {
-    const RecordedOp& op = ops[v.op];
-    if (op.out_in_device_block && !is_live(op.out.data)) continue;
-    flow.outputs.push_back(v.op);
-    int alias = -1;
-    for (size_t e = 0; e < flow.external.size(); ++e) {
-      if (!flow.external[e].on_host && same_view(flow.external[e].view, op.out)) {
-        alias = static_cast<int>(e);
-      }
-    }
-    flow.output_aliases.push_back(alias);
-  }
-  // Results overwritten later in the segment, or of freed tensors, never reach memory.
-  flow.stores_skipped = static_cast<int64_t>(ops.size() - flow.outputs.size());
-  return flow;
-}
-
 compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow) {
   using compiler::Attr;
   using compiler::Dim;
@@ -97,7 +31,8 @@ compiler::Graph segment_graph(const std::vector<RecordedOp>& ops, const SegmentD
     const RecordedOp& op = ops[i];
     compiler::Node node;
     node.op = op.is_cast ? compiler::ops::kCast : compiler::ops::kPointwise;
-    for (int source : flow.args[i]) {
+    for (int a = 0; a < op.num_inputs; ++a) {
+      const int source = flow.args[i][a];
       node.inputs.push_back(source >= 0 ? graph.inputs[source] : result[-1 - source]);
     }
     result[i] = graph.add_value({compiler::ValueKind::Tensor, op.out.dtype, shape, {}});
@@ -195,6 +130,13 @@ std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<Recorded
 std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
                                        const SegmentDataflow& flow) {
   std::vector<int64_t> key;
+  write_segment_signature(ops, flow, key);
+  return key;
+}
+
+void write_segment_signature(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow,
+                             std::vector<int64_t>& key) {
+  key.clear();
   key.reserve(8 + ops.size() * 16);
   key.push_back(static_cast<int64_t>(flow.external.size()));
   for (const RecordedInput& in : flow.external) key.push_back(static_cast<int64_t>(in.view.dtype));
@@ -205,7 +147,7 @@ std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
     key.push_back(static_cast<int64_t>(op.compute));
     key.push_back(static_cast<int64_t>(op.out.dtype));
     key.push_back(op.num_inputs);
-    for (int source : flow.args[i]) key.push_back(source);
+    for (int a = 0; a < op.num_inputs; ++a) key.push_back(flow.args[i][a]);
     for (int k = 0; k < 4; ++k) {
       const kernels::Scalar& p = op.params.values[k];
       int64_t bits = 0;
@@ -217,7 +159,6 @@ std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
   key.push_back(-1);
   for (int op : flow.outputs) key.push_back(op);
   for (int alias : flow.output_aliases) key.push_back(alias);
-  return key;
 }
 
 namespace {
@@ -241,7 +182,9 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
   static std::mutex mutex;
   static auto* cache = new std::unordered_map<std::vector<int64_t>,
                                               std::shared_ptr<const SegmentProgram>, KeyHash>();
-  std::vector<int64_t> key = segment_signature(ops, flow);
+  // Reused per thread for the lookup; copied into the cache only on a miss.
+  thread_local std::vector<int64_t> key;
+  write_segment_signature(ops, flow, key);
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache->find(key);
@@ -255,7 +198,7 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
   std::shared_ptr<const SegmentProgram> program = compile_segment(ops, flow);
   std::lock_guard<std::mutex> lock(mutex);
   if (cache->size() >= kMaxCachedSegments) cache->clear();
-  cache->emplace(std::move(key), program);
+  cache->emplace(key, program);
   return program;
 }
 

@@ -9,27 +9,11 @@
 #include <vector>
 
 #include "adaptive/recorded_op.h"
+#include "adaptive/segment_dataflow.h"
 #include "compiler/fused_kernel.h"
 #include "compiler/ir.h"
 
 namespace openneuron::adaptive {
-
-// How a segment's ops read and write values: each external operand once, each op's result an
-// SSA value, each written buffer's last version an output (unless nobody can read it).
-struct SegmentDataflow {
-  std::vector<RecordedInput> external;  // operands read before the segment writes them
-  // Per op and argument: >= 0 an external operand, < 0 the result of op (-1 - value).
-  std::vector<std::vector<int>> args;
-  std::vector<int> outputs;  // ops whose results are stored, in order
-  // Per output: the external operand whose memory it overwrites in place, or -1.
-  std::vector<int> output_aliases;
-  int64_t stores_skipped = 0;  // ops whose result is never stored (overwritten or freed)
-};
-
-// Resolves views to values. `is_live(ptr)` says whether an output's memory is still allocated;
-// once it is not, nobody can read what the op would have stored there, so it is not stored.
-SegmentDataflow analyse_dataflow(const std::vector<RecordedOp>& ops,
-                                 const std::function<bool(const void*)>& is_live);
 
 // The segment's compiled form.
 struct SegmentProgram {
@@ -56,6 +40,9 @@ std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<Recorded
 // addresses: the kernel serves any shape).
 std::vector<int64_t> segment_signature(const std::vector<RecordedOp>& ops,
                                        const SegmentDataflow& flow);
+// The same, written into `key` (its room is reused).
+void write_segment_signature(const std::vector<RecordedOp>& ops, const SegmentDataflow& flow,
+                             std::vector<int64_t>& key);
 
 // The compiled program for a signature, compiling on a miss (`hit` says which). A segment the
 // compiler declines gives a program whose `error` says why.

@@ -105,7 +105,9 @@ constexpr int kMaxOperands = 64;
 struct Space {
   int ndim = 0;
   int64_t sizes[kernels::kMaxDims] = {};
-  std::vector<std::array<int64_t, kernels::kMaxDims>> strides;  // per operand
+  // Per operand; only dims [0, ndim) are written and read. Rows are 512 bytes each, so they
+  // live in a per-thread buffer reused from call to call, not allocated and zeroed per call.
+  std::array<int64_t, kernels::kMaxDims>* strides = nullptr;
 };
 
 Space collapse(const std::vector<const TensorView*>& views) {
@@ -118,7 +120,9 @@ Space collapse(const std::vector<const TensorView*>& views) {
     return std::abs(first.strides[a]) > std::abs(first.strides[b]);
   });
   Space space;
-  space.strides.resize(views.size());
+  thread_local std::vector<std::array<int64_t, kernels::kMaxDims>> rows;
+  if (rows.size() < views.size()) rows.resize(views.size());
+  space.strides = rows.data();
   for (int d : dims) {
     const int n = space.ndim;
     bool merged = false;
@@ -140,8 +144,9 @@ Space collapse(const std::vector<const TensorView*>& views) {
   return space;
 }
 
-TensorView dense_view(void* data, DType dtype, int ndim, const int64_t* sizes) {
-  TensorView view;
+// Fills `view` in place as a dense row-major view (a TensorView is about 1 KB: per tile and
+// instruction, only the dims in use are written).
+void set_dense_view(TensorView& view, void* data, DType dtype, int ndim, const int64_t* sizes) {
   view.data = data;
   view.dtype = dtype;
   view.ndim = ndim;
@@ -151,7 +156,17 @@ TensorView dense_view(void* data, DType dtype, int ndim, const int64_t* sizes) {
     view.strides[d] = stride;
     stride *= sizes[d];
   }
-  return view;
+}
+
+// Copies the dims of `from` that are in use into `to`.
+void copy_view(TensorView& to, const TensorView& from) {
+  to.data = from.data;
+  to.dtype = from.dtype;
+  to.ndim = from.ndim;
+  for (int d = 0; d < from.ndim; ++d) {
+    to.sizes[d] = from.sizes[d];
+    to.strides[d] = from.strides[d];
+  }
 }
 
 }  // namespace
@@ -218,9 +233,14 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
 
   kernels::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
     std::unique_ptr<unsigned char[]> scratch(new unsigned char[scratch_bytes + 64]);
-    std::vector<TensorView> slots(kernel.slot_dtypes.size());
+    // Reused per thread: a TensorView is about 1 KB and a long kernel has ~100 slots, too many
+    // to zero on every call (every slot in use is written before it is read).
+    thread_local std::vector<TensorView> slot_views;
+    if (slot_views.size() < kernel.slot_dtypes.size()) slot_views.resize(kernel.slot_dtypes.size());
+    TensorView* const slots = slot_views.data();
     std::vector<int> output_index(kernel.slot_dtypes.size(), -1);
     for (size_t k = 0; k < num_outputs; ++k) output_index[kernel.outputs[k]] = static_cast<int>(k);
+    TensorView args[3];
     for (int64_t tile = begin; tile < end; ++tile) {
       // The tile's position: indices of the outer dims and the chunk of dim `split`.
       int64_t sizes[kernels::kMaxDims];
@@ -238,8 +258,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
         sizes[0] = std::min(chunk, space.sizes[split] - start);
         for (size_t v = 0; v < views.size(); ++v) offsets[v] += start * space.strides[v][split];
       }
-      auto operand_view = [&](size_t v) {
-        TensorView view;
+      auto set_operand_view = [&](TensorView& view, size_t v) {
         view.dtype = views[v]->dtype;
         view.ndim = tile_ndim;
         view.data = static_cast<char*>(views[v]->data) +
@@ -248,9 +267,8 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
           view.sizes[d] = sizes[d];
           view.strides[d] = space.strides[v][first_tile_dim + d];
         }
-        return view;
       };
-      for (int k = 0; k < kernel.num_inputs; ++k) slots[k] = operand_view(num_outputs + k);
+      for (int k = 0; k < kernel.num_inputs; ++k) set_operand_view(slots[k], num_outputs + k);
       for (size_t c = 0; c < kernel.constants.size(); ++c) {
         TensorView& view = slots[kernel.num_inputs + c];
         view.data = const_cast<unsigned char*>(kernel.constants[c].bytes);
@@ -265,17 +283,16 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
       for (const FusedInstr& instr : kernel.instrs) {
         const int out_k = output_index[instr.result];
         if (out_k >= 0) {
-          slots[instr.result] = operand_view(static_cast<size_t>(out_k));
+          set_operand_view(slots[instr.result], static_cast<size_t>(out_k));
         } else {
           const DType dtype = kernel.slot_dtypes[instr.result];
-          slots[instr.result] = dense_view(free_scratch, dtype, tile_ndim, sizes);
+          set_dense_view(slots[instr.result], free_scratch, dtype, tile_ndim, sizes);
           free_scratch += slot_bytes(dtype);
         }
         if (instr.is_cast) {
           kernels::copy(slots[instr.result], slots[instr.args[0]]);
         } else {
-          TensorView args[3];
-          for (int a = 0; a < instr.num_args; ++a) args[a] = slots[instr.args[a]];
+          for (int a = 0; a < instr.num_args; ++a) copy_view(args[a], slots[instr.args[a]]);
           kernels::pointwise(instr.op, slots[instr.result], args, instr.num_args, instr.compute,
                              instr.params);
         }
