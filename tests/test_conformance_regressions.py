@@ -267,3 +267,48 @@ def test_addr_other_dtypes_keep_pytorchs_promotion():
     expected = torch.addr(self_int.cpu(), v1.cpu(), v2.cpu())
     assert got.dtype == expected.dtype == torch.float32
     torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+
+
+# ---- grid_sample at 16 bits ---------------------------------------------------------------
+
+# Runs in a child process: the old route ran PyTorch's CPU 16-bit kernel, whose element offsets
+# are computed in the 16-bit type, so on this image it wrote outside its tensors and aborted.
+_GRID_SAMPLE_CHILD = r"""
+import itertools, sys, warnings
+import torch, openneuron
+warnings.simplefilter("ignore")
+F = torch.nn.functional
+worst = 0.0
+for dtype in (torch.float16, torch.bfloat16):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 345, 456, generator=g).to(dtype)
+    grid = (torch.rand(2, 345, 456, 2, generator=g) * 2.2 - 1.1).to(dtype)
+    cot = torch.randn(2, 3, 345, 456, generator=g).to(dtype)
+    modes = itertools.product(("bilinear", "nearest", "bicubic"), ("zeros", "border", "reflection"))
+    for i, (mode, padding) in enumerate(modes):
+        kw = dict(mode=mode, padding_mode=padding, align_corners=bool(i % 2))
+        # Reference: the CPU's float32 kernel, each result rounded once to the dtype.
+        xr, gr = x.float().requires_grad_(), grid.float().requires_grad_()
+        yr = F.grid_sample(xr, gr, **kw)
+        dxr, dgr = torch.autograd.grad(yr, (xr, gr), cot.float())
+        xn = x.to("neuron").requires_grad_()
+        gn = grid.to("neuron").requires_grad_()
+        yn = F.grid_sample(xn, gn, **kw)
+        dxn, dgn = torch.autograd.grad(yn, (xn, gn), cot.to("neuron"))
+        for got, want in ((yn, yr), (dxn, dxr), (dgn, dgr)):
+            assert got.dtype == dtype and got.device.type == "neuron", (got.dtype, got.device)
+            err = (got.cpu().double() - want.to(dtype).double()).abs().max().item()
+            worst = max(worst, err)
+print("worst", worst)
+sys.exit(0 if worst == 0.0 else 1)
+"""
+
+
+def test_grid_sample_16bit_computes_in_float32_and_does_not_abort():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _GRID_SAMPLE_CHILD], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (done.returncode, done.stdout[-500:], done.stderr[-1500:])
