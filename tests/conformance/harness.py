@@ -38,6 +38,8 @@ import openneuron
 from .arbiter import ARBITRATED_DTYPES, DTYPE_LIMIT_OPS, closer_than_cpu
 from .arbiter import RULE as ARBITER_RULE
 from .known import signature
+from .layouts import RULE as LAYOUT_RULE
+from .layouts import matches_a_cpu_layout
 from .strides import FakeRun, stride_mismatch
 
 DEVICE = "neuron"
@@ -298,12 +300,15 @@ class Call:
     input when host_arguments: the other tensors stay on the CPU)."""
 
     def __init__(
-        self, sample, device: str, *, grad: bool, noncontiguous=False, host_arguments=False
-    ):
+        self, sample, device: str, *, grad: bool, noncontiguous=False, host_arguments=False,
+        contiguous=False,
+    ):  # fmt: skip
         memo: dict[int, Any] = {}
 
         def leaf(t: torch.Tensor) -> torch.Tensor:
             base = noncontiguous_like(t.detach()) if noncontiguous else t.detach()
+            if contiguous and base.layout == torch.strided:
+                base = base.contiguous()
             moved = base if device == "cpu" else to_device(base, device)
             if device == "cpu" and moved is t:
                 moved = t.detach()
@@ -642,6 +647,7 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, re
         except Exception:
             grad_check = False  # the CPU cannot differentiate this sample: not a neuron bug
     wide = _Float64Reference(op, sample, grad_check and cotangents)
+    layouts = _CpuLayouts(reference, sample, grad_check and cotangents)
     check = _Comparer(
         rtol, atol, values, result,
         check_device=op_full_name(op) not in DEVICE_CHANGING_OPS,
@@ -659,7 +665,7 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, re
         actual = track(lambda: sample.output_process_fn_grad(_keep(raw, dev.run(op))))
     except Exception as err:
         raise CheckFailure(f"forward raised {_describe(err)}") from None
-    check(actual, expected, wide.forward, "forward")
+    check(actual, expected, wide.forward, "forward", layouts.forward)
     if fake.outputs is not None:
         result.stride_checks += 1
         _check_strides(raw[0], fake.outputs, cpu_raw, "forward strides", result)
@@ -675,7 +681,10 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, re
                 continue
             if a is None:
                 raise CheckFailure(f"grad[{i}]: neuron gave no gradient")
-            check(a, e, lambda i=i: wide.gradients()[i], f"grad[{i}]")
+            check(
+                a, e, lambda i=i: wide.gradients()[i], f"grad[{i}]",
+                lambda i=i: [grads[i] for grads in layouts.gradients()],
+            )  # fmt: skip
         if fake.grads is not None:
             result.stride_checks += 1
             _check_strides(actual_grads, fake.grads, expected_grads, "grad strides", result)
@@ -688,7 +697,7 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, re
         if reference is op:
             _check_inplace(op, sample, check, wide, track, result)
         if "test_noncontiguous_samples" not in skips:
-            _check_noncontiguous(op, sample, check, wide, track, result, reference)
+            _check_noncontiguous(op, sample, check, wide, track, result, reference, layouts)
     return True
 
 
@@ -696,37 +705,62 @@ class _Comparer:
     """compare() against the CPU's result. A float32/16-bit value that misses it is settled by
     the float64 arbiter (arbiter.py): it passes only if it is at least as close to the op's
     float64 result as the CPU's value, at every element. Ops that depend on the dtype's limits
-    are not arbitrated. Each value so decided is counted in result.decided_by."""
+    are not arbitrated. A value that still misses passes by the CPU layout rule (layouts.py)
+    only if every element equals the CPU's own value for the same inputs in some memory layout
+    where the CPU's layouts disagree. Each value so decided is counted in result.decided_by."""
 
     def __init__(self, rtol, atol, values, result, *, check_device=True, arbitrate=True):
         self.rtol, self.atol, self.values = rtol, atol, values
         self.result, self.check_device, self.arbitrate = result, check_device, arbitrate
 
-    def __call__(self, actual, expected, exact: Callable[[], Any] | None, what: str):
+    def __call__(
+        self, actual, expected, exact: Callable[[], Any] | None, what: str,
+        layouts: Callable[[], list] | None = None,
+    ):  # fmt: skip
         try:
             compare(
                 actual, expected, rtol=self.rtol, atol=self.atol, values=self.values, what=what,
                 check_device=self.check_device,
             )  # fmt: skip
-        except CheckFailure:
-            if not self.arbitrate or exact is None or not _arbitrable(expected):
+            return
+        except CheckFailure as failure:
+            if exact is None and layouts is None:
                 raise
-            # The dtype, shape and device checks must pass on their own.
-            compare(
-                actual, expected, rtol=self.rtol, atol=self.atol, values=False, what=what,
-                check_device=self.check_device,
-            )  # fmt: skip
-            try:
-                reference = exact()
-            except Exception:
-                reference = None
-            if reference is None or not closer_than_cpu(
-                actual, expected, reference, self.rtol, self.atol
-            ):
-                raise
-            self.result.decided_by[ARBITER_RULE] = self.result.decided_by.get(ARBITER_RULE, 0) + 1
-            if not self.result.arbitrated:
-                self.result.arbitrated = f"{what}: closer to float64 than the CPU ({ARBITER_RULE})"
+            error = failure
+        # The dtype, shape and device checks must pass on their own.
+        compare(
+            actual, expected, rtol=self.rtol, atol=self.atol, values=False, what=what,
+            check_device=self.check_device,
+        )  # fmt: skip
+        if self._closer_to_float64(actual, expected, exact):
+            rule, note = ARBITER_RULE, "closer to float64 than the CPU"
+        elif self._one_of_cpu_layouts(actual, expected, layouts):
+            rule, note = LAYOUT_RULE, "the CPU's value in another layout of the same inputs"
+        else:
+            raise error
+        self.result.decided_by[rule] = self.result.decided_by.get(rule, 0) + 1
+        if not self.result.arbitrated:
+            self.result.arbitrated = f"{what}: {note} ({rule})"
+
+    def _closer_to_float64(self, actual, expected, exact) -> bool:
+        if not self.arbitrate or exact is None or not _arbitrable(expected):
+            return False
+        try:
+            reference = exact()
+        except Exception:
+            return False
+        return reference is not None and closer_than_cpu(
+            actual, expected, reference, self.rtol, self.atol
+        )
+
+    def _one_of_cpu_layouts(self, actual, expected, layouts) -> bool:
+        if layouts is None:
+            return False
+        try:
+            others = layouts()
+        except Exception:
+            return False
+        return matches_a_cpu_layout(actual, [expected, *others], self.rtol, self.atol)
 
 
 def _arbitrable(value: Any) -> bool:
@@ -768,6 +802,39 @@ class _Float64Reference:
         return self._forward
 
     def gradients(self):
+        self._run()
+        return self._grads
+
+
+class _CpuLayouts:
+    """The CPU's results (and gradients) of the sample with every tensor made contiguous, and
+    made non-contiguous: the candidates of the CPU layout rule (layouts.py). Computed on first
+    use."""
+
+    def __init__(self, reference, sample, cotangents):
+        self.reference, self.sample, self.cotangents = reference, sample, cotangents
+        self._forwards: list[Any] = []
+        self._grads: list[Any] = []
+        self._done = False
+
+    def _run(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for layout in ({"contiguous": True}, {"noncontiguous": True}):
+                call = Call(self.sample, "cpu", grad=bool(self.cotangents), **layout)
+                out = self.sample.output_process_fn_grad(call.run(self.reference))
+                self._forwards.append(_detached(out))
+                if self.cotangents and call.leaves:
+                    self._grads.append(_gradients(out, call.leaves, self.cotangents, "cpu"))
+
+    def forward(self) -> list[Any]:
+        self._run()
+        return self._forwards
+
+    def gradients(self) -> list[Any]:
         self._run()
         return self._grads
 
@@ -840,7 +907,7 @@ def _check_inplace(op, sample, check, wide, track, result):
         raise CheckFailure("in-place: did not return its input")
 
 
-def _check_noncontiguous(op, sample, check, wide, track, result, reference=None):
+def _check_noncontiguous(op, sample, check, wide, track, result, reference=None, layouts=None):
     cpu = Call(sample, "cpu", grad=False, noncontiguous=True)
     try:
         expected = sample.output_process_fn_grad(_quiet(cpu.run, reference or op))
@@ -852,7 +919,7 @@ def _check_noncontiguous(op, sample, check, wide, track, result, reference=None)
         actual = track(lambda: sample.output_process_fn_grad(dev.run(op)))
     except Exception as err:
         raise CheckFailure(f"non-contiguous forward raised {_describe(err)}") from None
-    check(actual, expected, wide.forward, "non-contiguous")
+    check(actual, expected, wide.forward, "non-contiguous", layouts and layouts.forward)
 
 
 # ----------------------------------------------------------------------------- modules

@@ -30,6 +30,7 @@ SLICE_OPS = [
     "rsqrt", "clamp", "where", "eq",
     # activations
     "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu", "sigmoid", "tanh",
+    "nn.functional.elu", "nn.functional.hardtanh",
     # reductions
     "sum", "mean", "amax", "max.reduction_with_dim", "argmax", "var", "cumsum",
     # matrix products
