@@ -312,3 +312,30 @@ def test_grid_sample_16bit_computes_in_float32_and_does_not_abort():
         [sys.executable, "-c", _GRID_SAMPLE_CHILD], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, (done.returncode, done.stdout[-500:], done.stderr[-1500:])
+
+
+# ---- out= through the host fallback -------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["complex", "polar"])
+def test_fallback_out_resize_takes_the_cpu_results_layout(op):
+    # torch.complex / torch.polar allocate an empty result and call the out= form, which runs
+    # on the host; the resized result had contiguous strides where the CPU (and the meta
+    # kernel) give transposed inputs their transposed layout.
+    g = torch.Generator().manual_seed(0)
+    first, second = torch.rand(4, 6, generator=g).t(), torch.rand(4, 6, generator=g).t()
+    fn = getattr(torch, op)
+    actual, expected = _both(lambda d: fn(first.to(d), second.to(d)))
+    assert expected.stride() == (1, 6)
+    assert actual.device.type == DEV and actual.stride() == expected.stride()
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+
+
+def test_fallback_out_of_the_right_size_keeps_its_own_layout():
+    first, second = torch.rand(6, 4), torch.rand(6, 4)
+    out = torch.empty(4, 6, dtype=torch.complex64, device=DEV).t()  # right size, transposed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.complex(first.to(DEV), second.to(DEV), out=out)
+    assert out.stride() == (1, 6)
+    torch.testing.assert_close(out.cpu(), torch.complex(first, second), rtol=0, atol=0)

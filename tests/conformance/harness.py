@@ -693,7 +693,7 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, re
         # out= and in-place forms compute their CPU reference with op itself, so they run
         # only where op is the reference (no op listed in CPU_REFERENCE_AT_FLOAT32 has them).
         if "test_out" not in skips and reference is op:
-            _check_out(op, sample, check, wide, track, result, cpu_raw)
+            _check_out(op, sample, check, wide, track, result, cpu_raw, layouts)
         if reference is op:
             _check_inplace(op, sample, check, wide, track, result)
         if "test_noncontiguous_samples" not in skips:
@@ -863,9 +863,10 @@ def _detached(value: Any) -> Any:
     return _map_tensors(value, lambda t: t.detach(), {})
 
 
-def _check_out(op, sample, check, wide, track, result, cpu_raw):
+def _check_out(op, sample, check, wide, track, result, cpu_raw, layouts=None):
     """cpu_raw: the CPU's forward output of this sample (its dtypes shape the out= tensors, so
-    the forward is not run again)."""
+    the forward is not run again). layouts: the CPU layout rule's candidates (the functional
+    results in other layouts, which out= must equal too)."""
     if not op.supports_out:
         return
     cpu = Call(sample, "cpu", grad=False)
@@ -881,7 +882,7 @@ def _check_out(op, sample, check, wide, track, result, cpu_raw):
         track(dev.run, op, out=out_dev)
     except Exception as err:
         raise CheckFailure(f"out= raised {_describe(err)}") from None
-    check(out_dev, out_cpu, wide.forward, "out=")
+    check(out_dev, out_cpu, wide.forward, "out=", layouts and layouts.forward)
 
 
 def _check_inplace(op, sample, check, wide, track, result):

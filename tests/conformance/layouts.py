@@ -2,7 +2,9 @@
 in different memory layouts, the CPU defines no single value there, and a neuron element that
 equals (within tolerance) the CPU's value for one of those layouts passes.
 
-Such elements exist: several activation gradients (elu, celu, selu, hardtanh, relu6,
+Such elements exist: complex multiplication overflowing to infinity (the CPU's vectorized
+and scalar loops round the cross terms differently, e.g. inf+0j vs inf+3.2e14j) and several
+activation gradients (elu, celu, selu, hardtanh, relu6,
 hardshrink, softshrink) treat a NaN input differently in the CPU's vectorized loop, which runs
 over contiguous stretches, and its scalar loop, which runs over strided tensors and the tail
 of a contiguous one (elu's gradient at NaN is NaN in one and the incoming gradient in the
@@ -27,12 +29,16 @@ def _flatten(value: Any) -> list[Any]:
     return [value]
 
 
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().cpu().to(torch.complex128 if t.is_complex() else torch.float64)
+
+
 def _layout_values(a: torch.Tensor, candidates: list) -> list[torch.Tensor] | None:
     usable = [
-        c.detach().cpu().to(torch.float64) for c in candidates
+        _wide(c) for c in candidates
         if isinstance(c, torch.Tensor) and c.dtype == a.dtype and c.shape == a.shape
     ]  # fmt: skip
-    if len(usable) != len(candidates) or a.is_complex() or a.dtype == torch.bool:
+    if len(usable) != len(candidates) or a.dtype == torch.bool:
         return None
     return usable
 
@@ -45,7 +51,7 @@ def tensor_matches_a_layout(a: torch.Tensor, candidates: list, rtol: float, atol
         return False
     dtype_rtol, dtype_atol = default_tolerances(a.dtype)
     rt, at = max(rtol, dtype_rtol), max(atol, dtype_atol)
-    a64 = a.detach().cpu().to(torch.float64)
+    a64 = _wide(a)
     ok = torch.zeros(a64.shape, dtype=torch.bool)
     for c in cands:
         ok |= torch.isclose(a64, c, rtol=rt, atol=at, equal_nan=True)
@@ -66,9 +72,12 @@ def matches_a_cpu_layout(actual: Any, candidates: list, rtol: float, atol: float
         if not isinstance(a, torch.Tensor) or not tensor_matches_a_layout(a, column, rtol, atol):
             return False
         values = _layout_values(a, column)
-        disagree |= not all(
-            torch.equal(values[0].isnan(), v.isnan())
-            and torch.equal(values[0].nan_to_num(), v.nan_to_num())
-            for v in values[1:]
-        )
+        disagree |= not all(_same(values[0], v) for v in values[1:])
     return disagree
+
+
+def _same(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Equal, NaN matching NaN (componentwise for complex)."""
+    if x.is_complex():
+        x, y = torch.view_as_real(x), torch.view_as_real(y)
+    return torch.equal(x.isnan(), y.isnan()) and torch.equal(x.nan_to_num(), y.nan_to_num())

@@ -125,3 +125,12 @@ def test_layout_rule_is_used_for_a_real_layout_dependent_pair():
     result = harness.check_op(ops_by_name()["nn.functional.elu"], torch.float32, max_samples=4)
     assert result.status == "native", result
     assert result.decided_by.get("CPU layout-dependent", 0) >= 1, result.decided_by
+
+
+def test_layout_rule_compares_complex_values_componentwise():
+    # complex64 products overflowing: the CPU's vectorized loop gives inf+0j, its scalar loop
+    # inf+3.2e14j for the same inputs.
+    vectorized = torch.tensor([1 + 1j, complex(INF, 0.0)], dtype=torch.complex64)
+    scalar = torch.tensor([1 + 1j, complex(INF, 3.2e14)], dtype=torch.complex64)
+    assert _layouts(vectorized.clone(), scalar, vectorized)
+    assert not _layouts(torch.tensor([1 + 1j, complex(NAN, INF)]), scalar, vectorized)
