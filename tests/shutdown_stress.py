@@ -11,7 +11,8 @@ then ends without synchronizing, in one of these ways (cycled by the child's ind
 - a thread other than main queues work and calls the C library's exit() while main waits
   for it, so static destructors run with the stream workers busy;
 - the interpreter exits through sys.exit() from main right after raising inside a stream
-  context.
+  context;
+- main returns right after a backward pass (autograd's device thread may still hold it).
 
 A run fails when any child aborts (a signal, or "terminate called" on stderr), hangs past
 the timeout, exits with a nonzero status, or prints a traceback. (A daemon thread still
@@ -30,7 +31,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SCENARIOS = ("main_returns", "enqueueing_thread", "exit_from_thread", "sys_exit_in_stream")
+SCENARIOS = (
+    "main_returns", "enqueueing_thread", "exit_from_thread", "sys_exit_in_stream",
+    "after_backward",
+)  # fmt: skip
 
 CHILD = r"""
 import ctypes, sys, threading, time
@@ -76,14 +80,26 @@ elif scenario == "sys_exit_in_stream":
         sys.exit(0)
 """
 
+# The after_backward scenario: the program's last act is a backward pass, with nothing left
+# for the interpreter to tear down that would give autograd's device thread time to finish.
+CHILD_AFTER_BACKWARD = r"""
+import torch
 
-def run_child(index: int, timeout: float) -> str | None:
+leaf = torch.ones(3, device="neuron", requires_grad=True)
+(leaf * 2).sum().backward()
+"""
+
+
+CHILDREN = {"after_backward": CHILD_AFTER_BACKWARD}
+
+
+def run_child(index: int, timeout: float, scenarios=SCENARIOS) -> str | None:
     """Runs one child; returns None when it ended cleanly, else what went wrong."""
-    scenario = SCENARIOS[index % len(SCENARIOS)]
+    scenario = scenarios[index % len(scenarios)]
     env = dict(os.environ, OPENNEURON_DEVICES="2", PYTHONPATH=str(ROOT / "python"))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", CHILD, scenario],
+            [sys.executable, "-c", CHILDREN.get(scenario, CHILD), scenario],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -102,10 +118,11 @@ def run_child(index: int, timeout: float) -> str | None:
     return None
 
 
-def run(processes: int, timeout: float = 60.0, parallel: int = 2) -> list[str]:
-    """Runs `processes` children, `parallel` at a time; returns the failures."""
+def run(processes: int, timeout: float = 60.0, parallel: int = 2, scenarios=SCENARIOS) -> list[str]:
+    """Runs `processes` children (cycling `scenarios`), `parallel` at a time; returns the
+    failures."""
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        results = pool.map(lambda index: run_child(index, timeout), range(processes))
+        results = pool.map(lambda index: run_child(index, timeout, scenarios), range(processes))
         return [result for result in results if result is not None]
 
 

@@ -182,7 +182,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   OPENNEURON_NATIVE_OP("aten::_copy_from_and_resize");
-  if (!dst.sizes().equals(self.sizes())) dst.resize_(self.sizes());
+  if (!dst.sizes().equals(self.sizes())) {
+    // The host fallback hands back an out= result this way: a resized output takes the CPU
+    // result's layout (e.g. the inputs' transposed one), as the CPU's own out= resize does.
+    dst.resize_(self.sizes());
+    if (self.is_non_overlapping_and_dense()) dst.as_strided_(self.sizes(), self.strides());
+  }
   return copy_from(self, dst, /*non_blocking=*/false);
 }
 

@@ -54,18 +54,37 @@ kernels::PointwiseOp to_pointwise(BinaryOp op) {
   TORCH_INTERNAL_ASSERT(false, "unknown binary op");
 }
 
+// PyTorch's CPU add and sub round a host scalar operand and alpha to a 16-bit result's dtype
+// first (then compute in fp32 and round once); mul and div keep them in full precision.
+bool rounds_host_scalars(BinaryOp op, at::ScalarType result) {
+  return (op == BinaryOp::Add || op == BinaryOp::Sub) &&
+         (result == at::kHalf || result == at::kBFloat16);
+}
+
+// value rounded to a 16-bit float dtype (through float, as c10's conversions do).
+at::Scalar rounded_to(const at::Scalar& value, at::ScalarType dtype) {
+  if (value.isIntegral(/*includeBool=*/true) || value.isComplex()) return value;
+  const auto as_float = static_cast<float>(value.toDouble());
+  return dtype == at::kHalf ? at::Scalar(static_cast<float>(c10::Half(as_float)))
+                            : at::Scalar(static_cast<float>(c10::BFloat16(as_float)));
+}
+
 // out = op(a, b) where out already has the broadcast shape and a dtype the result casts to.
 // Runs on the pointwise engine (vectorised, multi-threaded for large tensors).
 void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
                    const at::Scalar& alpha, const at::Tensor& out) {
   if (out.numel() == 0) return;
   const kernels::TensorView out_view = view_of(out);
-  // Host scalars keep full compute precision (fp32 even for 16-bit outputs), as on CPU.
-  const at::ScalarType host_dtype = at::isFloatingType(out.scalar_type()) ? at::kFloat : at::kLong;
+  // Host scalars keep full compute precision (fp32 even for 16-bit outputs), as on CPU, but
+  // for add and sub (rounds_host_scalars).
+  const bool rounds_scalars = rounds_host_scalars(op, out.scalar_type());
+  const at::ScalarType host_dtype = rounds_scalars                          ? out.scalar_type()
+                                    : at::isFloatingType(out.scalar_type()) ? at::kFloat
+                                                                            : at::kLong;
   Operand lhs(a, out.sizes(), host_dtype);
   Operand rhs(b, out.sizes(), host_dtype);
   kernels::PointwiseParams params;
-  params.values[0] = kernel_scalar(alpha);
+  params.values[0] = kernel_scalar(rounds_scalars ? rounded_to(alpha, out.scalar_type()) : alpha);
   params.present[0] = true;
   const kernels::PointwiseOp pointwise_op = to_pointwise(op);
   runtime::Stream& stream = stream_for(out);
@@ -302,8 +321,14 @@ bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10:
     if (!binary_is_native(a, b, result)) return false;
     plan->op = to_pointwise(binary.op);
     plan->result = plan->compute = result;
-    plan->params.values[0] =
-        kernel_scalar(args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1}));
+    at::Scalar alpha = args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1});
+    if (rounds_host_scalars(binary.op, result)) {  // as launch_binary does
+      alpha = rounded_to(alpha, result);
+      for (size_t k = 0; k < 2; ++k) {
+        if (plan->operand_args[k] < 0) plan->operands[k] = plan->operands[k].to(result);
+      }
+    }
+    plan->params.values[0] = kernel_scalar(alpha);
     plan->params.present[0] = true;
     return true;
   }

@@ -137,6 +137,8 @@ def _register_backend() -> None:
 _register_backend()
 _route_default_compile_backend()
 
+from openneuron import autograd_exit as _autograd_exit  # noqa: E402, F401  (its atexit handler)
+
 
 def __getattr__(name: str):
     # The check tool and profiler helpers load on first use, keeping `import torch` light.

@@ -434,9 +434,9 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         "How the passing pairs were checked:",
         "",
         "| database | values compared | values not compared (random/undefined outputs) "
-        "| ran the host fallback | passed by the float64 arbiter | output strides checked "
-        "against the meta kernel (outputs) |",
-        "|---|---|---|---|---|---|",
+        "| ran the host fallback | passed by the float64 arbiter | passed by the CPU layout rule "
+        "| output strides checked against the meta kernel (outputs) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for label in ("op_db", "module_db"):
         x = s[label]
@@ -444,13 +444,18 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         lines.append(
             f"| {label} | {x['passed_values_compared']} | {x['passed_values_not_compared']} | "
             f"{x['passed_with_fallback']} | {rules.get('float64 arbiter', 0)} | "
-            f"{x['stride_checks']} |"
+            f"{rules.get('CPU layout-dependent', 0)} | {x['stride_checks']} |"
         )
     lines += [
         "",
         "A pass by the float64 arbiter: some value missed the CPU's beyond tolerance but was at "
         "least as close to the float64 result as the CPU's at every element (README.md beside "
-        "the harness); the pair's reason in `op_coverage.json` names the first such value.",
+        "the harness); the pair's reason in `op_coverage.json` names the first such value. "
+        "A pass by the CPU layout rule: some value missed the CPU's but equals, at every "
+        "element, the CPU's own result for the same inputs in another memory layout, where the "
+        "CPU's layouts disagree (layouts.py). The CPU reference of the pairs in "
+        "`harness.CPU_REFERENCE_AT_FLOAT32` (16-bit grid_sample) is the CPU at float32, rounded "
+        "once; their reason says so.",
         "",
         f"Against `tests/conformance/known_failures.json`: {len(unexpected_failures)} "
         f"unexpected failures, {len(unexpected_passes)} unexpected passes.",

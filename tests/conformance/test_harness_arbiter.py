@@ -8,6 +8,7 @@ import torch
 from tests.conformance import harness
 from tests.conformance.arbiter import DTYPE_LIMIT_OPS, closer_than_cpu
 from tests.conformance.catalog import ops_by_name
+from tests.conformance.layouts import matches_a_cpu_layout
 
 INF = float("inf")
 
@@ -89,3 +90,47 @@ def test_comparer_records_each_decision_and_skips_dtype_limit_ops():
 def test_dtype_limit_ops_exist_in_the_database():
     ops = ops_by_name()
     assert all(name in ops and reason for name, reason in DTYPE_LIMIT_OPS.items())
+
+
+# ---- the CPU layout rule (layouts.py) ------------------------------------------------------
+
+NAN = float("nan")
+
+
+def _layouts(actual, *cpu_layouts):
+    return matches_a_cpu_layout(actual, list(cpu_layouts), rtol=1.3e-6, atol=1e-5)
+
+
+def test_value_of_another_cpu_layout_passes_where_the_layouts_disagree():
+    # elu's gradient at a NaN input: NaN from the CPU's vectorized loop, g from its scalar one.
+    vectorized = torch.tensor([0.5, NAN, 2.0])
+    scalar = torch.tensor([0.5, 1.0, 2.0])
+    assert _layouts(torch.tensor([0.5, 1.0, 2.0]), vectorized, scalar)
+    assert _layouts(torch.tensor([0.5, NAN, 2.0]), scalar, vectorized)
+
+
+def test_value_no_cpu_layout_gives_fails():
+    vectorized = torch.tensor([0.5, NAN, 2.0])
+    scalar = torch.tensor([0.5, 1.0, 2.0])
+    assert not _layouts(torch.tensor([0.5, 0.0, 2.0]), vectorized, scalar)  # 0 at the NaN
+    assert not _layouts(torch.tensor([0.5, 1.0, 2.1]), vectorized, scalar)  # off elsewhere
+
+
+def test_layout_rule_needs_the_cpu_layouts_to_disagree():
+    cpu = torch.tensor([0.5, 1.0, 2.0])
+    assert not _layouts(torch.tensor([0.5, 1.0, 2.0 + 1e-3]), cpu, cpu.clone())
+
+
+def test_layout_rule_is_used_for_a_real_layout_dependent_pair():
+    result = harness.check_op(ops_by_name()["nn.functional.elu"], torch.float32, max_samples=4)
+    assert result.status == "native", result
+    assert result.decided_by.get("CPU layout-dependent", 0) >= 1, result.decided_by
+
+
+def test_layout_rule_compares_complex_values_componentwise():
+    # complex64 products overflowing: the CPU's vectorized loop gives inf+0j, its scalar loop
+    # inf+3.2e14j for the same inputs.
+    vectorized = torch.tensor([1 + 1j, complex(INF, 0.0)], dtype=torch.complex64)
+    scalar = torch.tensor([1 + 1j, complex(INF, 3.2e14)], dtype=torch.complex64)
+    assert _layouts(vectorized.clone(), scalar, vectorized)
+    assert not _layouts(torch.tensor([1 + 1j, complex(NAN, INF)]), scalar, vectorized)

@@ -98,6 +98,20 @@ def attention_in_bfloat16(
     return out, lse, empty, empty, query.shape[-2], key.shape[-2], seed, seed, empty
 
 
+def elu_backward_zero_at_nan(grad, alpha, scale, input_scale, is_result, x):
+    # Neither of the CPU's loops gives 0 at a NaN input (its vectorized one gives NaN, its
+    # scalar one the incoming gradient): the layout rule must not accept it.
+    negative = alpha * scale * input_scale
+    below = grad * (input_scale * (x + alpha * scale) if is_result else negative * torch.exp(x))
+    out = torch.where(x > 0, grad * scale, below)
+    return torch.where(torch.isnan(x), torch.zeros_like(out), out)
+
+
+def hardtanh_backward_passing_at_the_bounds(grad, x, min_val, max_val):
+    # The CPU's gradient is 0 at exactly min_val and max_val; this one passes grad there.
+    return torch.where((x < min_val) | (x > max_val), torch.zeros_like(grad), grad)
+
+
 def record_stream_noop(tensor, stream):
     return None
 
@@ -150,6 +164,22 @@ def test_attention_with_bfloat16_intermediates_is_flagged():
     with mutated("_scaled_dot_product_fused_attention_overrideable", attention_in_bfloat16):
         result = check(op, torch.bfloat16)
     assert any("forward: wrong values" in s for s in result.signatures), result
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_elu_gradient_zero_at_nan_is_flagged(dtype):
+    # The real kernel passes, some values by the CPU layout rule (the CPU's own value at NaN
+    # depends on the layout); a value no layout gives must still fail.
+    assert check("nn.functional.elu", dtype).status in ("native", "fallback")
+    with mutated("elu_backward", elu_backward_zero_at_nan):
+        result = check("nn.functional.elu", dtype)
+    assert any("grad: wrong values" in s for s in result.signatures), result
+
+
+def test_hardtanh_gradient_passing_at_the_bounds_is_flagged():
+    with mutated("hardtanh_backward", hardtanh_backward_passing_at_the_bounds):
+        result = check("nn.functional.hardtanh", torch.float32)
+    assert any("grad: wrong values" in s for s in result.signatures), result
 
 
 # ---- record_stream -------------------------------------------------------------------------

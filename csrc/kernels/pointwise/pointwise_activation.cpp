@@ -129,9 +129,14 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
       map<C, C>(out, in, [=](C g, C a) { return a > C(0) ? g : g * p0; });
       return;
     case PointwiseOp::HardtanhBackward:
+      // As PyTorch's CPU scalar loop: 0 at and beyond the bounds, g for NaN. (Its vectorized
+      // loop, taken for contiguous runs, gives 0 for NaN: the CPU's value there depends on
+      // the layout.)
       map<C, C>(out, in, [=](C g, C a) { return (a <= p0 || a >= p1) ? C(0) : g; });
       return;
     case PointwiseOp::EluBackward: {
+      // As PyTorch's CPU scalar loop: a NaN input takes the positive branch (its vectorized
+      // loop gives NaN there).
       const C negative_scale = p0 * p1;
       if (p.values[3].to_double() != 0) {
         // y is elu's output: for y <= 0, d/dx = input_scale * (y + alpha * scale).
