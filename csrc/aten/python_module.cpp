@@ -13,6 +13,7 @@
 #include "aten/sim_binding.h"
 #include "kernels/runtime/cpu_isa.h"
 #include "kernels/runtime/library_calls.h"
+#include "kernels/runtime/process_state.h"
 #include "runtime/device_profile.h"
 #include "runtime/runtime.h"
 
@@ -76,6 +77,8 @@ void register_compiler_bindings(pybind11::module& m);
 void register_adaptive_bindings(pybind11::module& m);
 
 PYBIND11_MODULE(_C, m) {
+  // Before the runtime's first use registers its exit handler (see the function's contract).
+  kernels::initialize_dnnl_process_state();
   register_compiler_bindings(m);
   register_adaptive_bindings(m);
   m.doc() = "OpenNeuron native extension: the neuron runtime as the Python device module sees it";

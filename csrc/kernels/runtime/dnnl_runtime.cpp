@@ -9,6 +9,7 @@
 #include <new>
 
 #include "kernels/runtime/cpu_isa.h"
+#include "kernels/runtime/process_state.h"
 
 namespace openneuron::kernels {
 
@@ -19,6 +20,18 @@ dnnl::engine& dnnl_engine() {
     return new dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return *instance;
+}
+
+void initialize_dnnl_process_state() noexcept {
+  try {
+    const dnnl::memory::desc square({2, 2}, dnnl::memory::data_type::f32,
+                                    dnnl::memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(square, square, square),
+                                          dnnl_engine());
+    const dnnl::matmul primitive(pd);
+  } catch (...) {
+    // Without oneDNN's state now, kernels create it on first use, as before.
+  }
 }
 
 dnnl::stream& dnnl_thread_stream() {
