@@ -226,21 +226,9 @@ void run_segment(runtime::Stream& stream, const std::vector<RecordedOp>& ops,
 
 namespace {
 
-// Grows `views` to at least `n` entries, never shrinking it: a TensorView is about 1 KB, and
-// entries made once are reused rather than zeroed again.
+// Grows `views` to at least `n` entries, never shrinking it, so entries made once are reused.
 void ensure_size(std::vector<TensorView>& views, size_t n) {
   if (views.size() < n) views.resize(n);
-}
-
-// Copies the dims of `from` that are in use into `to`.
-void copy_view(TensorView& to, const TensorView& from) {
-  to.data = from.data;
-  to.dtype = from.dtype;
-  to.ndim = from.ndim;
-  for (int d = 0; d < from.ndim; ++d) {
-    to.sizes[d] = from.sizes[d];
-    to.strides[d] = from.strides[d];
-  }
 }
 
 }  // namespace
@@ -262,11 +250,11 @@ void SegmentLaunch::run() const {
       ensure_size(kernel_outputs, k.outputs.size());
       ensure_size(kernel_inputs, k.inputs.size());
       for (size_t o = 0; o < k.outputs.size(); ++o) {
-        copy_view(kernel_outputs[o], output_views[k.outputs[o]]);
+        kernel_outputs[o] = output_views[k.outputs[o]];
       }
       for (size_t i = 0; i < k.inputs.size(); ++i) {
         const int input = k.inputs[i];
-        copy_view(kernel_inputs[i], input >= 0 ? external_views[input] : output_views[-1 - input]);
+        kernel_inputs[i] = input >= 0 ? external_views[input] : output_views[-1 - input];
       }
       compiler::run_fused_kernel(k.kernel, kernel_outputs.data(), kernel_inputs.data());
     }

@@ -158,17 +158,6 @@ void set_dense_view(TensorView& view, void* data, DType dtype, int ndim, const i
   }
 }
 
-// Copies the dims of `from` that are in use into `to`.
-void copy_view(TensorView& to, const TensorView& from) {
-  to.data = from.data;
-  to.dtype = from.dtype;
-  to.ndim = from.ndim;
-  for (int d = 0; d < from.ndim; ++d) {
-    to.sizes[d] = from.sizes[d];
-    to.strides[d] = from.strides[d];
-  }
-}
-
 }  // namespace
 
 void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
@@ -234,7 +223,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
   kernels::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
     std::unique_ptr<unsigned char[]> scratch(new unsigned char[scratch_bytes + 64]);
     // Reused per thread: a TensorView is about 1 KB and a long kernel has ~100 slots, too many
-    // to zero on every call (every slot in use is written before it is read).
+    // to allocate on every call (every slot in use is written before it is read).
     thread_local std::vector<TensorView> slot_views;
     if (slot_views.size() < kernel.slot_dtypes.size()) slot_views.resize(kernel.slot_dtypes.size());
     TensorView* const slots = slot_views.data();
@@ -292,7 +281,7 @@ void run_fused_kernel(const FusedKernel& kernel, const TensorView* outputs,
         if (instr.is_cast) {
           kernels::copy(slots[instr.result], slots[instr.args[0]]);
         } else {
-          for (int a = 0; a < instr.num_args; ++a) copy_view(args[a], slots[instr.args[a]]);
+          for (int a = 0; a < instr.num_args; ++a) args[a] = slots[instr.args[a]];
           kernels::pointwise(instr.op, slots[instr.result], args, instr.num_args, instr.compute,
                              instr.params);
         }
