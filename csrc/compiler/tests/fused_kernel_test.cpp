@@ -11,6 +11,7 @@
 #include "compiler/names.h"
 #include "compiler/pipeline.h"
 #include "compiler/reference_interpreter.h"
+#include "compiler/tests/random_tensor.h"
 #include "compiler/text.h"
 #include "kernels/pointwise/cast.h"
 
@@ -19,14 +20,9 @@ namespace {
 
 using kernels::TensorView;
 
+// Normal(0, 2.0) draws, as every test in this file takes them.
 HostTensor random_tensor(DType dtype, std::vector<int64_t> shape, std::mt19937& rng) {
-  HostTensor t(dtype, std::move(shape));
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  HostTensor source(DType::Float32, t.shape);
-  auto* values = reinterpret_cast<float*>(source.bytes.data());
-  for (int64_t i = 0; i < t.numel(); ++i) values[i] = normal(rng);
-  kernels::copy(t.view(), source.view());
-  return t;
+  return testing::random_tensor(dtype, std::move(shape), rng, 2.0f);
 }
 
 std::vector<int64_t> broadcast_shape(const std::vector<const HostTensor*>& inputs, size_t rank) {

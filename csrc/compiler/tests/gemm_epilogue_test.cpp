@@ -10,6 +10,7 @@
 #include "compiler/passes/passes.h"
 #include "compiler/pipeline.h"
 #include "compiler/reference_interpreter.h"
+#include "compiler/tests/random_tensor.h"
 #include "compiler/text.h"
 #include "kernels/pointwise/cast.h"
 
@@ -18,14 +19,9 @@ namespace {
 
 using kernels::TensorView;
 
+// Normal(0, 1.0) draws, as every test in this file takes them.
 HostTensor random_tensor(DType dtype, std::vector<int64_t> shape, std::mt19937& rng) {
-  HostTensor t(dtype, std::move(shape));
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  HostTensor source(DType::Float32, t.shape);
-  auto* values = reinterpret_cast<float*>(source.bytes.data());
-  for (int64_t i = 0; i < t.numel(); ++i) values[i] = normal(rng);
-  kernels::copy(t.view(), source.view());
-  return t;
+  return testing::random_tensor(dtype, std::move(shape), rng, 1.0f);
 }
 
 // Runs the compiled graph's single gemm_epilogue node through run_gemm_epilogue.
