@@ -135,6 +135,45 @@ def test_sdpa_masks_across_blocks(dtype):
     compare(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m), q, k, v, bias, dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(
+    "q_len, kv_len, causal, with_bias",
+    [(6, 6, True, False), (200, 200, True, False), (64, 300, False, True), (3, 6, False, True)],
+)
+def test_sdpa_16bit_gradients_rounded_once(dtype, q_len, kv_len, causal, with_bias):
+    """16-bit gradients are the float64 gradients of the same inputs rounded once: within half
+    an ulp of each element plus 5e-6 of the largest (fp32 sums over up to 300 keys of values
+    near 8 reach 2e-6, measured). Where a gradient cancels to
+    near 0 (a causal row that sees one key), the softmax correction rowsum(dO * O) taken from
+    the rounded O was off by an ulp of O's magnitude (measured 1e-4 to 3e-3 of the largest
+    element, as CPU's flash kernel still is); with one and with several key blocks. P is
+    recomputed as exp(s - lse), which carries lse's fp32 rounding as one relative error per row
+    (the bias makes lse large, and values with a common offset make that error count); rows
+    are normalized by their own sum to remove it."""
+    torch.manual_seed(35)
+    tensors = [torch.randn(2, 2, q_len, 32), torch.randn(2, 2, kv_len, 32)]
+    # Values with a common offset make D large against the spread of dP.
+    tensors.append(torch.randn(2, 2, kv_len, 32) + (8 if with_bias else 0))
+    if with_bias:
+        tensors.append(4 * torch.randn(1, 2, q_len, kv_len) + 8)  # a large logsumexp
+    tensors = [t.to(dtype) for t in tensors]
+    grad_out = torch.randn(2, 2, q_len, 32).to(dtype)
+
+    def gradients(device, compute_dtype):
+        xs = [t.to(device, compute_dtype).requires_grad_() for t in tensors]
+        bias = xs[3] if with_bias else None
+        out = sdpa(xs[0], xs[1], xs[2], attn_mask=bias, is_causal=causal)
+        grads = torch.autograd.grad(out, xs, grad_out.to(device, compute_dtype))
+        return [g.cpu().double() for g in grads]
+
+    half_ulp = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}[dtype]
+    openneuron.clear_op_tracking()
+    for got, exact in zip(gradients(DEVICE, dtype), gradients("cpu", torch.float64), strict=True):
+        excess = (got - exact).abs() - half_ulp * exact.abs()
+        assert excess.max() <= 5e-6 * exact.abs().max(), excess.max() / exact.abs().max()
+    assert our_fallbacks() == {}, openneuron.get_fallback_ops()
+
+
 # ---------------------------------------------------------------- layer / RMS norm
 
 

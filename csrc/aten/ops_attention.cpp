@@ -176,9 +176,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
   const bool want_bias = grad_input_mask[3] && bias != nullptr && bias->is_floating_point();
   if (want_bias) {
     const std::array<int64_t, 4> full = {query.size(0), query.size(1), query.size(2), key.size(2)};
-    grad_bias = bias->sizes().equals(full)
-                    ? at::empty_like(*bias)
-                    : at::empty(full, query.options().dtype(bias->scalar_type()));
+    // A broadcast bias's gradient is a sum over the broadcast dims: kept in fp32 until then,
+    // so a 16-bit result is rounded once.
+    grad_bias = bias->sizes().equals(full) ? at::empty_like(*bias)
+                                           : at::empty(full, query.options().dtype(at::kFloat));
   }
   const kernels::AttentionParams params = attention_params(
       query, scale, is_causal, dropout_p, host_u64(philox_seed), host_u64(philox_offset));
@@ -207,7 +208,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
   // A broadcast bias (e.g. (1, H, S, S) for a batch) gets its gradient in its own shape, as
   // the meta kernel promises (a traced graph squeezes or views it by that shape).
   if (want_bias && !grad_bias.sizes().equals(bias->sizes())) {
-    grad_bias = at::sum_to(grad_bias, bias->sizes());
+    grad_bias = at::sum_to(grad_bias, bias->sizes()).to(bias->scalar_type());
   }
   return {grad_q, grad_k, grad_v, grad_bias};
 }

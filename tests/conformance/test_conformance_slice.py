@@ -41,6 +41,7 @@ SLICE_OPS = [
     # softmax, norms, losses, convolution, embedding
     "softmax", "log_softmax", "nn.functional.layer_norm", "nn.functional.cross_entropy",
     "nn.functional.mse_loss", "nn.functional.conv2d", "nn.functional.embedding",
+    "nn.functional.scaled_dot_product_attention",
 ]  # fmt: skip
 SLICE_MODULES = ["nn.Linear", "nn.LayerNorm", "nn.ReLU", "nn.Embedding", "nn.Conv1d"]
 SLICE_MAX_SAMPLES = 12

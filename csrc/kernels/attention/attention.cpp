@@ -378,6 +378,14 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
   const bool want_k = grad_k != nullptr && grad_k->numel() > 0;
   const bool want_v = grad_v != nullptr && grad_v->numel() > 0;
   const bool want_mask = grad_mask != nullptr && grad_mask->numel() > 0;
+  // D, the softmax backward's per-row correction, is rowsum(dO * O). For 16-bit inputs the
+  // saved O is rounded, and where a gradient cancels to near 0 that rounding dominates it, so D
+  // comes from the fp32 P and dP instead (free for one key block; otherwise one extra pass of
+  // two block products). The recomputed exp(s - lse) also carries lse's rounding, one relative
+  // error per row that the gradient turns into an absolute one, so 16-bit rows of P are
+  // divided by their own sum.
+  constexpr bool exact_correction = !std::is_same_v<T, float>;
+  enum class RowNorm { kNone, kAddToSum, kBySelf, kByScale };
 
   ScratchLayout layout;
   const int64_t at_keys = layout.add(S * E);       // K, row-major
@@ -395,6 +403,8 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
   const int64_t at_d_probs = layout.add(kQueryBlock * kKeyBlock);
   const int64_t at_lse = layout.add(kQueryBlock);
   const int64_t at_dot = layout.add(kQueryBlock);
+  const int64_t at_sum = layout.add(kQueryBlock);
+  const int64_t at_scale = layout.add(kQueryBlock);
   const int64_t at_row = layout.add(kKeyBlock);
 
   parallel_for(0, d.batch * d.kv_heads, 1, [&](int64_t task_begin, int64_t task_end) {
@@ -415,6 +425,8 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
     float* d_probs = base + at_d_probs;
     float* row_lse = base + at_lse;
     float* row_dot = base + at_dot;
+    float* row_sum = base + at_sum;
+    float* row_scale = base + at_scale;
     float* scratch_row = base + at_row;
     for (int64_t task = task_begin; task < task_end; ++task) {
       const int64_t b = task / d.kv_heads;
@@ -431,19 +443,14 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
           const int64_t rows = std::min(kQueryBlock, d.q_len - row0);
           pack_rows(queries, E, q_head, row0, rows, E);
           pack_rows(d_out, Ev, go_head, row0, rows, Ev);
-          pack_rows(outs, Ev, out_head, row0, rows, Ev);
+          if (!exact_correction) pack_rows(outs, Ev, out_head, row0, rows, Ev);
           load_row<float>(row_lse, vector_element(lse, b, h, row0),
                           lse.strides[2] * static_cast<int64_t>(element_size(lse.dtype)), lse.dtype,
                           rows);
-          // D = rowsum(dO * O): the softmax backward's per-row correction.
-          for (int64_t r = 0; r < rows; ++r) {
-            row_dot[r] = attention_blocks::dot(d_out + r * Ev, outs + r * Ev, Ev);
-          }
-          std::fill(d_queries, d_queries + rows * E, 0.0f);
           const int64_t keys_attended = attended_keys(d, params.is_causal, row0, rows);
-          for (int64_t col0 = 0; col0 < keys_attended; col0 += kKeyBlock) {
-            const int64_t cols = std::min(kKeyBlock, keys_attended - col0);
-            // Probabilities recomputed from the saved logsumexp.
+          // Probabilities of keys [col0, col0 + cols), recomputed from the saved logsumexp and
+          // normalized as `norm` says (and their dropped form in `kept`).
+          auto block_probabilities = [&](int64_t col0, int64_t cols, RowNorm norm) {
             block_gemm(rows, cols, E, queries, E, 1, keys_t + col0, S, probs, cols, false);
             finish_scores(probs, cols, rows, cols, row0, col0, b, h, scale, mask, params.is_causal,
                           scratch_row);
@@ -454,27 +461,72 @@ void backward_typed(const TensorView* grad_q, const TensorView* grad_k, const Te
               } else {
                 attention_blocks::exp_shifted(row, cols, row_lse[r]);
               }
+              if (norm == RowNorm::kAddToSum || norm == RowNorm::kBySelf) {
+                float sum = 0.0f;
+                for (int64_t j = 0; j < cols; ++j) sum += row[j];
+                if (norm == RowNorm::kAddToSum) row_sum[r] += sum;
+                if (norm == RowNorm::kBySelf) row_scale[r] = sum > 0.0f ? 1.0f / sum : 0.0f;
+              }
+              if (norm == RowNorm::kBySelf || norm == RowNorm::kByScale) {
+                attention_blocks::scale_row(row, cols, row_scale[r]);
+              }
               if (dropout) {
                 float* keep_row = keep + r * cols;
                 dropout_keep(keep_row, b, h, row0 + r, col0, cols, d, params);
                 for (int64_t j = 0; j < cols; ++j) kept[r * cols + j] = row[j] * keep_row[j];
               }
             }
+          };
+          // dP = (dO V^T) * keep for the same keys.
+          auto block_d_probs = [&](int64_t col0, int64_t cols) {
+            block_gemm(rows, cols, Ev, d_out, Ev, 1, values_t + col0, S, d_probs, cols, false);
+            if (dropout) {
+              for (int64_t j = 0; j < rows * cols; ++j) d_probs[j] *= keep[j];
+            }
+          };
+          // row_dot += rowsum(P * dP) over the block: D = rowsum(dO * O) with O unrounded.
+          auto add_block_correction = [&](int64_t cols) {
+            for (int64_t r = 0; r < rows; ++r) {
+              row_dot[r] += attention_blocks::dot(probs + r * cols, d_probs + r * cols, cols);
+            }
+          };
+          const bool one_key_block = keys_attended <= kKeyBlock;
+          if (!exact_correction) {
+            for (int64_t r = 0; r < rows; ++r) {
+              row_dot[r] = attention_blocks::dot(d_out + r * Ev, outs + r * Ev, Ev);
+            }
+          } else {
+            std::fill(row_dot, row_dot + rows, 0.0f);
+            std::fill(row_sum, row_sum + rows, 0.0f);
+            for (int64_t col0 = 0; !one_key_block && col0 < keys_attended; col0 += kKeyBlock) {
+              const int64_t cols = std::min(kKeyBlock, keys_attended - col0);
+              block_probabilities(col0, cols, RowNorm::kAddToSum);
+              block_d_probs(col0, cols);
+              add_block_correction(cols);
+            }
+            for (int64_t r = 0; !one_key_block && r < rows; ++r) {
+              row_scale[r] = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+              row_dot[r] *= row_scale[r];
+            }
+          }
+          const RowNorm norm = !exact_correction ? RowNorm::kNone
+                               : one_key_block   ? RowNorm::kBySelf
+                                                 : RowNorm::kByScale;
+          std::fill(d_queries, d_queries + rows * E, 0.0f);
+          for (int64_t col0 = 0; col0 < keys_attended; col0 += kKeyBlock) {
+            const int64_t cols = std::min(kKeyBlock, keys_attended - col0);
+            block_probabilities(col0, cols, norm);
             // dV[keys] += dropped(P)^T dO
             block_gemm(cols, Ev, rows, dropout ? kept : probs, 1, cols, d_out, Ev,
                        d_values + col0 * Ev, Ev, true);
-            // dP = (dO V^T) * keep ; dS = P * (dP - D)
-            block_gemm(rows, cols, Ev, d_out, Ev, 1, values_t + col0, S, d_probs, cols, false);
+            // dS = P * (dP - D)
+            block_d_probs(col0, cols);
+            if (exact_correction && one_key_block) add_block_correction(cols);
             for (int64_t r = 0; r < rows; ++r) {
               float* dp = d_probs + r * cols;
               const float* p = probs + r * cols;
               const float correction = row_dot[r];
-              if (dropout) {
-                const float* kp = keep + r * cols;
-                for (int64_t j = 0; j < cols; ++j) dp[j] = p[j] * (dp[j] * kp[j] - correction);
-              } else {
-                for (int64_t j = 0; j < cols; ++j) dp[j] = p[j] * (dp[j] - correction);
-              }
+              for (int64_t j = 0; j < cols; ++j) dp[j] = p[j] * (dp[j] - correction);
             }
             if (want_mask) {
               for (int64_t r = 0; r < rows; ++r) {
