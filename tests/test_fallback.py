@@ -103,3 +103,20 @@ def test_fallback_random_op_uses_the_neuron_generator():
             warnings.simplefilter("ignore")
             draws.append(torch.bernoulli(x, generator=generator).cpu())
     torch.testing.assert_close(draws[0], draws[1])
+
+
+def test_fallback_keeps_the_cpu_layout_of_broadcast_arguments():
+    """A broadcast (stride-0) argument reaches the host kernel still broadcast, so the result
+    is laid out as on the CPU (TensorIterator follows the other operand's permuted strides
+    here; a dense host copy of the broadcast made it contiguous). tensordot's float64 gradient
+    differed from its meta kernel's strides this way."""
+    ones = torch.ones(1, 1, 2, dtype=torch.float64)
+    permuted = torch.randn(2, 2, 2, dtype=torch.float64).permute(1, 2, 0)
+    expected = ones.expand(2, 2, 2) * permuted
+    openneuron.clear_op_tracking()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ones.to("neuron").expand(2, 2, 2) * permuted.to("neuron")
+    assert openneuron.get_fallback_ops().get("aten::mul.Tensor", 0) >= 1
+    assert got.stride() == expected.stride() == (2, 1, 4)
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)

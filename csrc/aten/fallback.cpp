@@ -149,6 +149,32 @@ const std::vector<size_t>* unmarked_mutated_arguments(const std::string& name) {
   return nullptr;
 }
 
+// cpu_fallback copies a broadcast (stride-0) argument to the host densely, so the host kernel
+// sees other strides than a CPU tensor would and lays its result out otherwise (TensorIterator
+// orders output dims by the operands' strides). Read-only broadcast arguments go over as their
+// compact data, broadcast again on the host.
+void keep_broadcasts(const c10::OperatorHandle& op, torch::jit::Stack& stack, size_t first) {
+  const auto& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::AliasInfo* alias = arguments[i].alias_info();
+    c10::IValue& value = stack[first + i];
+    if ((alias != nullptr && alias->isWrite()) || !value.isTensor()) continue;
+    const at::Tensor& tensor = value.toTensor();
+    if (!tensor.defined() || !tensor.is_privateuseone()) continue;
+    std::vector<int64_t> compact_sizes = tensor.sizes().vec();
+    bool broadcast = false;
+    for (int64_t d = 0; d < tensor.dim(); ++d) {
+      if (tensor.stride(d) == 0 && tensor.size(d) > 1) {
+        compact_sizes[d] = 1;
+        broadcast = true;
+      }
+    }
+    if (!broadcast) continue;
+    at::Tensor compact = tensor.as_strided(compact_sizes, tensor.strides());
+    value = c10::IValue(compact.cpu().expand(tensor.sizes()));
+  }
+}
+
 }  // namespace
 
 void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
@@ -206,6 +232,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       written_back.emplace_back(std::move(on_device), std::move(on_host));
     }
   }
+  keep_broadcasts(op, *stack, first);
   at::native::cpu_fallback(op, stack);
   for (auto& [on_device, on_host] : written_back) on_device.copy_(on_host);
   if (results_on_device) keep_results_on_device(op, *stack, device);
