@@ -370,6 +370,41 @@ def test_16bit_arithmetic_with_a_host_scalar_rounds_like_cpu(fn, dtype):
     torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
 
 
+def _in_place(op, xs, *args):
+    copies = [x.clone() for x in xs]
+    op(copies, *args)
+    return copies
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda xs: torch._foreach_add(xs, _AWKWARD),
+        lambda xs: torch._foreach_sub(xs, _AWKWARD),
+        lambda xs: torch._foreach_add(xs, [_AWKWARD, -_AWKWARD / 3]),
+        lambda xs: torch._foreach_add(xs, torch.tensor(_AWKWARD)),
+        lambda xs: torch._foreach_add(xs, xs, alpha=_AWKWARD),
+        lambda xs: torch._foreach_sub(xs, xs, alpha=-_AWKWARD),
+        lambda xs: _in_place(torch._foreach_add_, xs, _AWKWARD),
+        lambda xs: torch._foreach_mul(xs, _AWKWARD),
+    ],
+    ids=["add", "sub", "add_scalar_list", "add_cpu_tensor", "add_alpha", "sub_alpha", "add_",
+         "mul"],
+)  # fmt: skip
+def test_16bit_foreach_with_host_scalars_rounds_like_cpu(fn, dtype):
+    # _foreach_add/_sub on the CPU are add/sub per tensor, so they round host scalars and alpha
+    # to the 16-bit dtype first; neuron's one-launch kernel kept them whole (~22% of elements
+    # one ulp off). Sizes are multiples of the CPU's vector width: its scalar tail loop rounds
+    # alpha * b to 16 bits before adding, unlike its vector loop and unlike us.
+    g = torch.Generator().manual_seed(2)
+    xs = [(torch.randn(n, generator=g) * 3).to(dtype) for n in (1024, 4096)]
+    actual = fn([x.to(DEV) for x in xs])
+    expected = fn(xs)
+    for got, want in zip(actual, expected, strict=True):
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
 def test_16bit_add_with_a_host_scalar_compiles_like_eager():
     def f(x, y):
         return torch.add(x + _AWKWARD, y, alpha=_AWKWARD) - _AWKWARD

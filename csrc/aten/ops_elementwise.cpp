@@ -16,6 +16,7 @@
 #include "aten/op_helpers.h"
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
+#include "aten/ops_elementwise_common.h"
 #include "aten/ops_elementwise_pointwise.h"
 #include "aten/tensor_views.h"
 #include "kernels/pointwise/cast.h"
@@ -61,14 +62,6 @@ bool rounds_host_scalars(BinaryOp op, at::ScalarType result) {
          (result == at::kHalf || result == at::kBFloat16);
 }
 
-// value rounded to a 16-bit float dtype (through float, as c10's conversions do).
-at::Scalar rounded_to(const at::Scalar& value, at::ScalarType dtype) {
-  if (value.isIntegral(/*includeBool=*/true) || value.isComplex()) return value;
-  const auto as_float = static_cast<float>(value.toDouble());
-  return dtype == at::kHalf ? at::Scalar(static_cast<float>(c10::Half(as_float)))
-                            : at::Scalar(static_cast<float>(c10::BFloat16(as_float)));
-}
-
 // out = op(a, b) where out already has the broadcast shape and a dtype the result casts to.
 // Runs on the pointwise engine (vectorised, multi-threaded for large tensors).
 void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
@@ -84,7 +77,8 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   Operand lhs(a, out.sizes(), host_dtype);
   Operand rhs(b, out.sizes(), host_dtype);
   kernels::PointwiseParams params;
-  params.values[0] = kernel_scalar(rounds_scalars ? rounded_to(alpha, out.scalar_type()) : alpha);
+  params.values[0] =
+      kernel_scalar(rounds_scalars ? elementwise::rounded_to(alpha, out.scalar_type()) : alpha);
   params.present[0] = true;
   const kernels::PointwiseOp pointwise_op = to_pointwise(op);
   runtime::Stream& stream = stream_for(out);
@@ -323,7 +317,7 @@ bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10:
     plan->result = plan->compute = result;
     at::Scalar alpha = args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1});
     if (rounds_host_scalars(binary.op, result)) {  // as launch_binary does
-      alpha = rounded_to(alpha, result);
+      alpha = elementwise::rounded_to(alpha, result);
       for (size_t k = 0; k < 2; ++k) {
         if (plan->operand_args[k] < 0) plan->operands[k] = plan->operands[k].to(result);
       }

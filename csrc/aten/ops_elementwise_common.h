@@ -47,6 +47,14 @@ inline at::ScalarType host_scalar_dtype(at::ScalarType compute) {
   return at::isFloatingType(compute) ? at::kFloat : at::kLong;
 }
 
+// value rounded to a 16-bit float dtype (through float, as c10's conversions do).
+inline at::Scalar rounded_to(const at::Scalar& value, at::ScalarType dtype) {
+  if (value.isIntegral(/*includeBool=*/true) || value.isComplex()) return value;
+  const auto as_float = static_cast<float>(value.toDouble());
+  return dtype == at::kHalf ? at::Scalar(static_cast<float>(c10::Half(as_float)))
+                            : at::Scalar(static_cast<float>(c10::BFloat16(as_float)));
+}
+
 // The neuron device of an op's operands (and out, if defined); fails like PyTorch on a mix.
 c10::Device check_operand_devices(const char* name, const std::vector<at::Tensor>& operands,
                                   const at::Tensor& out);

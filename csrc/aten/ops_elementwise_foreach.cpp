@@ -104,6 +104,18 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       const at::ScalarType promoted = at::native::result_type(state);
       const at::ScalarType result = result_dtype(spec_.result, promoted, self[i].scalar_type());
       const at::ScalarType compute = compute_dtype(spec_.result, promoted, result);
+      // As add and sub do on the CPU: a 16-bit result rounds host scalars and alpha to its
+      // dtype first, then computes in fp32 and rounds once.
+      const bool rounds_scalars = (spec_.op == kernels::PointwiseOp::AddAlpha ||
+                                   spec_.op == kernels::PointwiseOp::SubAlpha) &&
+                                  (result == at::kHalf || result == at::kBFloat16);
+      if (rounds_scalars) {
+        for (int k = 0; k < num_params; ++k) {
+          if (params.present[k] && !params.values[k].is_integral) {
+            params.values[k] = kernel_scalar(rounded_to(at::Scalar(params.values[k].f), result));
+          }
+        }
+      }
       const c10::Device device = check_operand_devices(name_.c_str(), operands, at::Tensor());
       at::Tensor out;
       if (in_place) {
@@ -117,7 +129,8 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       if (out.numel() == 0) continue;
       ForeachJob job{view_of(out), {}, kernel_dtype(compute), params};
       for (const at::Tensor& t : operands)
-        job.inputs.emplace_back(t, out.sizes(), host_scalar_dtype(compute));
+        job.inputs.emplace_back(t, out.sizes(),
+                                rounds_scalars ? result : host_scalar_dtype(compute));
       jobs.push_back(std::move(job));
     }
     const kernels::PointwiseOp kernel_op = spec_.op;
