@@ -358,12 +358,14 @@ _AWKWARD = 1.7170948287741004  # mvlgamma(p=3)'s constant 3 * 2 * log(pi) / 4: n
         lambda x: x * _AWKWARD,
         lambda x: x / _AWKWARD,
         lambda x: torch.mvlgamma(x.abs() + 2, 3),
+        lambda x: x.abs() ** _AWKWARD,
+        lambda x: x.abs().pow_(-_AWKWARD),
     ],
-    ids=["add", "sub", "rsub", "add_", "add_alpha", "mul", "div", "mvlgamma"],
+    ids=["add", "sub", "rsub", "add_", "add_alpha", "mul", "div", "mvlgamma", "pow", "pow_"],
 )
 def test_16bit_arithmetic_with_a_host_scalar_rounds_like_cpu(fn, dtype):
-    # The CPU's add and sub round the scalar (and alpha) to the 16-bit dtype first; mul and div
-    # keep it whole. Neuron kept it whole for add and sub too: ~20% of the elements differed
+    # The CPU's add and sub round the scalar (and alpha) to the 16-bit dtype first, and pow its
+    # exponent; mul and div keep it whole. Neuron kept it whole for add and sub too: ~20% of the elements differed
     # by one 16-bit ulp (mvlgamma's bfloat16 results among them).
     x = (torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
     actual, expected = _both(lambda d: fn(x.to(d)))
@@ -388,9 +390,11 @@ def _in_place(op, xs, *args):
         lambda xs: torch._foreach_sub(xs, xs, alpha=-_AWKWARD),
         lambda xs: _in_place(torch._foreach_add_, xs, _AWKWARD),
         lambda xs: torch._foreach_mul(xs, _AWKWARD),
+        lambda xs: torch._foreach_pow([x.abs() for x in xs], _AWKWARD),
+        lambda xs: torch._foreach_pow([x.abs() for x in xs], [_AWKWARD, 0.5]),
     ],
     ids=["add", "sub", "add_scalar_list", "add_cpu_tensor", "add_alpha", "sub_alpha", "add_",
-         "mul"],
+         "mul", "pow", "pow_scalar_list"],
 )  # fmt: skip
 def test_16bit_foreach_with_host_scalars_rounds_like_cpu(fn, dtype):
     # _foreach_add/_sub on the CPU are add/sub per tensor, so they round host scalars and alpha

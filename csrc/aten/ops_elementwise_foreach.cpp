@@ -74,6 +74,9 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
     return;
   }
 
+  // tensor ** host scalar takes pow's exponent-parameter kernel (exact paths for x**2, x**3,
+  // x**0.5, ...), as pow does, so _foreach_pow equals pow per tensor as on the CPU.
+  const bool pow_scalar = spec_.op == kernels::PointwiseOp::Pow && extra && !extra->isTensor();
   std::vector<at::Tensor> results;
   std::vector<ForeachJob> jobs;
   jobs.reserve(count);
@@ -87,7 +90,17 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       int num_params = 0;
       if (extra) {
         c10::IValue item = extra->isList() ? extra->toListRef()[i] : *extra;
-        if (spec_.extra_is_operand) {
+        if (pow_scalar) {
+          TORCH_CHECK(
+              !(at::isIntegralType(self[i].scalar_type(), true) && item.toScalar().toDouble() < 0),
+              "Integers to negative integer powers are not allowed.");
+          const bool rounds =
+              self[i].scalar_type() == at::kHalf || self[i].scalar_type() == at::kBFloat16;
+          params.values[num_params] = kernel_scalar(
+              rounds ? rounded_to(item.toScalar(), self[i].scalar_type()) : item.toScalar());
+          params.present[num_params] = true;
+          ++num_params;
+        } else if (spec_.extra_is_operand) {
           operands.push_back(item.isTensor() ? item.toTensor() : wrap_scalar(item.toScalar()));
         } else {
           params.values[num_params] = scalar_param(item, &params.present[num_params]);
@@ -133,7 +146,7 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
                                 rounds_scalars ? result : host_scalar_dtype(compute));
       jobs.push_back(std::move(job));
     }
-    const kernels::PointwiseOp kernel_op = spec_.op;
+    const kernels::PointwiseOp kernel_op = pow_scalar ? kernels::PointwiseOp::PowScalar : spec_.op;
     stream_for(self.front()).enqueue(name_.c_str(), [kernel_op, jobs = std::move(jobs)]() mutable {
       const auto run = [&](ForeachJob& job) {
         std::array<kernels::TensorView, 3> views;

@@ -152,7 +152,10 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
     TORCH_CHECK(!(at::isIntegralType(compute, true) && operands[1].item().toDouble() < 0),
                 "Integers to negative integer powers are not allowed.");
     resolved.op = PointwiseOp::PowScalar;
-    params.values[0] = kernel_scalar(operands[1].item());
+    // The CPU rounds the exponent to a 16-bit result's dtype first, as add does its scalar.
+    const bool rounds = result == at::kHalf || result == at::kBFloat16;
+    params.values[0] =
+        kernel_scalar(rounds ? rounded_to(operands[1].item(), result) : operands[1].item());
     params.present[0] = true;
     operands.pop_back();
     plan->operand_args.pop_back();
