@@ -56,6 +56,14 @@
 //   DMA
 //   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
 //                   order; casts between dtypes; HBM and SBUF only (never PSUM).
+//                   A run-time offset (Instruction::indirect) moves one HBM operand by values
+//                   read from SBUF as the instruction runs. Scalar: one integer v of `index`
+//                   ([1,1]) adds v·stride to the operand's offset. Vector: integer v[i] of row i
+//                   of `index` ([P,1], P = the operand's first dimension) replaces that dimension:
+//                   row i starts at offset + v[i]·stride, and moves the elements of row i (in
+//                   row-major order) of the other operand, whose first dimension has size P too.
+//                   Every value must lie in [0, bound): otherwise out-of-bounds, or under
+//                   skip_out_of_bounds the transfer (scalar) or the row (vector) is left out.
 #pragma once
 
 #include <cstdint>
@@ -176,6 +184,20 @@ struct AccessPattern {
   int64_t elements() const { return partitions() * free_size(); }
 };
 
+// A run-time offset on one HBM operand of kDmaCopy (see kDmaCopy above).
+enum class IndirectKind : uint8_t { kNone, kScalar, kVector };
+
+struct IndirectOffset {
+  IndirectKind kind = IndirectKind::kNone;
+  bool on_dst = false;              // the operand it moves: dst, else src[0]
+  bool skip_out_of_bounds = false;  // leave out-of-range transfers out instead of failing
+  int64_t stride = 0;               // elements per unit of an index value
+  int64_t bound = 0;                // index values lie in [0, bound)
+  AccessPattern index;              // SBUF, integer dtype: [1,1] (scalar) or [P,1] (vector)
+
+  bool active() const { return kind != IndirectKind::kNone; }
+};
+
 struct Instruction {
   Opcode opcode = Opcode::kTensorCopy;
   Engine engine = Engine::kVector;
@@ -194,6 +216,7 @@ struct Instruction {
   float imm1 = 0.0f;
   float imm2 = 0.0f;
   int64_t pattern[kMaxDims - 1] = {0, 0, 0, 0};  // kIota / kAffineSelect steps per free dim
+  IndirectOffset indirect;                       // kDmaCopy only
   int32_t line = 0;                              // the kernel's source line that issued it
 };
 

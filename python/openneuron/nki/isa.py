@@ -49,6 +49,9 @@ class oob_mode:
     error, skip = 0, 1
 
 
+_OOB_SKIP = oob_mode.skip
+
+
 class matmul_perf_mode:
     none = "none"
     double_row = "double_row"
@@ -136,9 +139,17 @@ def emit(
     imm0=0.0,
     imm1=0.0,
     imm2=0.0,
+    indirect=None,
 ):
     if opcode != tr.MATMUL:
         _note_reads(src0, src1, src2)
+    for slot, t in (("dst", dst), ("dst2", dst2), ("src0", src0), ("src1", src1), ("src2", src2)):
+        if isinstance(t, NkiTensor) and t.indirect is not None and indirect is None:
+            tr.fail(
+                "unsupported",
+                "an access pattern with a run-time offset (scalar_offset / vector_offset) is "
+                "an operand of dma_copy only",
+            )
     return _trace().emit(
         opcode,
         engine_code,
@@ -156,6 +167,7 @@ def emit(
         imm0=float(imm0),
         imm1=float(imm1),
         imm2=float(imm2),
+        indirect=indirect,
     )
 
 
@@ -471,7 +483,16 @@ def affine_select(
 def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, name=None, **_ignored):
     if dst_rmw_op is not None:
         tr.fail("unsupported", "dma_copy with dst_rmw_op (DMA compute) is not simulated")
-    return emit(tr.DMA_COPY, tr.DMA, dst=_tensor(dst, "dst"), src0=_tensor(src, "src"))
+    dst, src = _tensor(dst, "dst"), _tensor(src, "src")
+    if dst.indirect is not None and src.indirect is not None:
+        tr.fail("unsupported", "dma_copy with run-time offsets on both dst and src")
+    moved = dst if dst.indirect is not None else src
+    indirect = None
+    if moved.indirect is not None:
+        kind, index, stride, bound = moved.indirect
+        skip = oob_mode == _OOB_SKIP
+        indirect = (kind, int(moved is dst), int(skip), stride, bound, index)
+    return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=src, indirect=indirect)
 
 
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
