@@ -53,6 +53,11 @@
 //                   (row-major over a's free elements, from 0) of its first element equal to it
 //                   in partition p of a (8 ≤ F ≤ 16384); all ones (0xFFFF / 0xFFFFFFFF) when
 //                   none is (so always for NaN).
+//   kStreamShuffle  moves partitions within each quadrant of 32: dst partition 32q + i (from the
+//                   start of dst) = a partition 32q + mask[i] (from the start of a), i = 0..31;
+//                   mask[i] = 255 leaves that dst partition as it was. The 32 mask bytes are
+//                   `pattern` (byte i of the 32 in little-endian order). Same dtype, same free
+//                   size; a may span fewer partitions than dst (mask 0: a broadcast).
 //   DMA
 //   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
 //                   order; casts between dtypes; HBM and SBUF only (never PSUM).
@@ -96,6 +101,7 @@ enum class Opcode : uint8_t {
   kDmaCopy,
   kMax8,
   kFindIndex8,
+  kStreamShuffle,
   kCount
 };
 
@@ -238,5 +244,9 @@ struct Program {
 
 // The engine an opcode runs on when the kernel does not choose (kTensorCopy may be moved).
 Engine default_engine(Opcode opcode);
+
+// kStreamShuffle: the partition of src[0] (from its start) that dst partition `d` copies, or -1
+// when its mask byte is 255.
+int stream_shuffle_source(const Instruction& instruction, int64_t d);
 
 }  // namespace openneuron::sim

@@ -146,6 +146,9 @@ class Checker {
       case Opcode::kFindIndex8:
         check_top8(instruction);
         break;
+      case Opcode::kStreamShuffle:
+        check_stream_shuffle(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -155,6 +158,28 @@ class Checker {
   static const char* source_slot(int s) {
     static const char* const kNames[] = {"src0", "src1", "src2"};
     return kNames[s];
+  }
+
+  void check_stream_shuffle(const Instruction& instruction) {
+    require_inputs(instruction, 1);
+    const AccessPattern& src = instruction.src[0];
+    const AccessPattern& dst = instruction.dst;
+    if (src.dtype != dst.dtype) {
+      fail(rule::kDtype, std::string("keeps the dtype: ") + dtype_name(src.dtype) + " in, " +
+                             dtype_name(dst.dtype) + " out");
+    }
+    if (src.free_size() != dst.free_size()) {
+      fail(rule::kShapeMismatch, "src " + shape_text(src) + " and dst " + shape_text(dst) +
+                                     " must have the same elements per partition");
+    }
+    for (int64_t d = 0; d < dst.partitions(); ++d) {
+      const int from = stream_shuffle_source(instruction, d);
+      if (from >= src.partitions() || (from >= 0 && from - d / 32 * 32 >= 32)) {
+        fail(rule::kOutOfBounds, "dst partition " + std::to_string(d) + " copies partition " +
+                                     std::to_string(from) + " of src " + shape_text(src) +
+                                     ", which it does not have");
+      }
+    }
   }
 
   // max8 / nc_find_index8: [P, 8] out of 8..16384 elements per partition.

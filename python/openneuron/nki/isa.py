@@ -543,6 +543,30 @@ def tensor_scalar_reduce(
     return tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)))
 
 
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **_ignored):
+    """dst partition 32q + i = src partition 32q + shuffle_mask[i] in each quadrant of 32
+    (255: left as it was), on the Vector engine."""
+    dst, src = _tensor(dst, "dst"), _tensor(src, "src")
+    mask = [int(m) for m in shuffle_mask]
+    if len(mask) != 32 or any(not (0 <= m < 32 or m == 255) for m in mask):
+        tr.fail("bad-operand", f"shuffle_mask is 32 partitions in 0..31 or 255, got {mask}")
+    words = [sum(mask[8 * w + b] << (8 * b) for b in range(8)) for w in range(4)]
+    words = [w - (1 << 64) if w >= 1 << 63 else w for w in words]  # as int64
+    return emit(tr.STREAM_SHUFFLE, tr.VECTOR, dst=dst, src0=src, pattern=words)
+
+
+def core_barrier(data=None, cores=None, name=None, **_ignored):
+    """Waits for the other cores of the launch. One program per launch: nothing to wait for
+    (its own accesses are ordered by their dependencies); more than one run one after
+    another here, which a barrier between them cannot mean."""
+    trace = _trace()
+    programs = 1
+    for n in trace.num_programs:
+        programs *= n
+    if programs > 1:
+        tr.fail("unsupported", "core_barrier between the programs of a multi-core launch")
+
+
 def _not_simulated(name):
     def instruction(*args, **kwargs):
         tr.fail("unsupported", f"nisa.{name} is not simulated yet")
@@ -553,13 +577,11 @@ def _not_simulated(name):
 
 # Named so kernels import; each raises a KernelTraceError naming itself when called.
 for _name in (
-    "core_barrier",
     "dma_compute",
     "local_gather",
     "nc_match_replace8",
     "nc_matmul_mx",
     "nc_n_gather",
-    "nc_stream_shuffle",
     "nonzero_with_count",
     "quantize_mx",
     "range_select",
