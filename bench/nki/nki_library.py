@@ -156,6 +156,58 @@ def _router_topk(tokens, hidden, experts, k):
     return arrays, _float_reference(arrays), ["router_logits", "expert_index", "expert_affinities"]
 
 
+def _attention_cte(seq, d_head, dtype, causal):
+    rng = _rng(9)
+    q = rng.standard_normal((1, seq, d_head)).astype(np.float32).astype(dtype)
+    k = rng.standard_normal((1, d_head, seq)).astype(np.float32).astype(dtype)
+    v = rng.standard_normal((1, seq, d_head)).astype(np.float32).astype(dtype)
+    scale = 1.0 / np.sqrt(d_head)
+    kernel = {"q": q, "k": k, "v": v, "scale": scale, "causal_mask": causal}
+    return kernel, _float_reference(kernel)
+
+
+def _qkv_tkg(batch, seq, hidden, fused, norm):
+    from nkilib_src.nkilib.core.utils.common_types import NormType
+
+    rng = _rng(10)
+    arrays = {
+        "hidden": rng.standard_normal((batch, seq, hidden)).astype(np.float32).astype(BF16),
+        "qkv_w": (rng.standard_normal((hidden, fused)) / np.sqrt(hidden)).astype(BF16),
+        "norm_w": rng.standard_normal((1, hidden)).astype(np.float32).astype(BF16),
+        "norm_type": NormType.RMS_NORM if norm else NormType.NO_NORM,
+    }
+    return arrays, _float_reference(arrays)
+
+
+def _mlp(batch, seq, hidden, intermediate):
+    rng = _rng(11)
+
+    def weights(rows, cols):
+        return (rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(BF16)
+
+    kernel = {
+        "hidden_tensor": rng.standard_normal((batch, seq, hidden)).astype(BF16),
+        "gate_proj_weights_tensor": weights(hidden, intermediate),
+        "up_proj_weights_tensor": weights(hidden, intermediate),
+        "down_proj_weights_tensor": weights(intermediate, hidden),
+    }
+    return kernel, {k.removesuffix("_tensor"): v for k, v in _float_reference(kernel).items()}
+
+
+def mlp_reference(hidden, gate_proj_weights, up_proj_weights, down_proj_weights):
+    """down(silu(x @ gate) * (x @ up)), the SiLU MLP the library's kernel documents (the
+    library's own reference lives in its test harness, so it is written here)."""
+    gate = torch.nn.functional.silu(hidden @ gate_proj_weights)
+    return (gate * (hidden @ up_proj_weights)) @ down_proj_weights
+
+
+def qkv_reference(hidden, qkv_w, norm_w, norm_type, eps=1e-6):
+    """RMSNorm(hidden) · norm_w @ qkv_w, the projection qkv_tkg documents (the library's own
+    reference imports its test helpers, which need the unpublished neuron_dtypes package)."""
+    rms = torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + eps)
+    return (hidden * rms * norm_w) @ qkv_w
+
+
 # (case, kernel module, kernel, reference module, reference, inputs -> (kernel kwargs,
 #  reference kwargs[, names of the kernel arguments it writes, compared instead of its
 #  return value]), tolerance on the error relative to the reference's largest magnitude
@@ -279,6 +331,51 @@ CASES = [
         lambda: _router_topk(32, 3072, 128, 4),
         2e-2,
     ),
+    (
+        "attention_cte bf16 causal S=512 d=64",
+        "core.attention.attention_cte",
+        "attention_cte",
+        "core.attention.attention_cte_torch",
+        "attention_cte_torch_ref",
+        lambda: _attention_cte(512, 64, BF16, True),
+        2e-2,
+    ),
+    (
+        "attention_cte fp32 S=256 d=128",
+        "core.attention.attention_cte",
+        "attention_cte",
+        "core.attention.attention_cte_torch",
+        "attention_cte_torch_ref",
+        lambda: _attention_cte(256, 128, np.float32, False),
+        2e-2,  # the kernel computes everything but the softmax in bfloat16, fp32 inputs too
+    ),
+    (
+        "qkv_tkg bf16 B=1 S=4 H=4096 I=512 rmsnorm",
+        "core.qkv.qkv_tkg",
+        "qkv_tkg",
+        __name__,
+        "qkv_reference",
+        lambda: _qkv_tkg(1, 4, 4096, 512, True),
+        2e-2,
+    ),
+    (
+        "mlp (tkg) bf16 B=1 S=4 H=1024 I=448",
+        "core.mlp.mlp",
+        "mlp",
+        __name__,
+        "mlp_reference",
+        lambda: _mlp(1, 4, 1024, 448),
+        2e-2,
+    ),
+    (
+        "mlp (cte) bf16 B=1 S=512 H=1024 I=448",
+        "core.mlp.mlp",
+        "mlp",
+        __name__,
+        "mlp_reference",
+        lambda: _mlp(1, 512, 1024, 448),
+        2e-2,
+    ),
 ]
 
 
@@ -384,6 +481,7 @@ def main():
     if not (source / "nkilib_src" / "nkilib").is_dir():
         sys.exit(f"{args.checkout} is not an NKI Library checkout (no src/nkilib_src/nkilib)")
     sys.path.insert(0, str(source))
+    sys.path.insert(1, str(args.checkout))  # some references import the library's test helpers
     commit = args.version or "unnamed checkout"
     head = args.checkout / ".git" / "HEAD"
     if args.version is None and head.exists():

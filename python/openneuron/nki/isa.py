@@ -496,8 +496,13 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, name=None,
 
 
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
-    """dst = src with its two dimensions swapped, transposed by the DMA engines."""
+    """dst = src with its dimensions permuted by ``axes`` (default: the first and last
+    swapped), by the DMA engines."""
     _tensor(dst, "dst"), _tensor(src, "src")
+    if src.on_chip:
+        if axes is None:
+            axes = (src.ndim - 1,) + tuple(range(1, src.ndim - 1)) + (0,)
+        return _on_chip_dma_transpose(dst, src, tuple(int(a) for a in axes))
     shape = [s for s in src.shape if s != 1] if src.ndim > 2 else list(src.shape)
     strides = (
         [st for s, st in zip(src.shape, src.strides, strict=True) if s != 1]
@@ -517,6 +522,49 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
     if src.on_chip:
         tr.fail("unsupported", "dma_transpose from SBUF is not simulated")
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
+
+
+def _on_chip_dma_transpose(dst, src, axes):
+    """dst[i_0, ..] = src[i_axes[0], ..] for an on-chip src: one DMA per src partition p, moving
+    that partition's elements to where dst holds index p of src's partition axis."""
+    if sorted(axes) != list(range(src.ndim)) or dst.ndim != src.ndim:
+        tr.fail("bad-operand", f"dma_transpose axes {axes} for {src.ndim}-D src and {dst.ndim}-D dst")
+    if any(dst.shape[k] != src.shape[a] for k, a in enumerate(axes)):
+        tr.fail(
+            "shape-mismatch",
+            f"dma_transpose of {list(src.shape)} by axes {axes} gives "
+            f"{[src.shape[a] for a in axes]}, dst is {list(dst.shape)}",
+        )
+    at = list(axes).index(0)  # where src's partition axis lands in dst
+    rest = [k for k in range(dst.ndim) if k != at]
+    for p in range(src.shape[0]):
+        src_row = NkiTensor(
+            src.buffer,
+            src.dtype,
+            (1,) + tuple(src.shape[axes[k]] for k in rest),
+            (1,) + tuple(src.strides[axes[k]] for k in rest),
+            src.offset,
+            src.start_partition + p * src.strides[0],
+        )
+        if at == 0 and dst.on_chip:
+            dst_part = NkiTensor(
+                dst.buffer,
+                dst.dtype,
+                (1,) + tuple(dst.shape[k] for k in rest),
+                (1,) + tuple(dst.strides[k] for k in rest),
+                dst.offset,
+                dst.start_partition + p * dst.strides[0],
+            )
+        else:
+            dst_part = NkiTensor(
+                dst.buffer,
+                dst.dtype,
+                tuple(dst.shape[k] for k in rest),
+                tuple(dst.strides[k] for k in rest),
+                dst.offset + p * dst.strides[at],
+                dst.start_partition,
+            )
+        emit(tr.DMA_COPY, tr.DMA, dst=dst_part, src0=src_row)
 
 
 def max8(dst, src, name=None, **_ignored):

@@ -57,7 +57,22 @@ private_hbm = _Memory("private_hbm", tr.HBM)
 
 
 class NKIObject:
-    """Base class kernels may derive their helper objects from (plain Python here)."""
+    """Base class kernels derive their helper objects from. Plain class attributes of a
+    subclass become its fields, so a ``@dataclass`` subclass that lists them without annotations
+    still takes them as keyword arguments."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        annotations = cls.__dict__.get("__annotations__", {})
+        added = {}
+        for name, value in list(cls.__dict__.items()):
+            if name.startswith("__") or name in annotations:
+                continue
+            if callable(value) or isinstance(value, (property, staticmethod, classmethod)):
+                continue
+            added[name] = object
+        if added:
+            cls.__annotations__ = {**annotations, **added}
 
 
 class tile_size:
