@@ -107,9 +107,9 @@ std::vector<Instruction> resolve_indirect(CoreState& state, const Instruction& i
           "dma_copy: run-time offset " + std::to_string(value) +
               (indirect.kind == IndirectKind::kVector ? " (row " + std::to_string(row) + ")"
                                                       : std::string()) +
-              " read from '" + program.buffers[indirect.index.buffer].name +
-              "' is outside [0, " + std::to_string(indirect.bound) + ") for '" +
-              program.buffers[moved.buffer].name + "' (oob_mode=skip leaves such transfers out)",
+              " read from '" + program.buffers[indirect.index.buffer].name + "' is outside [0, " +
+              std::to_string(indirect.bound) + ") for '" + program.buffers[moved.buffer].name +
+              "' (oob_mode=skip leaves such transfers out)",
           program.source, ins.line);
     }
     Instruction one = ins;

@@ -23,12 +23,24 @@ const char* engine_name(Engine engine) {
 }
 
 const char* opcode_name(Opcode opcode) {
-  static const char* const kNames[] = {"nc_matmul",     "nc_transpose",  "tensor_tensor",
-                                       "tensor_scalar", "tensor_reduce", "tensor_copy",
-                                       "memset",        "select",        "tensor_tensor_scan",
-                                       "bn_stats",      "bn_aggr",       "activation",
-                                       "iota",          "affine_select", "tensor_partition_reduce",
-                                       "dma_copy",      "max8",          "nc_find_index8",
+  static const char* const kNames[] = {"nc_matmul",
+                                       "nc_transpose",
+                                       "tensor_tensor",
+                                       "tensor_scalar",
+                                       "tensor_reduce",
+                                       "tensor_copy",
+                                       "memset",
+                                       "select",
+                                       "tensor_tensor_scan",
+                                       "bn_stats",
+                                       "bn_aggr",
+                                       "activation",
+                                       "iota",
+                                       "affine_select",
+                                       "tensor_partition_reduce",
+                                       "dma_copy",
+                                       "max8",
+                                       "nc_find_index8",
                                        "nc_stream_shuffle"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);

@@ -319,8 +319,9 @@ class Checker {
   void check_indirect(const Instruction& instruction) {
     const IndirectOffset& indirect = instruction.indirect;
     if (instruction.opcode != Opcode::kDmaCopy) {
-      fail(rule::kBadOperand, "run-time offsets (scalar_offset / vector_offset) apply to "
-                              "dma_copy only");
+      fail(rule::kBadOperand,
+           "run-time offsets (scalar_offset / vector_offset) apply to "
+           "dma_copy only");
     }
     const char* slot = indirect.on_dst ? "dst" : "src";
     const AccessPattern& moved = indirect.on_dst ? instruction.dst : instruction.src[0];
@@ -353,9 +354,8 @@ class Checker {
     if (indirect.kind == IndirectKind::kVector) {
       const int64_t rows = moved.dims[0].size;
       if (index.partitions() != rows || index.free_size() != 1) {
-        fail(rule::kShapeMismatch, "a vector_offset is one value per row [" +
-                                       std::to_string(rows) + ", 1] of " + slot + ", got " +
-                                       shape_text(index));
+        fail(rule::kShapeMismatch, "a vector_offset is one value per row [" + std::to_string(rows) +
+                                       ", 1] of " + slot + ", got " + shape_text(index));
       }
       if (other.dims[0].size != rows) {
         fail(rule::kShapeMismatch, std::string("with a vector_offset on ") + slot +

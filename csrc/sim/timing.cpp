@@ -282,8 +282,8 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
           moved.dims[0].stride = std::numeric_limits<int64_t>::max() / 4;
         index_ns = static_cast<double>(profile.indirect_index_cycles) / profile.gpsimd_ghz;
       }
-      const int64_t bytes = std::max(src.elements() * dtype_size(src.dtype),
-                                     dst.elements() * dtype_size(dst.dtype));
+      const int64_t bytes =
+          std::max(src.elements() * dtype_size(src.dtype), dst.elements() * dtype_size(dst.dtype));
       const int64_t chunk = std::max<int64_t>(
           1, std::min(contiguous_bytes(program, src), contiguous_bytes(program, dst)));
       const int64_t descriptors = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);

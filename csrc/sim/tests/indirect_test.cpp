@@ -35,8 +35,8 @@ struct IndirectProgram {
     const int32_t rows = b.tile("rows", Memory::kSbuf, DType::kFloat32, count, kColumns);
     out = b.hbm("out", DType::kFloat32, count * kColumns, false);
     b.add(Opcode::kDmaCopy, b.ap(index, {count, 1}), {b.ap(index_input, {count, 1})});
-    Instruction& gather = b.add(Opcode::kDmaCopy, b.ap(rows, {count, kColumns}),
-                                {b.ap(table, {count, kColumns})});
+    Instruction& gather =
+        b.add(Opcode::kDmaCopy, b.ap(rows, {count, kColumns}), {b.ap(table, {count, kColumns})});
     gather.indirect.kind = kind;
     gather.indirect.stride = kColumns;
     gather.indirect.bound = kRows;
@@ -58,8 +58,8 @@ struct IndirectProgram {
     b.add(Opcode::kDmaCopy, b.ap(out, {kRows, kColumns}), {b.ap(zeros, {kRows, kColumns})});
     b.add(Opcode::kDmaCopy, b.ap(index, {count, 1}), {b.ap(index_input, {count, 1})});
     b.add(Opcode::kDmaCopy, b.ap(rows, {count, kColumns}), {b.ap(source, {count, kColumns})});
-    Instruction& scatter = b.add(Opcode::kDmaCopy, b.ap(out, {count, kColumns}),
-                                 {b.ap(rows, {count, kColumns})});
+    Instruction& scatter =
+        b.add(Opcode::kDmaCopy, b.ap(out, {count, kColumns}), {b.ap(rows, {count, kColumns})});
     scatter.indirect.kind = IndirectKind::kVector;
     scatter.indirect.on_dst = true;
     scatter.indirect.stride = kColumns;
@@ -203,9 +203,8 @@ TEST(Indirect, Rules) {
   expect_rule(rule::kShapeMismatch,
               [](IndirectProgram& p) { dma_of(p).indirect.index.dims[0].size = 2; });
   // The index is read from SBUF, not HBM.
-  expect_rule(rule::kBadOperand, [](IndirectProgram& p) {
-    dma_of(p).indirect.index = p.b.ap(p.index_input, {3, 1});
-  });
+  expect_rule(rule::kBadOperand,
+              [](IndirectProgram& p) { dma_of(p).indirect.index = p.b.ap(p.index_input, {3, 1}); });
   // Only DMA takes run-time offsets.
   expect_rule(rule::kBadOperand, [](IndirectProgram& p) {
     dma_of(p).opcode = Opcode::kTensorCopy;

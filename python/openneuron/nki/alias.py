@@ -42,7 +42,6 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
 
-
     @staticmethod
     def _legacy_spec(fullname):
         # The older package name (``neuronxcc.nki``, kernels import its typing module), answered

@@ -143,7 +143,7 @@ def emit(
 ):
     if opcode != tr.MATMUL:
         _note_reads(src0, src1, src2)
-    for slot, t in (("dst", dst), ("dst2", dst2), ("src0", src0), ("src1", src1), ("src2", src2)):
+    for t in (dst, dst2, src0, src1, src2):
         if isinstance(t, NkiTensor) and t.indirect is not None and indirect is None:
             tr.fail(
                 "unsupported",
@@ -528,7 +528,9 @@ def _on_chip_dma_transpose(dst, src, axes):
     """dst[i_0, ..] = src[i_axes[0], ..] for an on-chip src: one DMA per src partition p, moving
     that partition's elements to where dst holds index p of src's partition axis."""
     if sorted(axes) != list(range(src.ndim)) or dst.ndim != src.ndim:
-        tr.fail("bad-operand", f"dma_transpose axes {axes} for {src.ndim}-D src and {dst.ndim}-D dst")
+        tr.fail(
+            "bad-operand", f"dma_transpose axes {axes} for {src.ndim}-D src and {dst.ndim}-D dst"
+        )
     if any(dst.shape[k] != src.shape[a] for k, a in enumerate(axes)):
         tr.fail(
             "shape-mismatch",
