@@ -11,6 +11,7 @@ run. Not part of `make test` (it needs the checkout).
 import argparse
 import importlib
 import json
+import re
 import sys
 import time
 import traceback
@@ -69,8 +70,169 @@ def _cross_entropy(positions, vocab):
     return kernel, reference
 
 
+def _float_reference(arrays):
+    """Reference inputs as the library's harness gives them: fp16/bf16 arrays as fp32 tensors."""
+    out = {}
+    for k, v in arrays.items():
+        if isinstance(v, np.ndarray):
+            out[k] = torch.from_numpy(v.astype(np.float32) if v.dtype.itemsize == 2 else v)
+        else:
+            out[k] = v
+    return out
+
+
+def _norm_tkg(batch, seq, hidden, dtype, beta=False, **options):
+    rng = _rng(6)
+    arrays = {
+        "input": rng.standard_normal((batch, seq, hidden)).astype(dtype),
+        "gamma": rng.standard_normal((1, hidden)).astype(dtype),
+        "output": np.zeros((128, batch * seq, hidden // 128), dtype=dtype),
+    }
+    if beta:
+        arrays["beta"] = rng.standard_normal((1, hidden)).astype(dtype)
+    arrays.update(options)
+    return arrays, _float_reference(arrays), ["output"]
+
+
+def _rmsnorm_quant(batch, seq, hidden):
+    from nkilib_src.nkilib.core.rmsnorm.rmsnorm_quant import RmsNormQuantKernelArgs
+    from nkilib_src.nkilib.core.utils.common_types import NormType, QuantizationType
+
+    rng = _rng(7)
+    hidden_states = rng.standard_normal((batch, seq, hidden)).astype(np.float32).astype(BF16)
+    gamma = rng.standard_normal((hidden,)).astype(np.float32).astype(BF16)
+    kargs = RmsNormQuantKernelArgs(
+        quantization_type=QuantizationType.ROW, lower_bound=0.0, norm_type=NormType.RMS_NORM
+    )
+    kernel = {"hidden": hidden_states, "ln_w": gamma, "kargs": kargs, "input_dequant_scale": None}
+    return kernel, {"hidden": hidden_states, "gamma": gamma}
+
+
+def rmsnorm_quant_reference(hidden, gamma, eps=1e-6):
+    """RMSNorm then fp8 row quantization, as the library's kernel documents it: the normalised
+    row and its dequantisation scale absmax / 240 (written here from that formula)."""
+    x = hidden.astype(np.float32)
+    norm = x / (np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + eps) * gamma.astype(np.float32)
+    return norm, np.abs(norm).max(axis=-1, keepdims=True) / 240.0
+
+
+def _compare_rmsnorm_quant(outputs, expected, tolerance):
+    """The kernel's [B, S, H + 4] fp8 rows end with their fp32 dequantisation scale: compare
+    the dequantised row with the normalised one, and the scales."""
+    (packed,) = outputs
+    norm, scale = expected
+    hidden = norm.shape[-1]
+    raw = np.ascontiguousarray(packed).view(np.uint8)
+    got_scale = raw[..., hidden:].copy().view(np.float32)
+    values = packed[..., :hidden].astype(np.float32) * got_scale
+    error = float(np.abs(values - norm).max() / np.abs(norm).max())
+    scale_error = float(np.abs(got_scale - scale).max() / np.abs(scale).max())
+    return error <= tolerance and scale_error <= 0.007, max(error, scale_error)  # library: 0.007
+
+
+def _router_topk(tokens, hidden, experts, k):
+    from nkilib_src.nkilib.core.router_topk.router_topk import (
+        XHBMLayout_H_T__0,
+        XSBLayout_tp102__0,
+    )
+    from nkilib_src.nkilib.core.utils.common_types import RouterActFnType
+
+    rng = _rng(8)
+
+    def uniform(shape):  # the library's range: x @ w may feed a sigmoid
+        return rng.uniform(-0.1, 0.1, shape).astype(np.float32).astype(BF16)
+
+    arrays = {
+        "x": uniform((hidden, tokens)),
+        "w": uniform((hidden, experts)),
+        "w_bias": uniform((1, experts)),
+        "router_logits": np.zeros((tokens, experts), BF16),
+        "expert_affinities": np.zeros((tokens, experts), BF16),
+        "expert_index": np.zeros((tokens, k), np.uint32),
+        "act_fn": RouterActFnType.SOFTMAX,
+        "k": k,
+        "x_hbm_layout": XHBMLayout_H_T__0,
+        "x_sb_layout": XSBLayout_tp102__0,
+    }
+    return arrays, _float_reference(arrays), ["router_logits", "expert_index", "expert_affinities"]
+
+
+def _attention_cte(seq, d_head, dtype, causal):
+    rng = _rng(9)
+    q = rng.standard_normal((1, seq, d_head)).astype(np.float32).astype(dtype)
+    k = rng.standard_normal((1, d_head, seq)).astype(np.float32).astype(dtype)
+    v = rng.standard_normal((1, seq, d_head)).astype(np.float32).astype(dtype)
+    scale = 1.0 / np.sqrt(d_head)
+    kernel = {"q": q, "k": k, "v": v, "scale": scale, "causal_mask": causal}
+    return kernel, _float_reference(kernel)
+
+
+def _qkv_tkg(batch, seq, hidden, fused, norm):
+    from nkilib_src.nkilib.core.utils.common_types import NormType
+
+    rng = _rng(10)
+    arrays = {
+        "hidden": rng.standard_normal((batch, seq, hidden)).astype(np.float32).astype(BF16),
+        "qkv_w": (rng.standard_normal((hidden, fused)) / np.sqrt(hidden)).astype(BF16),
+        "norm_w": rng.standard_normal((1, hidden)).astype(np.float32).astype(BF16),
+        "norm_type": NormType.RMS_NORM if norm else NormType.NO_NORM,
+    }
+    return arrays, _float_reference(arrays)
+
+
+def _mlp(batch, seq, hidden, intermediate):
+    rng = _rng(11)
+
+    def weights(rows, cols):
+        return (rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(BF16)
+
+    kernel = {
+        "hidden_tensor": rng.standard_normal((batch, seq, hidden)).astype(BF16),
+        "gate_proj_weights_tensor": weights(hidden, intermediate),
+        "up_proj_weights_tensor": weights(hidden, intermediate),
+        "down_proj_weights_tensor": weights(intermediate, hidden),
+    }
+    return kernel, {k.removesuffix("_tensor"): v for k, v in _float_reference(kernel).items()}
+
+
+def mlp_reference(hidden, gate_proj_weights, up_proj_weights, down_proj_weights):
+    """down(silu(x @ gate) * (x @ up)), the SiLU MLP the library's kernel documents (the
+    library's own reference lives in its test harness, so it is written here)."""
+    gate = torch.nn.functional.silu(hidden @ gate_proj_weights)
+    return (gate * (hidden @ up_proj_weights)) @ down_proj_weights
+
+
+def _rope_hf(batch, q_heads, k_heads, seq, d_head):
+    rng = _rng(12)
+    angles = rng.uniform(0, 6.28, (seq, d_head // 2)).astype(np.float32)
+    angles = np.concatenate([angles, angles], axis=-1)
+    arrays = {
+        "q": rng.standard_normal((batch, q_heads, seq, d_head)).astype(np.float32),
+        "k": rng.standard_normal((batch, k_heads, seq, d_head)).astype(np.float32),
+        "q_out": np.zeros((batch, q_heads, seq, d_head), np.float32),
+        "k_out": np.zeros((batch, k_heads, seq, d_head), np.float32),
+        "cos": np.cos(angles)[None],
+        "sin": np.sin(angles)[None],
+    }
+    return arrays, _float_reference(arrays), ["q_out", "k_out"]
+
+
+def _find_nonzero(tokens, columns):
+    x = (_rng(13).random((tokens, columns)) < 0.3).astype(np.float32)
+    return {"input_tensor": x}, {"input_tensor": torch.from_numpy(x)}
+
+
+def qkv_reference(hidden, qkv_w, norm_w, norm_type, eps=1e-6):
+    """RMSNorm(hidden) · norm_w @ qkv_w, the projection qkv_tkg documents (the library's own
+    reference imports its test helpers, which need the unpublished neuron_dtypes package)."""
+    rms = torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + eps)
+    return (hidden * rms * norm_w) @ qkv_w
+
+
 # (case, kernel module, kernel, reference module, reference, inputs -> (kernel kwargs,
-#  reference kwargs), tolerance on the error relative to the reference's largest magnitude)
+#  reference kwargs[, names of the kernel arguments it writes, compared instead of its
+#  return value]), tolerance on the error relative to the reference's largest magnitude
+#  [, comparison])
 CASES = [
     (
         "cumsum fp32 [128, 2048]",
@@ -144,6 +306,115 @@ CASES = [
         lambda: _cross_entropy(32, 4096),
         1e-4,
     ),
+    (
+        "rmsnorm_tkg fp16 B=1 S=8 H=2048",
+        "core.subkernels.rmsnorm_tkg",
+        "rmsnorm_tkg",
+        "core.subkernels.rmsnorm_torch",
+        "rmsnorm_tkg_torch_ref_lnc1",
+        lambda: _norm_tkg(1, 8, 2048, np.float16),
+        2e-2,
+    ),
+    (
+        "rmsnorm_tkg fp16 B=1 S=1 H=4096 (3072 used)",
+        "core.subkernels.rmsnorm_tkg",
+        "rmsnorm_tkg",
+        "core.subkernels.rmsnorm_torch",
+        "rmsnorm_tkg_torch_ref_lnc1",
+        lambda: _norm_tkg(1, 1, 4096, np.float16, hidden_actual=3072),
+        2e-2,
+    ),
+    (
+        "layernorm_tkg fp16 B=1 S=8 H=2048",
+        "core.subkernels.layernorm_tkg",
+        "layernorm_tkg",
+        "core.subkernels.layernorm_torch",
+        "layernorm_tkg_torch_ref_lnc1",
+        lambda: _norm_tkg(1, 8, 2048, np.float16, beta=True),
+        2e-2,
+    ),
+    (
+        "rmsnorm_quant bf16 [1, 128, 4096] row fp8",
+        "core.rmsnorm.rmsnorm_quant",
+        "rmsnorm_quant_kernel",
+        __name__,
+        "rmsnorm_quant_reference",
+        lambda: _rmsnorm_quant(1, 128, 4096),
+        0.072,  # the library's own tolerance on the dequantised values (fp8 e4m3 rounding)
+        _compare_rmsnorm_quant,
+    ),
+    (
+        "router_topk bf16 T=32 H=3072 E=128 k=4 softmax",
+        "core.router_topk.router_topk",
+        "router_topk",
+        "core.router_topk.router_topk_torch",
+        "router_topk_torch_ref",
+        lambda: _router_topk(32, 3072, 128, 4),
+        2e-2,
+    ),
+    (
+        "attention_cte bf16 causal S=512 d=64",
+        "core.attention.attention_cte",
+        "attention_cte",
+        "core.attention.attention_cte_torch",
+        "attention_cte_torch_ref",
+        lambda: _attention_cte(512, 64, BF16, True),
+        2e-2,
+    ),
+    (
+        "attention_cte fp32 S=256 d=128",
+        "core.attention.attention_cte",
+        "attention_cte",
+        "core.attention.attention_cte_torch",
+        "attention_cte_torch_ref",
+        lambda: _attention_cte(256, 128, np.float32, False),
+        2e-2,  # the kernel computes everything but the softmax in bfloat16, fp32 inputs too
+    ),
+    (
+        "qkv_tkg bf16 B=1 S=4 H=4096 I=512 rmsnorm",
+        "core.qkv.qkv_tkg",
+        "qkv_tkg",
+        __name__,
+        "qkv_reference",
+        lambda: _qkv_tkg(1, 4, 4096, 512, True),
+        2e-2,
+    ),
+    (
+        "rope_hf fp32 B=1 Hq=4 Hk=2 S=128 d=64",
+        "core.embeddings.rope_hf",
+        "rope_hf",
+        "core.embeddings.rope_hf_torch",
+        "rope_hf_torch_ref",
+        lambda: _rope_hf(1, 4, 2, 128, 64),
+        1e-5,
+    ),
+    (
+        "find_nonzero_indices fp32 T=256 C=16",
+        "core.subkernels.find_nonzero_indices",
+        "find_nonzero_indices",
+        "core.subkernels.find_nonzero_indices_torch",
+        "find_nonzero_indices_torch_ref",
+        lambda: _find_nonzero(256, 16),
+        0.0,
+    ),
+    (
+        "mlp (tkg) bf16 B=1 S=4 H=1024 I=448",
+        "core.mlp.mlp",
+        "mlp",
+        __name__,
+        "mlp_reference",
+        lambda: _mlp(1, 4, 1024, 448),
+        2e-2,
+    ),
+    (
+        "mlp (cte) bf16 B=1 S=512 H=1024 I=448",
+        "core.mlp.mlp",
+        "mlp",
+        __name__,
+        "mlp_reference",
+        lambda: _mlp(1, 512, 1024, 448),
+        2e-2,
+    ),
 ]
 
 
@@ -158,26 +429,38 @@ def _to_torch(value):
 def _compare(got, expected, tolerance):
     got = np.asarray(got).astype(np.float32)
     expected = expected.float().numpy() if isinstance(expected, torch.Tensor) else expected
-    scale = max(1.0, float(np.abs(expected).max()))
+    scale = max(float(np.abs(expected).max()), 1e-30)
     error = float(np.abs(got - expected).max()) / scale
     return error <= tolerance, error
 
 
 def run_case(case, package):
-    name, module, kernel_name, ref_module, ref_name, build, tolerance = case
+    name, module, kernel_name, ref_module, ref_name, build, tolerance = case[:7]
+    compare = case[7] if len(case) > 7 else None
     start = time.perf_counter()
     row = {"case": name, "kernel": f"{module}.{kernel_name}"}
     try:
         kernel = getattr(importlib.import_module(f"{package}.{module}"), kernel_name)
-        reference = getattr(importlib.import_module(f"{package}.{ref_module}"), ref_name)
-        kernel_inputs, reference_inputs = build()
+        ref_path = ref_module if ref_module == __name__ else f"{package}.{ref_module}"
+        reference = getattr(importlib.import_module(ref_path), ref_name)
+        built = build()
+        kernel_inputs, reference_inputs = built[:2]
+        written = built[2] if len(built) > 2 else None
         result = nki.kernel.launch(kernel, (), kernel_inputs, profile="trn2")
         expected = reference(**reference_inputs)
         if isinstance(expected, dict):
             expected = list(expected.values())
-        outputs = result.outputs if isinstance(result.outputs, (list, tuple)) else [result.outputs]
+        if written is not None:
+            outputs = [kernel_inputs[n] for n in written]
+        elif isinstance(result.outputs, (list, tuple)):
+            outputs = result.outputs
+        else:
+            outputs = [result.outputs]
         expected = expected if isinstance(expected, (list, tuple)) else [expected]
-        errors = [_compare(g, e, tolerance) for g, e in zip(outputs, expected, strict=True)]
+        if compare is not None:
+            errors = [compare(outputs, expected, tolerance)]
+        else:
+            errors = [_compare(g, e, tolerance) for g, e in zip(outputs, expected, strict=True)]
         passed = all(ok for ok, _ in errors)
         row.update(
             status="pass" if passed else "mismatch",
@@ -190,7 +473,8 @@ def run_case(case, package):
         if not isinstance(error, nki.KernelRuleError):  # those already name the kernel line
             last = traceback.extract_tb(error.__traceback__)[-1]
             where = f" ({Path(last.filename).name}:{last.lineno})"
-        row.update(status="error", reason=f"{type(error).__name__}: {str(error)[:300]}{where}")
+        text = re.sub(r"/[^\s()'\"]*/", "", str(error)[:300])  # file names, no machine paths
+        row.update(status="error", reason=f"{type(error).__name__}: {text}{where}")
     row["wall_s"] = time.perf_counter() - start
     return row
 
@@ -222,6 +506,21 @@ def markdown(rows, commit):
         "Errors name the rule or the missing feature and the kernel line; the cases are the",
         "library's core kernels whose inputs need no library test harness (kernels built on",
         "collectives, MX formats or dynamic shapes are not listed).",
+        "",
+        "Notes:",
+        "- References: the library's own PyTorch references, except rmsnorm_quant (its",
+        "  reference lives in the library's test harness: written here from the formula, compared",
+        "  at the library's tolerances, 0.072 on dequantised values and 0.007 on scales), qkv_tkg",
+        "  (its reference imports test helpers that need the unpublished `neuron_dtypes`) and mlp.",
+        "- Latency targets: the library's tests list `tpbSgCyclesSum` figures (rmsnorm_quant,",
+        "  attention_cte, mlp) without stating their unit or clock, so no ±15% comparison is made.",
+        "- mlp: the checkout's `core/mlp/mlp.py` does not parse (an indented docstring line",
+        "  after the docstring closes, line 203), so no Python can import the wrapper;",
+        "  find_nonzero_indices needs `nisa.constants` and GpSimd's `nonzero_with_count`,",
+        "  neither simulated yet.",
+        "- attention_cte's estimate is DMA-bound: its SBUF-to-SBUF `dma_transpose` runs as one",
+        "  DMA per source partition with element-sized chunks, a pessimistic cost (no published",
+        "  figure for the DMA transpose path).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -237,6 +536,7 @@ def main():
     if not (source / "nkilib_src" / "nkilib").is_dir():
         sys.exit(f"{args.checkout} is not an NKI Library checkout (no src/nkilib_src/nkilib)")
     sys.path.insert(0, str(source))
+    sys.path.insert(1, str(args.checkout))  # some references import the library's test helpers
     commit = args.version or "unnamed checkout"
     head = args.checkout / ".git" / "HEAD"
     if args.version is None and head.exists():

@@ -23,7 +23,10 @@ using namespace openneuron::sim;
 // Layout of one encoded instruction (int64 words), shared with openneuron/nki/encoding.py.
 constexpr int kHeaderWords = 12;
 constexpr int kPatternWords = 15;
-constexpr int kInstructionWords = kHeaderWords + 5 * kPatternWords;
+// Then a run-time offset: kind (0 none, 1 scalar, 2 vector), on_dst, skip out of bounds,
+// stride, bound, and the index pattern.
+constexpr int kIndirectWords = 5 + kPatternWords;
+constexpr int kInstructionWords = kHeaderWords + 5 * kPatternWords + kIndirectWords;
 
 AccessPattern decode_pattern(const int64_t* words) {
   AccessPattern ap;
@@ -80,6 +83,13 @@ Program decode(const std::string& source, const py::list& buffers,
     ins.dst2 = decode_pattern(w + kHeaderWords + kPatternWords);
     for (int s = 0; s < 3; ++s)
       ins.src[s] = decode_pattern(w + kHeaderWords + (2 + s) * kPatternWords);
+    const int64_t* indirect = w + kHeaderWords + 5 * kPatternWords;
+    ins.indirect.kind = static_cast<IndirectKind>(indirect[0]);
+    ins.indirect.on_dst = indirect[1] != 0;
+    ins.indirect.skip_out_of_bounds = indirect[2] != 0;
+    ins.indirect.stride = indirect[3];
+    ins.indirect.bound = indirect[4];
+    ins.indirect.index = decode_pattern(indirect + 5);
     const double* f = immediates.data(i, 0);
     ins.imm0 = static_cast<float>(f[0]);
     ins.imm1 = static_cast<float>(f[1]);

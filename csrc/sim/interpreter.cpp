@@ -470,6 +470,19 @@ void execute(CoreState& state, const Instruction& ins) {
       Access::write(state, dst, out.data());
       return;
     }
+    case Opcode::kStreamShuffle: {
+      const auto x = Access::read(state, ins, a);
+      const int64_t f = a.free_size();
+      for (int64_t d = 0; d < dst.partitions(); ++d) {
+        const int from = stream_shuffle_source(ins, d);
+        if (from < 0) continue;  // 255: the partition keeps its contents
+        AccessPattern row = dst;
+        row.start_partition += static_cast<int32_t>(d);
+        row.dims[0].size = 1;
+        Access::write(state, row, x.data() + from * f);
+      }
+      return;
+    }
     case Opcode::kCount:
       return;
   }

@@ -23,12 +23,25 @@ const char* engine_name(Engine engine) {
 }
 
 const char* opcode_name(Opcode opcode) {
-  static const char* const kNames[] = {"nc_matmul",     "nc_transpose",  "tensor_tensor",
-                                       "tensor_scalar", "tensor_reduce", "tensor_copy",
-                                       "memset",        "select",        "tensor_tensor_scan",
-                                       "bn_stats",      "bn_aggr",       "activation",
-                                       "iota",          "affine_select", "tensor_partition_reduce",
-                                       "dma_copy",      "max8",          "nc_find_index8"};
+  static const char* const kNames[] = {"nc_matmul",
+                                       "nc_transpose",
+                                       "tensor_tensor",
+                                       "tensor_scalar",
+                                       "tensor_reduce",
+                                       "tensor_copy",
+                                       "memset",
+                                       "select",
+                                       "tensor_tensor_scan",
+                                       "bn_stats",
+                                       "bn_aggr",
+                                       "activation",
+                                       "iota",
+                                       "affine_select",
+                                       "tensor_partition_reduce",
+                                       "dma_copy",
+                                       "max8",
+                                       "nc_find_index8",
+                                       "nc_stream_shuffle"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);
 }
@@ -96,6 +109,14 @@ Engine default_engine(Opcode opcode) {
     default:
       return Engine::kVector;
   }
+}
+
+int stream_shuffle_source(const Instruction& instruction, int64_t d) {
+  const int i = static_cast<int>(d % 32);
+  const auto word = static_cast<uint64_t>(instruction.pattern[i / 8]);
+  const int mask = static_cast<int>((word >> (8 * (i % 8))) & 0xFF);
+  if (mask == 255) return -1;
+  return static_cast<int>(d / 32) * 32 + mask;
 }
 
 }  // namespace openneuron::sim

@@ -53,9 +53,22 @@
 //                   (row-major over a's free elements, from 0) of its first element equal to it
 //                   in partition p of a (8 ≤ F ≤ 16384); all ones (0xFFFF / 0xFFFFFFFF) when
 //                   none is (so always for NaN).
+//   kStreamShuffle  moves partitions within each quadrant of 32: dst partition 32q + i (from the
+//                   start of dst) = a partition 32q + mask[i] (from the start of a), i = 0..31;
+//                   mask[i] = 255 leaves that dst partition as it was. The 32 mask bytes are
+//                   `pattern` (byte i of the 32 in little-endian order). Same dtype, same free
+//                   size; a may span fewer partitions than dst (mask 0: a broadcast).
 //   DMA
 //   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
 //                   order; casts between dtypes; HBM and SBUF only (never PSUM).
+//                   A run-time offset (Instruction::indirect) moves one HBM operand by values
+//                   read from SBUF as the instruction runs. Scalar: one integer v of `index`
+//                   ([1,1]) adds v·stride to the operand's offset. Vector: integer v[i] of row i
+//                   of `index` ([P,1], P = the operand's first dimension) replaces that dimension:
+//                   row i starts at offset + v[i]·stride, and moves the elements of row i (in
+//                   row-major order) of the other operand, whose first dimension has size P too.
+//                   Every value must lie in [0, bound): otherwise out-of-bounds, or under
+//                   skip_out_of_bounds the transfer (scalar) or the row (vector) is left out.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +101,7 @@ enum class Opcode : uint8_t {
   kDmaCopy,
   kMax8,
   kFindIndex8,
+  kStreamShuffle,
   kCount
 };
 
@@ -176,6 +190,20 @@ struct AccessPattern {
   int64_t elements() const { return partitions() * free_size(); }
 };
 
+// A run-time offset on one HBM operand of kDmaCopy (see kDmaCopy above).
+enum class IndirectKind : uint8_t { kNone, kScalar, kVector };
+
+struct IndirectOffset {
+  IndirectKind kind = IndirectKind::kNone;
+  bool on_dst = false;              // the operand it moves: dst, else src[0]
+  bool skip_out_of_bounds = false;  // leave out-of-range transfers out instead of failing
+  int64_t stride = 0;               // elements per unit of an index value
+  int64_t bound = 0;                // index values lie in [0, bound)
+  AccessPattern index;              // SBUF, integer dtype: [1,1] (scalar) or [P,1] (vector)
+
+  bool active() const { return kind != IndirectKind::kNone; }
+};
+
 struct Instruction {
   Opcode opcode = Opcode::kTensorCopy;
   Engine engine = Engine::kVector;
@@ -194,6 +222,7 @@ struct Instruction {
   float imm1 = 0.0f;
   float imm2 = 0.0f;
   int64_t pattern[kMaxDims - 1] = {0, 0, 0, 0};  // kIota / kAffineSelect steps per free dim
+  IndirectOffset indirect;                       // kDmaCopy only
   int32_t line = 0;                              // the kernel's source line that issued it
 };
 
@@ -215,5 +244,9 @@ struct Program {
 
 // The engine an opcode runs on when the kernel does not choose (kTensorCopy may be moved).
 Engine default_engine(Opcode opcode);
+
+// kStreamShuffle: the partition of src[0] (from its start) that dst partition `d` copies, or -1
+// when its mask byte is 255.
+int stream_shuffle_source(const Instruction& instruction, int64_t d);
 
 }  // namespace openneuron::sim

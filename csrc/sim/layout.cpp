@@ -102,6 +102,7 @@ Layout plan_layout(const Program& program, const CoreProfile& profile, bool next
     touch(instruction.dst, index);
     touch(instruction.dst2, index);
     for (const auto& src : instruction.src) touch(src, index);
+    touch(instruction.indirect.index, index);
   }
   std::vector<std::vector<int32_t>> dies_after(count);
   for (size_t b = 0; b < buffer_count; ++b) {

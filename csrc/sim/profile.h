@@ -37,6 +37,7 @@ struct CoreProfile {
   double dma_bytes_per_ns_per_engine;  // 23 (trn2), 33 (trn3)
   double dma_fixed_ns;                 // ~1,300 ns latency from issue to first byte
   double dma_descriptor_ns;            // per contiguous chunk; makes < 256 B chunks overhead-bound
+  int64_t indirect_index_cycles;       // reading run-time offsets from SBUF first (~140)
   double hbm_gb_per_s;                 // per core, for the eager cost model
   // Peaks per core, for the eager cost model (TFLOPS).
   double peak_bf16_tflops;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/errors.h"
+#include "sim/indirect.h"
 
 namespace openneuron::sim {
 
@@ -26,9 +27,17 @@ class Checker {
   void check(const Instruction& instruction) {
     current_ = &instruction;
     const char* name = opcode_name(instruction.opcode);
-    check_operand(instruction.dst, "dst");
+    // An operand with a run-time offset is checked at index 0 here, at its bound below.
+    const IndirectOffset& indirect = instruction.indirect;
+    const bool moves_dst = indirect.active() && indirect.on_dst;
+    const bool moves_src = indirect.active() && !indirect.on_dst;
+    check_operand(moves_dst ? at_index(instruction, 0) : instruction.dst, "dst");
     check_operand(instruction.dst2, "reduce_res");
-    for (int s = 0; s < 3; ++s) check_operand(instruction.src[s], source_slot(s));
+    for (int s = 0; s < 3; ++s) {
+      check_operand(s == 0 && moves_src ? at_index(instruction, 0) : instruction.src[s],
+                    source_slot(s));
+    }
+    if (indirect.active()) check_indirect(instruction);
     check_engine_access(instruction);
     switch (instruction.opcode) {
       case Opcode::kMatmul:
@@ -137,6 +146,9 @@ class Checker {
       case Opcode::kFindIndex8:
         check_top8(instruction);
         break;
+      case Opcode::kStreamShuffle:
+        check_stream_shuffle(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -146,6 +158,28 @@ class Checker {
   static const char* source_slot(int s) {
     static const char* const kNames[] = {"src0", "src1", "src2"};
     return kNames[s];
+  }
+
+  void check_stream_shuffle(const Instruction& instruction) {
+    require_inputs(instruction, 1);
+    const AccessPattern& src = instruction.src[0];
+    const AccessPattern& dst = instruction.dst;
+    if (src.dtype != dst.dtype) {
+      fail(rule::kDtype, std::string("keeps the dtype: ") + dtype_name(src.dtype) + " in, " +
+                             dtype_name(dst.dtype) + " out");
+    }
+    if (src.free_size() != dst.free_size()) {
+      fail(rule::kShapeMismatch, "src " + shape_text(src) + " and dst " + shape_text(dst) +
+                                     " must have the same elements per partition");
+    }
+    for (int64_t d = 0; d < dst.partitions(); ++d) {
+      const int from = stream_shuffle_source(instruction, d);
+      if (from >= src.partitions() || (from >= 0 && from - d / 32 * 32 >= 32)) {
+        fail(rule::kOutOfBounds, "dst partition " + std::to_string(d) + " copies partition " +
+                                     std::to_string(from) + " of src " + shape_text(src) +
+                                     ", which it does not have");
+      }
+    }
   }
 
   // max8 / nc_find_index8: [P, 8] out of 8..16384 elements per partition.
@@ -280,6 +314,56 @@ class Checker {
     each(instruction.dst, true);
     each(instruction.dst2, true);
     for (const auto& src : instruction.src) each(src, false);
+  }
+
+  void check_indirect(const Instruction& instruction) {
+    const IndirectOffset& indirect = instruction.indirect;
+    if (instruction.opcode != Opcode::kDmaCopy) {
+      fail(rule::kBadOperand,
+           "run-time offsets (scalar_offset / vector_offset) apply to "
+           "dma_copy only");
+    }
+    const char* slot = indirect.on_dst ? "dst" : "src";
+    const AccessPattern& moved = indirect.on_dst ? instruction.dst : instruction.src[0];
+    const AccessPattern& other = indirect.on_dst ? instruction.src[0] : instruction.dst;
+    if (!moved.valid() || memory(moved) != Memory::kHbm) {
+      fail(rule::kBadOperand, std::string("a run-time offset moves an HBM access pattern; ") +
+                                  slot + " is not in HBM");
+    }
+    const AccessPattern& index = indirect.index;
+    if (!index.valid()) fail(rule::kBadOperand, "a run-time offset without its index tile");
+    check_operand(index, "offset index");
+    if (memory(index) != Memory::kSbuf) {
+      fail(rule::kBadOperand, "run-time offsets are read from SBUF; '" +
+                                  program_.buffers[index.buffer].name + "' is in " +
+                                  memory_name(memory(index)));
+    }
+    if (is_float(index.dtype)) {
+      fail(rule::kDtype, std::string("run-time offsets are integers, '") +
+                             program_.buffers[index.buffer].name + "' holds " +
+                             dtype_name(index.dtype));
+    }
+    if (indirect.bound < 1 || indirect.stride < 0) {
+      fail(rule::kBadOperand, "run-time offset with bound " + std::to_string(indirect.bound) +
+                                  " and stride " + std::to_string(indirect.stride));
+    }
+    if (indirect.kind == IndirectKind::kScalar && index.elements() != 1) {
+      fail(rule::kShapeMismatch,
+           "a scalar_offset is one value, got an index of " + shape_text(index));
+    }
+    if (indirect.kind == IndirectKind::kVector) {
+      const int64_t rows = moved.dims[0].size;
+      if (index.partitions() != rows || index.free_size() != 1) {
+        fail(rule::kShapeMismatch, "a vector_offset is one value per row [" + std::to_string(rows) +
+                                       ", 1] of " + slot + ", got " + shape_text(index));
+      }
+      if (other.dims[0].size != rows) {
+        fail(rule::kShapeMismatch, std::string("with a vector_offset on ") + slot +
+                                       ", the other operand's first dimension must have its " +
+                                       std::to_string(rows) + " rows, got " + shape_text(other));
+      }
+    }
+    check_operand(at_index(instruction, indirect.bound - 1), slot);
   }
 
   void require_inputs(const Instruction& instruction, int count) {

@@ -1,5 +1,6 @@
 #include "sim/simulator.h"
 
+#include "sim/indirect.h"
 #include "sim/interpreter.h"
 #include "sim/rules.h"
 
@@ -30,10 +31,15 @@ void Simulator::run(bool reference) {
   try {
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       for (int32_t buffer : execution_layout_.born_at[i]) core.begin_life(buffer);
-      if (reference) {
-        execute_reference(core, program_.instructions[i]);
+      const Instruction& instruction = program_.instructions[i];
+      if (instruction.indirect.active()) {
+        for (const Instruction& plain : resolve_indirect(core, instruction)) {
+          reference ? execute_reference(core, plain) : execute_fast(core, plain);
+        }
+      } else if (reference) {
+        execute_reference(core, instruction);
       } else {
-        execute_fast(core, program_.instructions[i]);
+        execute_fast(core, instruction);
       }
     }
   } catch (...) {

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
+
+#include "sim/indirect.h"
 
 namespace openneuron::sim {
 
@@ -269,16 +272,25 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
       break;
     }
     case Opcode::kDmaCopy: {
-      const AccessPattern& dst = ins.dst;
+      AccessPattern src = a, dst = ins.dst;
+      // A vector offset makes every row its own chunk; reading the offsets costs the engine
+      // that generates the descriptors a fixed time first.
+      double index_ns = 0;
+      if (ins.indirect.active()) {
+        AccessPattern& moved = ins.indirect.on_dst ? dst : src;
+        if (ins.indirect.kind == IndirectKind::kVector && moved.dims[0].size > 1)
+          moved.dims[0].stride = std::numeric_limits<int64_t>::max() / 4;
+        index_ns = static_cast<double>(profile.indirect_index_cycles) / profile.gpsimd_ghz;
+      }
       const int64_t bytes =
-          std::max(a.elements() * dtype_size(a.dtype), dst.elements() * dtype_size(dst.dtype));
+          std::max(src.elements() * dtype_size(src.dtype), dst.elements() * dtype_size(dst.dtype));
       const int64_t chunk = std::max<int64_t>(
-          1, std::min(contiguous_bytes(program, a), contiguous_bytes(program, dst)));
+          1, std::min(contiguous_bytes(program, src), contiguous_bytes(program, dst)));
       const int64_t descriptors = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
       const double lanes = static_cast<double>(std::min<int64_t>(profile.dma_engines, descriptors));
-      return (descriptors * profile.dma_descriptor_ns +
-              bytes / profile.dma_bytes_per_ns_per_engine) /
-             lanes;
+      return index_ns + (descriptors * profile.dma_descriptor_ns +
+                         bytes / profile.dma_bytes_per_ns_per_engine) /
+                            lanes;
     }
     case Opcode::kTensorTensor: {
       const int64_t n = free_elements(a);
@@ -342,9 +354,14 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
       ready = std::max(ready, tracker.ready(ap, is_write, ins.engine, sync_ns));
       ready_unsynced = std::max(ready_unsynced, tracker.ready(ap, is_write, ins.engine, 0.0));
     };
-    consider(ins.dst, true);
+    // An operand with a run-time offset may touch anything its offsets can reach.
+    const AccessPattern dst_reach = indirect_reach(program, ins, ins.dst);
+    const AccessPattern src_reach = indirect_reach(program, ins, ins.src[0]);
+    consider(dst_reach, true);
     consider(ins.dst2, true);
-    for (const auto& src : ins.src) consider(src, false);
+    consider(src_reach, false);
+    for (int s = 1; s < 3; ++s) consider(ins.src[s], false);
+    consider(ins.indirect.index, false);
     double start = std::max(engine_was_free, ready);
     // The dependent-instruction overhead is work of the waiting engine: the part of it that
     // falls after the engine's previous instruction keeps the engine busy.
@@ -387,9 +404,11 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
       timeline.matmul_flops += 2 * ins.src[0].elements() * ins.src[1].free_size();
     }
     summary.instructions += 1;
-    tracker.record(ins.dst, true, ins.engine, end);
+    tracker.record(dst_reach, true, ins.engine, end);
     tracker.record(ins.dst2, true, ins.engine, end);
-    for (const auto& src : ins.src) tracker.record(src, false, ins.engine, end);
+    tracker.record(src_reach, false, ins.engine, end);
+    for (int s = 1; s < 3; ++s) tracker.record(ins.src[s], false, ins.engine, end);
+    tracker.record(ins.indirect.index, false, ins.engine, end);
     timeline.instructions[i] = {start, end};
     timeline.total_ns = std::max(timeline.total_ns, end);
   }

@@ -436,3 +436,69 @@ TEST(Instructions, StreamingReductionEqualsTheReference) {
 
 }  // namespace
 }  // namespace openneuron::sim
+
+namespace openneuron::sim {
+namespace {
+
+// Mask byte i of kStreamShuffle's 32 in the instruction's pattern words.
+void set_shuffle_mask(Instruction& instruction, const std::vector<int>& mask) {
+  for (int w = 0; w < 4; ++w) {
+    uint64_t word = 0;
+    for (int b = 0; b < 8; ++b) word |= static_cast<uint64_t>(mask[8 * w + b]) << (8 * b);
+    instruction.pattern[w] = static_cast<int64_t>(word);
+  }
+}
+
+TEST(Instructions, StreamShuffleMovesPartitionsWithinQuadrants) {
+  const int64_t p = 64, f = 5;
+  std::vector<int> mask(32);
+  for (int i = 0; i < 32; ++i) mask[i] = (i * 7 + 3) % 32;
+  mask[4] = 255;  // keeps what the destination held
+  ProgramBuilder b;
+  const int32_t in = b.hbm("in", DType::kFloat32, p * f, true);
+  const int32_t before = b.hbm("before", DType::kFloat32, p * f, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, p * f, false);
+  const AccessPattern src = load(b, in, DType::kFloat32, p, f, "src");
+  const AccessPattern dst = load(b, before, DType::kFloat32, p, f, "dst");
+  set_shuffle_mask(b.add(Opcode::kStreamShuffle, dst, {src}), mask);
+  store(b, out, dst, p, f);
+  const auto values = random_floats(p * f, 21);
+  const auto old = random_floats(p * f, 22);
+  const auto got = run_both(b, {{in, values}, {before, old}}, out);
+  for (int64_t d = 0; d < p; ++d) {
+    const int m = mask[d % 32];
+    for (int64_t j = 0; j < f; ++j) {
+      const float want = m == 255 ? old[d * f + j] : values[(d / 32 * 32 + m) * f + j];
+      ASSERT_EQ(got[d * f + j], want) << d << "," << j;
+    }
+  }
+}
+
+TEST(Instructions, StreamShuffleBroadcastsOnePartitionAndChecksItsSource) {
+  const int64_t f = 3;
+  ProgramBuilder b;
+  const int32_t in = b.hbm("in", DType::kFloat32, f, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 32 * f, false);
+  const AccessPattern src = load(b, in, DType::kFloat32, 1, f, "src");
+  const int32_t tile = b.tile("dst", Memory::kSbuf, DType::kFloat32, 32, f);
+  Instruction& shuffle = b.add(Opcode::kStreamShuffle, b.ap(tile, {32, f}), {src});
+  set_shuffle_mask(shuffle, std::vector<int>(32, 0));
+  store(b, out, b.ap(tile, {32, f}), 32, f);
+  const auto values = random_floats(f, 23);
+  const auto got = run_both(b, {{in, values}}, out);
+  for (int64_t d = 0; d < 32; ++d)
+    for (int64_t j = 0; j < f; ++j) ASSERT_EQ(got[d * f + j], values[j]);
+  // Partition 1 of a one-partition source does not exist.
+  std::vector<int> bad(32, 0);
+  bad[7] = 1;
+  set_shuffle_mask(b.program().instructions[1], bad);
+  try {
+    Simulator simulator(b.program(), trn2());
+    FAIL() << "expected out-of-bounds";
+  } catch (const SimError& error) {
+    EXPECT_EQ(error.rule, rule::kOutOfBounds) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace openneuron::sim

@@ -2,7 +2,8 @@
 
 A finder at the front of ``sys.meta_path`` answers ``nki`` and ``nki.*`` with the modules of
 ``openneuron.nki`` (the same objects, so one trace state), but only when no other ``nki`` can
-be found on ``sys.path``: an installed AWS nki always wins.
+be found on ``sys.path``: an installed AWS nki always wins. The older name ``neuronxcc.nki`` is
+answered the same way when no ``neuronxcc`` is installed.
 """
 
 import importlib
@@ -27,6 +28,8 @@ class _Loader(importlib.abc.Loader):
 
 class NkiAliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
+        if fullname == "neuronxcc" or fullname.startswith("neuronxcc."):
+            return self._legacy_spec(fullname)
         if fullname != "nki" and not fullname.startswith("nki."):
             return None
         if fullname == "nki":
@@ -35,6 +38,22 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
         elif not getattr(sys.modules.get("nki"), "_is_openneuron_alias", False):
             return None
         name = "openneuron." + fullname
+        if importlib.util.find_spec(name) is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
+
+    @staticmethod
+    def _legacy_spec(fullname):
+        # The older package name (``neuronxcc.nki``, kernels import its typing module), answered
+        # only when no neuronxcc is installed.
+        if fullname == "neuronxcc":
+            if importlib.machinery.PathFinder.find_spec("neuronxcc") is not None:
+                return None
+            name = "openneuron.nki.legacy"
+        elif not getattr(sys.modules.get("neuronxcc"), "_is_openneuron_alias", False):
+            return None
+        else:
+            name = "openneuron." + fullname.removeprefix("neuronxcc.")
         if importlib.util.find_spec(name) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)

@@ -49,6 +49,9 @@ class oob_mode:
     error, skip = 0, 1
 
 
+_OOB_SKIP = oob_mode.skip
+
+
 class matmul_perf_mode:
     none = "none"
     double_row = "double_row"
@@ -136,9 +139,17 @@ def emit(
     imm0=0.0,
     imm1=0.0,
     imm2=0.0,
+    indirect=None,
 ):
     if opcode != tr.MATMUL:
         _note_reads(src0, src1, src2)
+    for t in (dst, dst2, src0, src1, src2):
+        if isinstance(t, NkiTensor) and t.indirect is not None and indirect is None:
+            tr.fail(
+                "unsupported",
+                "an access pattern with a run-time offset (scalar_offset / vector_offset) is "
+                "an operand of dma_copy only",
+            )
     return _trace().emit(
         opcode,
         engine_code,
@@ -156,6 +167,7 @@ def emit(
         imm0=float(imm0),
         imm1=float(imm1),
         imm2=float(imm2),
+        indirect=indirect,
     )
 
 
@@ -471,12 +483,26 @@ def affine_select(
 def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, name=None, **_ignored):
     if dst_rmw_op is not None:
         tr.fail("unsupported", "dma_copy with dst_rmw_op (DMA compute) is not simulated")
-    return emit(tr.DMA_COPY, tr.DMA, dst=_tensor(dst, "dst"), src0=_tensor(src, "src"))
+    dst, src = _tensor(dst, "dst"), _tensor(src, "src")
+    if dst.indirect is not None and src.indirect is not None:
+        tr.fail("unsupported", "dma_copy with run-time offsets on both dst and src")
+    moved = dst if dst.indirect is not None else src
+    indirect = None
+    if moved.indirect is not None:
+        kind, index, stride, bound = moved.indirect
+        skip = oob_mode == _OOB_SKIP
+        indirect = (kind, int(moved is dst), int(skip), stride, bound, index)
+    return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=src, indirect=indirect)
 
 
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
-    """dst = src with its two dimensions swapped, transposed by the DMA engines."""
+    """dst = src with its dimensions permuted by ``axes`` (default: the first and last
+    swapped), by the DMA engines."""
     _tensor(dst, "dst"), _tensor(src, "src")
+    if src.on_chip:
+        if axes is None:
+            axes = (src.ndim - 1,) + tuple(range(1, src.ndim - 1)) + (0,)
+        return _on_chip_dma_transpose(dst, src, tuple(int(a) for a in axes))
     shape = [s for s in src.shape if s != 1] if src.ndim > 2 else list(src.shape)
     strides = (
         [st for s, st in zip(src.shape, src.strides, strict=True) if s != 1]
@@ -496,6 +522,51 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
     if src.on_chip:
         tr.fail("unsupported", "dma_transpose from SBUF is not simulated")
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
+
+
+def _on_chip_dma_transpose(dst, src, axes):
+    """dst[i_0, ..] = src[i_axes[0], ..] for an on-chip src: one DMA per src partition p, moving
+    that partition's elements to where dst holds index p of src's partition axis."""
+    if sorted(axes) != list(range(src.ndim)) or dst.ndim != src.ndim:
+        tr.fail(
+            "bad-operand", f"dma_transpose axes {axes} for {src.ndim}-D src and {dst.ndim}-D dst"
+        )
+    if any(dst.shape[k] != src.shape[a] for k, a in enumerate(axes)):
+        tr.fail(
+            "shape-mismatch",
+            f"dma_transpose of {list(src.shape)} by axes {axes} gives "
+            f"{[src.shape[a] for a in axes]}, dst is {list(dst.shape)}",
+        )
+    at = list(axes).index(0)  # where src's partition axis lands in dst
+    rest = [k for k in range(dst.ndim) if k != at]
+    for p in range(src.shape[0]):
+        src_row = NkiTensor(
+            src.buffer,
+            src.dtype,
+            (1,) + tuple(src.shape[axes[k]] for k in rest),
+            (1,) + tuple(src.strides[axes[k]] for k in rest),
+            src.offset,
+            src.start_partition + p * src.strides[0],
+        )
+        if at == 0 and dst.on_chip:
+            dst_part = NkiTensor(
+                dst.buffer,
+                dst.dtype,
+                (1,) + tuple(dst.shape[k] for k in rest),
+                (1,) + tuple(dst.strides[k] for k in rest),
+                dst.offset,
+                dst.start_partition + p * dst.strides[0],
+            )
+        else:
+            dst_part = NkiTensor(
+                dst.buffer,
+                dst.dtype,
+                tuple(dst.shape[k] for k in rest),
+                tuple(dst.strides[k] for k in rest),
+                dst.offset + p * dst.strides[at],
+                dst.start_partition,
+            )
+        emit(tr.DMA_COPY, tr.DMA, dst=dst_part, src0=src_row)
 
 
 def max8(dst, src, name=None, **_ignored):
@@ -522,6 +593,30 @@ def tensor_scalar_reduce(
     return tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)))
 
 
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **_ignored):
+    """dst partition 32q + i = src partition 32q + shuffle_mask[i] in each quadrant of 32
+    (255: left as it was), on the Vector engine."""
+    dst, src = _tensor(dst, "dst"), _tensor(src, "src")
+    mask = [int(m) for m in shuffle_mask]
+    if len(mask) != 32 or any(not (0 <= m < 32 or m == 255) for m in mask):
+        tr.fail("bad-operand", f"shuffle_mask is 32 partitions in 0..31 or 255, got {mask}")
+    words = [sum(mask[8 * w + b] << (8 * b) for b in range(8)) for w in range(4)]
+    words = [w - (1 << 64) if w >= 1 << 63 else w for w in words]  # as int64
+    return emit(tr.STREAM_SHUFFLE, tr.VECTOR, dst=dst, src0=src, pattern=words)
+
+
+def core_barrier(data=None, cores=None, name=None, **_ignored):
+    """Waits for the other cores of the launch. One program per launch: nothing to wait for
+    (its own accesses are ordered by their dependencies); more than one run one after
+    another here, which a barrier between them cannot mean."""
+    trace = _trace()
+    programs = 1
+    for n in trace.num_programs:
+        programs *= n
+    if programs > 1:
+        tr.fail("unsupported", "core_barrier between the programs of a multi-core launch")
+
+
 def _not_simulated(name):
     def instruction(*args, **kwargs):
         tr.fail("unsupported", f"nisa.{name} is not simulated yet")
@@ -532,13 +627,11 @@ def _not_simulated(name):
 
 # Named so kernels import; each raises a KernelTraceError naming itself when called.
 for _name in (
-    "core_barrier",
     "dma_compute",
     "local_gather",
     "nc_match_replace8",
     "nc_matmul_mx",
     "nc_n_gather",
-    "nc_stream_shuffle",
     "nonzero_with_count",
     "quantize_mx",
     "range_select",

@@ -19,6 +19,7 @@ from openneuron.nki.tensor import NkiTensor
 
 _EMPTY_PATTERN = [-1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
 _SLOTS = ("dst", "dst2", "src0", "src1", "src2")
+_NO_INDIRECT = [0, 0, 0, 0, 0] + _EMPTY_PATTERN
 
 
 def default_profile() -> str:
@@ -32,7 +33,7 @@ def _sim():
 
 
 def encode(trace):
-    """The trace as the simulator's (buffers, int64 words [n, 87], float64 immediates [n, 3])."""
+    """The trace as the simulator's (buffers, int64 words [n, 107], float64 immediates [n, 3])."""
     rows, immediates = [], []
     for opcode, engine, f in trace.instructions:
         row = [
@@ -49,12 +50,18 @@ def encode(trace):
         for slot in _SLOTS:
             tensor = f[slot]
             row += tensor.encode() if tensor is not None else _EMPTY_PATTERN
+        indirect = f.get("indirect")
+        if indirect is None:
+            row += _NO_INDIRECT
+        else:
+            kind, on_dst, skip, stride, bound, index = indirect
+            row += [kind, on_dst, skip, stride, bound] + index.encode()
         rows.append(row)
         immediates.append((f["imm0"], f["imm1"], f["imm2"]))
     for row in rows:
         if row[1] == -1:
             row[1] = tr.VECTOR
-    words = np.array(rows, dtype=np.int64).reshape(len(rows), 12 + 5 * 15)
+    words = np.array(rows, dtype=np.int64).reshape(len(rows), 12 + 5 * 15 + 20)
     imms = np.array(immediates, dtype=np.float64).reshape(len(rows), 3)
     return [b.encode() for b in trace.buffers], words, imms
 

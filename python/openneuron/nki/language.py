@@ -57,7 +57,22 @@ private_hbm = _Memory("private_hbm", tr.HBM)
 
 
 class NKIObject:
-    """Base class kernels may derive their helper objects from (plain Python here)."""
+    """Base class kernels derive their helper objects from. Plain class attributes of a
+    subclass become its fields, so a ``@dataclass`` subclass that lists them without annotations
+    still takes them as keyword arguments."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        annotations = cls.__dict__.get("__annotations__", {})
+        added = {}
+        for name, value in list(cls.__dict__.items()):
+            if name.startswith("__") or name in annotations:
+                continue
+            if callable(value) or isinstance(value, (property, staticmethod, classmethod)):
+                continue
+            added[name] = object
+        if added:
+            cls.__annotations__ = {**annotations, **added}
 
 
 class tile_size:
@@ -118,8 +133,11 @@ def _memory(buffer):
     tr.fail("bad-operand", f"buffer must be nl.sbuf, nl.psum or an HBM kind, got {buffer!r}")
 
 
-def ndarray(shape, dtype=float32, buffer=None, name=None, **_ignored):
-    """A new, uninitialised tensor (NaN until written; reading it before is an error)."""
+def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignored):
+    """A new, uninitialised tensor (NaN until written; reading it before is an error).
+    An explicit ``address`` (partition, byte) is accepted and left to the simulator's own
+    placement by live range: tensors made to share memory through one address are not
+    modelled as aliases."""
     if isinstance(shape, int):
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
@@ -188,6 +206,9 @@ def copy(x, dtype=None, **_ignored):
     result = ndarray(x.shape, dtype or x.dtype, sbuf)
     nisa.tensor_copy(result, x)
     return result
+
+
+copy._act = 0  # as an activation function: the identity
 
 
 def _assign(view, value):
@@ -343,7 +364,8 @@ sqrt = _op("sqrt", act=9)
 rsqrt = _op("rsqrt", act=10)
 reciprocal = _op("reciprocal", act=11)
 square = _op("square", act=12)
-abs = _op("abs", act=13)  # noqa: A001  (NKI's name)
+# As an ALU operator (tensor_scalar's op0) abs is abs_max: |x| for the operand 0 kernels give.
+abs = _op("abs", alu=9, act=13)  # noqa: A001  (NKI's name)
 sin = _op("sin", act=14)
 cos = _op("cos", act=15)
 softplus = _op("softplus", act=16)

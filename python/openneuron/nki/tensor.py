@@ -41,6 +41,7 @@ class NkiTensor:
         "offset",
         "start_partition",
         "pending_matmul",
+        "indirect",
         "__weakref__",
     )
 
@@ -53,6 +54,9 @@ class NkiTensor:
         self.offset = offset
         self.start_partition = start_partition
         self.pending_matmul = None  # index of the nc_matmul that produced this fresh tile
+        # A run-time offset from .ap(scalar_offset= / vector_offset=): (kind, index tile,
+        # stride, bound), kind 1 scalar or 2 vector; only dma_copy takes such a view.
+        self.indirect = None
 
     # ---- description
     @property
@@ -100,6 +104,12 @@ class NkiTensor:
 
     # ---- views
     def _view(self, shape, strides, offset, start_partition, dtype=None):
+        if self.indirect is not None:
+            tr.fail(
+                "unsupported",
+                f"a view of {self!r}, whose access pattern has a run-time offset: "
+                "pass it to dma_copy as it is",
+            )
         return NkiTensor(self.buffer, dtype or self.dtype, shape, strides, offset, start_partition)
 
     def __getitem__(self, key):
@@ -213,14 +223,20 @@ class NkiTensor:
         """An explicit access pattern: ``pattern`` is [[step, count], ...] in elements of
         ``dtype``, ``offset`` from this view's first element. On-chip memory is addressed as
         NKI does, partition-major: the first pair's step is a multiple of the partition pitch
-        (the buffer's elements per partition)."""
-        if scalar_offset is not None or vector_offset is not None:
-            tr.fail(
-                "unsupported",
-                "access patterns with a run-time offset (scalar_offset / "
-                "vector_offset: indexing by values in memory) are not simulated yet",
-            )
+        (the buffer's elements per partition).
+
+        A run-time offset indexes dimension ``indirect_dim`` of this (HBM) view by values read
+        from SBUF when a ``dma_copy`` runs: ``scalar_offset`` (one integer, a [1, 1] tile) adds
+        value × that dimension's stride; ``vector_offset`` (a [P, 1] tile) gives row i of the
+        pattern's first dimension the start value[i] × stride. Values must lie in
+        [0, shape[indirect_dim])."""
         dtype = as_dtype(dtype) if dtype is not None else self.dtype
+        indirect = None
+        if scalar_offset is not None or vector_offset is not None:
+            indirect = self._indirect(scalar_offset, vector_offset, indirect_dim, dtype)
+            if isinstance(indirect, int):  # a Python int: a static offset after all
+                offset = int(offset) + indirect
+                indirect = None
         base = self.offset * self.dtype.itemsize
         if base % dtype.itemsize:
             tr.fail("bad-view", f"offset of {self!r} is not aligned to {dtype.name}")
@@ -243,7 +259,44 @@ class NkiTensor:
                     f"access pattern {pattern} on {self!r}: the "
                     f"partition step {step} is not a multiple of the partition pitch {pitch}",
                 )
-        return self._view(tuple(shape), tuple(strides), offset, start, dtype)
+        view = self._view(tuple(shape), tuple(strides), offset, start, dtype)
+        view.indirect = indirect
+        return view
+
+    def _indirect(self, scalar_offset, vector_offset, indirect_dim, dtype):
+        """(kind, index tile, stride, bound) of a run-time offset, or an int for a static one."""
+        if scalar_offset is not None and vector_offset is not None:
+            tr.fail("bad-view", "an access pattern takes scalar_offset or vector_offset, not both")
+        if indirect_dim is None:
+            tr.fail("bad-view", "a run-time offset needs indirect_dim (the dimension it indexes)")
+        if self.on_chip:
+            tr.fail(
+                "unsupported",
+                f"run-time offsets on an on-chip access pattern ({self!r}) are not simulated: "
+                "the DMA's HBM side takes them",
+            )
+        dim = int(indirect_dim)
+        if not 0 <= dim < self.ndim:
+            tr.fail("bad-view", f"indirect_dim {dim} outside the {self.ndim} dims of {self!r}")
+        if (self.strides[dim] * self.dtype.itemsize) % dtype.itemsize:
+            tr.fail("bad-view", f"dimension {dim} of {self!r} is not a whole number of {dtype}")
+        stride = self.strides[dim] * self.dtype.itemsize // dtype.itemsize
+        index = scalar_offset if scalar_offset is not None else vector_offset
+        if scalar_offset is not None and isinstance(index, int):
+            if not 0 <= index < self.shape[dim]:
+                tr.fail(
+                    "out-of-bounds",
+                    f"scalar_offset {index} outside dimension {dim} "
+                    f"(size {self.shape[dim]}) of {self!r}",
+                )
+            return index * stride
+        if not isinstance(index, NkiTensor):
+            tr.fail(
+                "bad-operand",
+                f"a run-time offset is an SBUF tile of integers, got {type(index).__name__}",
+            )
+        kind = 1 if scalar_offset is not None else 2
+        return (kind, index, stride, self.shape[dim])
 
     def bitcast(self, dtype):
         dtype = as_dtype(dtype)

@@ -36,7 +36,8 @@ TENSOR, VECTOR, SCALAR, GPSIMD, DMA = 0, 1, 2, 3, 4
     DMA_COPY,
     MAX8,
     FIND_INDEX8,
-) = range(18)
+    STREAM_SHUFFLE,
+) = range(19)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
