@@ -880,7 +880,7 @@ def default_group(rank: int, world: int) -> dict:
     everyone = [rank_input(r, (8193,), torch.float32, salt=70) for r in range(world)]
     tensor = everyone[rank].to(dev)
     dist.all_reduce(tensor)
-    check(tensor, reduce_reference(everyone, dist.ReduceOp.SUM), "large all_reduce after mismatches")
+    check(tensor, reduce_reference(everyone, dist.ReduceOp.SUM), "large all_reduce afterwards")
     flat = torch.empty(world * 8193, device=dev)
     dist.all_gather_into_tensor(flat, everyone[rank].to(dev))
     check(flat, torch.cat(everyone), "large all_gather after mismatches")
