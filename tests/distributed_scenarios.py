@@ -850,6 +850,21 @@ def default_group(rank: int, world: int) -> dict:
         "gather_size": lambda: dist.all_gather_into_tensor(
             torch.empty(world * (3 + rank), device=dev), torch.ones(3 + rank, device=dev)
         ),
+        # Past 16 KiB the data travels outside the fingerprint block (one side carried, the
+        # other not, in "small_and_large").
+        "large_shape": lambda: dist.all_reduce(torch.ones(8192 + rank, device=dev)),
+        "small_and_large": lambda: dist.all_reduce(torch.ones(4096 * (1 + rank), device=dev)),
+        "large_op": lambda: (
+            dist.all_reduce(torch.ones(8192, device=dev))
+            if rank == 0
+            else dist.broadcast(torch.ones(8192, device=dev), src=0)
+        ),
+        "large_scatter": lambda: dist.reduce_scatter_tensor(
+            torch.empty(8192 + rank, device=dev), torch.ones(world * (8192 + rank), device=dev)
+        ),
+        "large_gather": lambda: dist.all_gather_into_tensor(
+            torch.empty(world * (8192 + rank), device=dev), torch.ones(8192 + rank, device=dev)
+        ),
     }
     for name, case in cases.items():
         try:
@@ -861,6 +876,14 @@ def default_group(rank: int, world: int) -> dict:
     tensor = torch.ones(4, device=dev)
     dist.all_reduce(tensor)
     check(tensor, torch.full((4,), float(world)), "all_reduce after mismatches")
+    # No message of a failed collective is left for the next one to take.
+    everyone = [rank_input(r, (8193,), torch.float32, salt=70) for r in range(world)]
+    tensor = everyone[rank].to(dev)
+    dist.all_reduce(tensor)
+    check(tensor, reduce_reference(everyone, dist.ReduceOp.SUM), "large all_reduce afterwards")
+    flat = torch.empty(world * 8193, device=dev)
+    dist.all_gather_into_tensor(flat, everyone[rank].to(dev))
+    check(flat, torch.cat(everyone), "large all_gather after mismatches")
     return {
         "errors": errors,
         "p2p_errors": p2p_mismatches(rank, dev),

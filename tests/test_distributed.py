@@ -143,6 +143,15 @@ def test_no_backend_named_runs_ddp_and_mismatches_raise(tmp_path):
         assert errors["dtype"] and "Float" in errors["dtype"] and "Int" in errors["dtype"], errors
         assert errors["op"] and "ALLREDUCE" in errors["op"] and "BROADCAST" in errors["op"], errors
         assert errors["gather_size"] and "3 elements" in errors["gather_size"], errors
+        large = errors["large_shape"]
+        assert large and "8192 elements" in large and "8193 elements" in large, errors
+        mixed = errors["small_and_large"]
+        assert mixed and "4096 elements" in mixed and "8192 elements" in mixed, errors
+        assert errors["large_op"] and "BROADCAST" in errors["large_op"], errors
+        assert "ALLREDUCE of Float with 8192" in errors["large_op"], errors
+        assert errors["large_scatter"] and "16384 elements" in errors["large_scatter"], errors
+        assert "16386 elements" in errors["large_scatter"], errors
+        assert errors["large_gather"] and "8193 elements" in errors["large_gather"], errors
     # Point-to-point: the receiving rank raises, naming what was sent and what it expected.
     p2p = outcomes[1]["result"]["p2p_errors"]
     assert p2p["larger"] and "sent 10 elements of Float" in p2p["larger"], p2p
