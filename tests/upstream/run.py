@@ -74,6 +74,11 @@ def _summary(tests: dict[str, str], note: str, seconds: float) -> dict:
     }  # fmt: skip
 
 
+def _pass_rate(result: dict | None) -> str:
+    ran = result["passed"] + result["failed"] if result else 0
+    return f"{100.0 * result['passed'] / ran:.1f}%" if ran else "-"
+
+
 def xml_path(out_dir: Path, file: str, device: str) -> Path:
     return out_dir / f"{file.replace('/', '_')}.{device}.xml"
 
@@ -164,8 +169,11 @@ def main(argv=None) -> int:
             f"{file}::{t}" for t in listed if by_device["neuron"]["tests"].get(t) == "passed"
         ]
     args.json.write_text(json.dumps(results, indent=1) + "\n")
-    print("\n| file | neuron collected / passed / failed / skipped | cpu | neuron-only failures |")
-    print("|---|---|---|---|")
+    print(
+        "\n| file | neuron collected / passed / failed / skipped | cpu | neuron-only failures "
+        "| pass rate neuron / cpu (passed of passed + failed) |"
+    )
+    print("|---|---|---|---|---|")
     for file, by_device in results.items():
         cells = [
             "{collected} / {passed} / {failed} / {skipped}".format(**by_device[d])
@@ -174,7 +182,8 @@ def main(argv=None) -> int:
             for d in ("neuron", "cpu")
         ]
         only = len(by_device.get("neuron", {}).get("neuron_only_failures", []))
-        print(f"| {file} | {cells[0]} | {cells[1]} | {only} |")
+        rates = " / ".join(_pass_rate(by_device.get(d)) for d in ("neuron", "cpu"))
+        print(f"| {file} | {cells[0]} | {cells[1]} | {only} | {rates} |")
     for t in unexpected:
         print(f"UNEXPECTED FAILURE {t}")
     for t in unexpected_passes:
