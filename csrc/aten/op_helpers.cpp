@@ -97,7 +97,9 @@ at::Tensor empty_elementwise_output(at::IntArrayRef shape,
   bool row_major = true;
   int64_t expected = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    if (shape[d] != 1 && strides[d] != expected) row_major = false;
+    // Size-1 dims count too: TensorIterator's strides for them are kept exactly (an empty_like
+    // of the input must match an elementwise result's strides).
+    if (strides[d] != expected) row_major = false;
     expected *= shape[d];
   }
   if (row_major) return at::empty(shape, options);

@@ -135,7 +135,7 @@ at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
   OPENNEURON_NATIVE_OP("aten::fill_.Scalar");
   if (self.numel() == 0) return self;
   const c10::DeviceGuard guard(self.device());
-  const kernels::TensorView view = view_of(self);
+  const kernels::TensorView view = elementwise_view_of(self);
   const kernels::Scalar fill_value = kernel_scalar(value);
   enqueue_sized(stream_for(self), "aten::fill_", self.numel(),
                 [view, fill_value] { kernels::fill(view, fill_value); });

@@ -33,6 +33,9 @@ enum class IndexRule {
 
 // Raises, before anything is queued, if an index value is out of range for a dim of dim_size.
 void check_index_range(const at::Tensor& index, int64_t dim_size, int64_t dim, IndexRule rule) {
+  // Advanced indexing names no value for a non-empty index into a size-0 dim, as the CPU.
+  TORCH_CHECK_INDEX(rule != IndexRule::kAdvanced || dim_size != 0 || index.numel() == 0,
+                    "index is out of bounds for dimension with size 0");
   const int64_t lo = rule == IndexRule::kAdvanced ? -dim_size : 0;
   const std::optional<int64_t> bad = first_index_outside(index, lo, dim_size);
   if (!bad.has_value()) return;

@@ -1,4 +1,5 @@
 // Random fills drawn from the device generator (Philox), independent of the CPU generator.
+#include <ATen/ops/empty.h>
 #include <ATen/ops/normal.h>
 #include <ATen/ops/uniform.h>
 #include <c10/core/DeviceGuard.h>
@@ -27,13 +28,14 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to,
     return OPENNEURON_FALLBACK(uniform_, self, from, to, generator);
   }
   OPENNEURON_NATIVE_OP("aten::uniform_");
-  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
-              " > to=", to);
+  // PyTorch's own range checks (from <= to, to - from within the dtype): the CPU op on an
+  // empty tensor of self's dtype validates and draws nothing.
+  at::empty({0}, self.options().device(at::kCPU)).uniform_(from, to);
   if (self.numel() == 0) return self;
   const c10::DeviceGuard guard(self.device());
   auto [seed, offset] = resolve_generator(generator, self.device().index())
                             ->reserve(kernels::random_offset_increment(self.numel()));
-  const kernels::TensorView view = view_of(self);
+  const kernels::TensorView view = elementwise_view_of(self);
   stream_for(self).enqueue("aten::uniform_", [=, seed = seed, offset = offset] {
     kernels::uniform(view, seed, offset, from, to);
   });
@@ -51,7 +53,7 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std,
   const c10::DeviceGuard guard(self.device());
   auto [seed, offset] = resolve_generator(generator, self.device().index())
                             ->reserve(kernels::random_offset_increment(self.numel()));
-  const kernels::TensorView view = view_of(self);
+  const kernels::TensorView view = elementwise_view_of(self);
   stream_for(self).enqueue("aten::normal_", [=, seed = seed, offset = offset] {
     kernels::normal(view, seed, offset, mean, std);
   });

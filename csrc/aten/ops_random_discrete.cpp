@@ -121,6 +121,17 @@ void check_std_scalar(double std) {
 void check_moment_tensors(const at::Tensor* mean, const at::Tensor* std) {
   if (mean != nullptr) TORCH_CHECK(!mean->is_complex(), "normal expects mean to be non-complex");
   if (std != nullptr) TORCH_CHECK(!std->is_complex(), "normal expects std to be non-complex");
+  // As on the CPU (and CUDA), a negative std value is refused; reading it waits for the stream.
+  if (std != nullptr && std->numel() > 0) {
+    TORCH_CHECK(std->min().ge(0).item<bool>(), "normal expects all elements of std >= 0.0");
+  }
+}
+
+// Checks from/to of random_ as PyTorch does, with its own errors and precision warnings: the
+// CPU op is run on an empty tensor of self's dtype, which validates and draws nothing.
+void check_random_bounds(const at::Tensor& self, int64_t from, std::optional<int64_t> to) {
+  at::Tensor probe = at::empty({0}, self.options().device(at::kCPU));
+  probe.random_(from, to);
 }
 
 bool moments_native(const at::Tensor* mean, const at::Tensor* std, const at::Tensor* out) {
@@ -265,7 +276,7 @@ at::Tensor& random_to_(at::Tensor& self, int64_t to, OptionalGenerator generator
     return OPENNEURON_FALLBACK(random__to, self, to, generator);
   }
   OPENNEURON_NATIVE_OP("aten::random_.to");
-  TORCH_CHECK(0 < to, "random_ expects 'from' to be less than 'to', but got from=0 >= to=", to);
+  check_random_bounds(self, 0, to);
   return launch_random_integers(self, 0, static_cast<uint64_t>(to), generator);
 }
 
@@ -275,9 +286,8 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
     return OPENNEURON_FALLBACK(random__from, self, from, to, generator);
   }
   OPENNEURON_NATIVE_OP("aten::random_.from");
+  check_random_bounds(self, from, to);
   if (to.has_value()) {
-    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from,
-                " >= to=", *to);
     return launch_random_integers(
         self, from, static_cast<uint64_t>(*to) - static_cast<uint64_t>(from), generator);
   }

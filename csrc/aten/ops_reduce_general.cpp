@@ -538,11 +538,18 @@ at::Tensor& bool_reduce_out(const char* name, GeneralReduceOp op, const at::Tens
                             uint32_t mask, bool keepdim, at::Tensor& out) {
   const c10::DeviceGuard guard(self.device());
   check_same_device(name, {&self, &out});
-  TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, name,
-              ": out must be bool or uint8");
+  TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte,
+              name + 6 /* without "aten::" */,
+              " only supports bool tensor for result, got: ", out.scalar_type());
   at::native::resize_output(out, reduced_shape(self, mask, keepdim));
   launch(name, op, {}, self, mask, out);
   return out;
+}
+
+// all/any over an explicit empty dim list reduce nothing (unlike sum, where it means every
+// dim): each element is tested alone, as on the CPU.
+uint32_t bool_reduce_mask(const at::Tensor& self, at::OptionalIntArrayRef dim) {
+  return dim.has_value() && dim->empty() ? 0u : mask_of(self, dim);
 }
 
 }  // namespace
@@ -571,13 +578,13 @@ at::Tensor& bool_reduce_out(const char* name, GeneralReduceOp op, const at::Tens
   at::Tensor NAME##_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {      \
     if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dims, self, dim, keepdim);          \
     OPENNEURON_NATIVE_OP("aten::" #NAME ".dims");                                                  \
-    return bool_reduce("aten::" #NAME, OP, self, mask_of(self, dim), keepdim);                     \
+    return bool_reduce("aten::" #NAME, OP, self, bool_reduce_mask(self, dim), keepdim);            \
   }                                                                                                \
   at::Tensor& NAME##_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,   \
                               at::Tensor& out) {                                                   \
     if (!native_input(self)) return OPENNEURON_FALLBACK(NAME##_dims_out, self, dim, keepdim, out); \
     OPENNEURON_NATIVE_OP("aten::" #NAME ".dims_out");                                              \
-    return bool_reduce_out("aten::" #NAME, OP, self, mask_of(self, dim), keepdim, out);            \
+    return bool_reduce_out("aten::" #NAME, OP, self, bool_reduce_mask(self, dim), keepdim, out);   \
   }
 
 OPENNEURON_BOOL_REDUCTIONS(all, GeneralReduceOp::All)

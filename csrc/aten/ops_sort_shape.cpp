@@ -1,6 +1,7 @@
 // Sorting, top-k, concatenation, flip/roll, and creation ops (arange, linspace, eye,
 // tril/triu) on the device.
 #include <ATen/Functions.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/native/Resize.h>
@@ -232,6 +233,9 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
   if (!cat_is_native(tensors, &out)) return OPENNEURON_FALLBACK(cat_out, tensors, dim, out);
   OPENNEURON_NATIVE_OP("aten::cat.out");
   const c10::DeviceGuard guard(out.device());
+  // As the CPU: out may not write one location twice, nor overlap an input.
+  at::assert_no_internal_overlap(out);
+  for (const at::Tensor& t : tensors) at::assert_no_overlap(out, t);
   return cat_into(tensors, dim, out, /*allocate=*/false);
 }
 
@@ -366,8 +370,27 @@ at::Tensor& arange_start_out(const at::Scalar& start, const at::Scalar& end, con
     size = static_cast<int64_t>(std::ceil((end.toDouble() - start.toDouble()) / step.toDouble()));
   }
   TORCH_CHECK(size >= 0, "invalid size, possible overflow?");
-  if (out.numel() != size) out.resize_({size});
+  if (out.numel() != size) {
+    // As the CPU: a non-empty out of another length (rounding can cause it) warns first.
+    if (out.numel() > 0) {
+      TORCH_WARN("arange: the out tensor of shape ", out.sizes(), " has ", out.numel(),
+                 " elements, not the computed ", size,
+                 " (rounding error can cause this). The out tensor will be resized to a tensor "
+                 "of shape (",
+                 size, ",).");
+    }
+    out.resize_({size});
+  }
   if (size == 0) return out;
+  at::assert_no_internal_overlap(out);
+  // The kernel writes one dim; an out of the right size but another shape (kept, as on the
+  // CPU) takes the values in its row-major order.
+  if (out.dim() != 1) {
+    at::Tensor flat = at::empty({size}, out.options());
+    arange_start_out(start, end, step, flat);
+    out.copy_(flat.view(out.sizes()));
+    return out;
+  }
   const kernels::TensorView view = view_of(out);
   kernels::Scalar kstart = kernel_scalar(start), kstep = kernel_scalar(step);
   if (integral) {
@@ -388,6 +411,13 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
+  at::assert_no_internal_overlap(out);
+  if (out.dim() != 1) {  // as arange: a 1-D result in out's row-major order
+    at::Tensor flat = at::empty({steps}, out.options());
+    linspace_out(start, end, steps, flat);
+    out.copy_(flat.view(out.sizes()));
+    return out;
+  }
   const kernels::TensorView view = view_of(out);
   const kernels::Scalar kstart = kernel_scalar(start), kend = kernel_scalar(end);
   stream_for(out).enqueue("aten::linspace", [=] { kernels::linspace(view, kstart, kend); });

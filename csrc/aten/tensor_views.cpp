@@ -56,8 +56,9 @@ kernels::DType kernel_dtype(at::ScalarType dtype) {
 }
 
 kernels::TensorView view_of(const at::Tensor& tensor) {
-  TORCH_CHECK(tensor.dim() <= kernels::kMaxDims, "neuron kernels support at most ",
-              kernels::kMaxDims, " dimensions, got ", tensor.dim());
+  // PyTorch's own wording (its TensorIterator refuses more dims with the same text).
+  TORCH_CHECK(tensor.dim() <= kernels::kMaxDims, "only tensors with up to ", kernels::kMaxDims,
+              " dims are supported (neuron kernels; got ", tensor.dim(), ")");
   kernels::TensorView view;
   view.data = tensor.data_ptr();
   view.dtype = kernel_dtype(tensor.scalar_type());
@@ -69,9 +70,14 @@ kernels::TensorView view_of(const at::Tensor& tensor) {
   return view;
 }
 
+kernels::TensorView elementwise_view_of(const at::Tensor& tensor) {
+  if (tensor.dim() <= kernels::kMaxDims) return view_of(tensor);
+  return view_of(tensor.squeeze());
+}
+
 kernels::TensorView broadcast_view(const at::Tensor& tensor, at::IntArrayRef shape) {
-  TORCH_CHECK(static_cast<int64_t>(shape.size()) <= kernels::kMaxDims,
-              "neuron kernels support at most ", kernels::kMaxDims, " dimensions");
+  TORCH_CHECK(static_cast<int64_t>(shape.size()) <= kernels::kMaxDims, "only tensors with up to ",
+              kernels::kMaxDims, " dims are supported (neuron kernels; got ", shape.size(), ")");
   kernels::TensorView view;
   view.data = tensor.data_ptr();
   view.dtype = kernel_dtype(tensor.scalar_type());

@@ -21,6 +21,11 @@ kernels::DType kernel_dtype(at::ScalarType dtype);
 // The tensor's data as a strided view (storage offset applied).
 kernels::TensorView view_of(const at::Tensor& tensor);
 
+// As view_of, for kernels that treat every element alike (fills, random draws): beyond
+// kMaxDims dims the size-1 dims are left out (they address no other element, and the row-major
+// order stays), so a tensor of more dims with at most kMaxDims non-1 sizes still runs.
+kernels::TensorView elementwise_view_of(const at::Tensor& tensor);
+
 // The tensor broadcast to `shape` (leading dims added, stride 0 where expanded).
 kernels::TensorView broadcast_view(const at::Tensor& tensor, at::IntArrayRef shape);
 

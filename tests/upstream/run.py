@@ -1,14 +1,16 @@
 """PyTorch's device-generic test files on neuron and on cpu, side by side.
 
     python -m tests.upstream.run --pytorch-src PYTORCH_CHECKOUT [--files F ...]
-        [--devices neuron cpu] [--json OUT] [-k EXPR] [--timeout SECONDS]
+        [--devices neuron cpu] [--json OUT] [-k EXPR] [--timeout SECONDS] [--reuse-xml]
 
 Each (file, device) runs in its own pytest process over PYTORCH_CHECKOUT/test/FILE with
 PYTORCH_TESTING_DEVICE_ONLY_FOR=<device> and the plugin tests.upstream.neuron_test_base (the
 neuron device-type test base). Results come from pytest's JUnit XML. Printed per file and
 device: collected / passed / failed / skipped; then the tests that fail on neuron but pass or
 do not fail on cpu, matched against known_failures.json. Exit status 1 when a neuron-only
-failure is not listed there, or a listed one passes; 0 otherwise.
+failure is not listed there, or a listed one passes; 0 otherwise. With --reuse-xml, a (file,
+device) whose XML is already in the JSON's folder is read from it instead of run again (so the
+devices can run in separate processes, side by side, and be compared after).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ DEFAULT_FILES = (
     "test_binary_ufuncs.py",
     "test_reductions.py",
     "test_tensor_creation_ops.py",
+    "test_nn.py",
 )
 
 
@@ -48,9 +51,41 @@ def _device_free_name(test_id: str, device: str) -> str:
     return f"{cls}::{name}"
 
 
+def read_results(xml: Path, device: str) -> dict[str, str]:
+    """{device-free test id: "passed" | "failed" | "skipped"} from one pytest JUnit XML file."""
+    tests: dict[str, str] = {}
+    for case in ElementTree.parse(xml).getroot().iter("testcase"):
+        test_id = f"{case.get('classname')}::{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            status = "failed"
+        elif case.find("skipped") is not None:
+            status = "skipped"
+        else:
+            status = "passed"
+        tests[_device_free_name(test_id, device)] = status
+    return tests
+
+
+def _summary(tests: dict[str, str], note: str, seconds: float) -> dict:
+    counts = {s: sum(1 for v in tests.values() if v == s) for s in ("passed", "failed", "skipped")}
+    return {
+        "collected": len(tests), **counts, "note": note,
+        "seconds": round(seconds), "tests": tests,
+    }  # fmt: skip
+
+
+def _pass_rate(result: dict | None) -> str:
+    ran = result["passed"] + result["failed"] if result else 0
+    return f"{100.0 * result['passed'] / ran:.1f}%" if ran else "-"
+
+
+def xml_path(out_dir: Path, file: str, device: str) -> Path:
+    return out_dir / f"{file.replace('/', '_')}.{device}.xml"
+
+
 def run_file(src: Path, file: str, device: str, out_dir: Path, extra: list[str], timeout):
     """One pytest process; returns {"collected", "passed", "failed", "skipped", "tests"}."""
-    xml = out_dir / f"{file.replace('/', '_')}.{device}.xml"
+    xml = xml_path(out_dir, file, device)
     xml.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "pytest", str(src / "test" / file), "-p",
@@ -72,22 +107,8 @@ def run_file(src: Path, file: str, device: str, out_dir: Path, extra: list[str],
             note += ": " + (proc.stdout + proc.stderr).strip().splitlines()[-1][:300]
     except subprocess.TimeoutExpired:
         note = f"timeout after {timeout} s"
-    tests: dict[str, str] = {}
-    if xml.exists():
-        for case in ElementTree.parse(xml).getroot().iter("testcase"):
-            test_id = f"{case.get('classname')}::{case.get('name')}"
-            if case.find("failure") is not None or case.find("error") is not None:
-                status = "failed"
-            elif case.find("skipped") is not None:
-                status = "skipped"
-            else:
-                status = "passed"
-            tests[_device_free_name(test_id, device)] = status
-    counts = {s: sum(1 for v in tests.values() if v == s) for s in ("passed", "failed", "skipped")}
-    return {
-        "collected": len(tests), **counts, "note": note,
-        "seconds": round(time.monotonic() - started), "tests": tests,
-    }  # fmt: skip
+    tests = read_results(xml, device) if xml.exists() else {}
+    return _summary(tests, note, time.monotonic() - started)
 
 
 def neuron_only_failures(neuron: dict, cpu: dict | None) -> list[str]:
@@ -106,6 +127,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, default=REPO / "build" / "upstream" / "results.json")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per file and device")
+    parser.add_argument(
+        "--reuse-xml",
+        action="store_true",
+        help="read a (file, device) from its JUnit XML of an earlier run where there is one",
+    )
     args = parser.parse_args(argv)
     if args.pytorch_src is None or not (args.pytorch_src / "test").is_dir():
         parser.error("--pytorch-src (or PYTORCH_SRC) must name a PyTorch checkout with test/")
@@ -119,7 +145,11 @@ def main(argv=None) -> int:
     for file in args.files:
         results[file] = {}
         for device in args.devices:
-            r = run_file(args.pytorch_src, file, device, out_dir, extra, args.timeout)
+            xml = xml_path(out_dir, file, device)
+            if args.reuse_xml and xml.exists():
+                r = _summary(read_results(xml, device), "from an earlier run's XML", 0)
+            else:
+                r = run_file(args.pytorch_src, file, device, out_dir, extra, args.timeout)
             results[file][device] = r
             print(
                 f"{file} {device}: {r['collected']} collected, {r['passed']} passed, "
@@ -139,8 +169,11 @@ def main(argv=None) -> int:
             f"{file}::{t}" for t in listed if by_device["neuron"]["tests"].get(t) == "passed"
         ]
     args.json.write_text(json.dumps(results, indent=1) + "\n")
-    print("\n| file | neuron collected / passed / failed / skipped | cpu | neuron-only failures |")
-    print("|---|---|---|---|")
+    print(
+        "\n| file | neuron collected / passed / failed / skipped | cpu | neuron-only failures "
+        "| pass rate neuron / cpu (passed of passed + failed) |"
+    )
+    print("|---|---|---|---|---|")
     for file, by_device in results.items():
         cells = [
             "{collected} / {passed} / {failed} / {skipped}".format(**by_device[d])
@@ -149,7 +182,8 @@ def main(argv=None) -> int:
             for d in ("neuron", "cpu")
         ]
         only = len(by_device.get("neuron", {}).get("neuron_only_failures", []))
-        print(f"| {file} | {cells[0]} | {cells[1]} | {only} |")
+        rates = " / ".join(_pass_rate(by_device.get(d)) for d in ("neuron", "cpu"))
+        print(f"| {file} | {cells[0]} | {cells[1]} | {only} | {rates} |")
     for t in unexpected:
         print(f"UNEXPECTED FAILURE {t}")
     for t in unexpected_passes:

@@ -1,0 +1,176 @@
+"""Regression tests for bugs PyTorch's upstream device-generic test files found on neuron
+(test_tensor_creation_ops, test_reductions, test_indexing), each against PyTorch on the CPU."""
+
+import re
+
+import pytest
+import torch
+
+import openneuron  # noqa: F401  (registers the device)
+
+DEV = "neuron"
+
+
+def _raises_as_cpu(fn):
+    """fn("cpu") and fn("neuron") raise the same exception type with the same message."""
+    with pytest.raises(Exception) as cpu_error:
+        fn("cpu")
+    with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value))):
+        fn(DEV)
+
+
+# ---- arange / linspace into an out= of another shape --------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.int16])
+@pytest.mark.parametrize("fill", ["arange", "linspace"])
+@pytest.mark.parametrize("layout", ["permuted", "narrowed"])
+def test_range_fill_of_multi_dim_out_is_row_major(layout, fill, dtype):
+    # The kernels wrote along one stride, so a permuted or narrowed out= of the right size got
+    # its values in memory order (or in the wrong places); the CPU fills row-major.
+    def run(device):
+        if layout == "permuted":
+            out = torch.zeros(3, 3, 4, device=device, dtype=dtype).permute(2, 0, 1)
+        else:
+            out = torch.zeros(2, 3, device=device, dtype=dtype).narrow(1, 1, 2)
+        n = out.numel()
+        if fill == "arange":
+            torch.arange(0, n, out=out)
+        else:
+            torch.linspace(0, n - 1, n, out=out)
+        return out
+
+    actual, expected = run(DEV), run("cpu")
+    assert actual.shape == expected.shape and actual.stride() == expected.stride()
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: torch.linspace(1, 10, 10, out=torch.zeros(1, device=d).expand(10)),
+        lambda d: torch.arange(0, 10, out=torch.zeros(1, device=d).expand(10)),
+        lambda d: torch.cat(
+            [torch.ones(3, 3, device=d)] * 2, out=torch.zeros(1, 3, device=d).expand(6, 3)
+        ),
+    ],
+    ids=["linspace", "arange", "cat"],
+)
+def test_out_writing_one_location_twice_is_refused(make):
+    # An expanded out= was filled silently (each location written several times).
+    _raises_as_cpu(make)
+
+
+def test_cat_into_one_of_its_inputs_is_refused():
+    def run(device):
+        x = torch.ones(2, 3, device=device)
+        return torch.cat([x[:1], x[1:]], out=x)
+
+    _raises_as_cpu(run)
+
+
+# ---- all / any ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.float32])
+@pytest.mark.parametrize("op", [torch.all, torch.any])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_all_any_over_empty_dim_list_reduce_nothing(op, dtype, keepdim):
+    # dim=[] reduced every dim on neuron (a 0-dim result); for all/any it reduces none.
+    def run(device):
+        x = torch.tensor([[0, 2, 1], [3, 0, 0]], device=device).to(dtype)
+        return op(x, dim=[], keepdim=keepdim)
+
+    actual, expected = run(DEV), run("cpu")
+    assert actual.dtype == expected.dtype
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("op", [torch.all, torch.any])
+def test_all_any_non_bool_out_message(op):
+    _raises_as_cpu(lambda d: op(torch.ones(2, 3, device=d), dim=0, out=torch.empty(3, device=d)))
+
+
+# ---- random draws: PyTorch's own argument checks --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype, low, high",
+    [
+        (torch.int8, -200, 10),  # from below int8
+        (torch.uint8, 0, 300),  # to - 1 above uint8
+        (torch.int16, -5, 2**20),
+        (torch.bool, 0, 3),
+        (torch.int32, 5, 5),  # empty range
+    ],
+)
+def test_random_from_to_out_of_dtype_range_raises(dtype, low, high):
+    _raises_as_cpu(lambda d: torch.empty(10, dtype=dtype, device=d).random_(low, high))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8])
+def test_random_to_out_of_dtype_range_raises(dtype):
+    _raises_as_cpu(lambda d: torch.empty(10, dtype=dtype, device=d).random_(1000))
+
+
+def test_random_beyond_float_precision_warns_as_cpu():
+    for device in ("cpu", DEV):
+        t = torch.empty(10, dtype=torch.float32, device=device)
+        with pytest.warns(UserWarning, match="from is out of bounds"):
+            t.random_(-(2**25), 0)  # float32 is exact to 2^24
+
+
+def test_uniform_range_wider_than_dtype_raises():
+    big = torch.finfo(torch.float32).max
+    _raises_as_cpu(lambda d: torch.empty(10, device=d).uniform_(-big, big))
+
+
+def test_normal_negative_std_tensor_raises():
+    _raises_as_cpu(lambda d: torch.normal(0.0, torch.tensor([1.0, -1.0], device=d)))
+
+
+# ---- tensors of more than 64 dims ------------------------------------------------------------
+
+
+def test_fill_and_random_of_65_dims_then_reduction_error_as_cpu():
+    # Creating a 65-dim tensor failed on neuron ("at most 64 dimensions"); the CPU creates it
+    # and only its reductions refuse it, with PyTorch's own message.
+    shape = [1] * 63 + [2, 3]
+    for device in ("cpu", DEV):
+        x = torch.full(shape, 2.0, device=device)
+        assert x.dim() == 65
+        # (the CPU's elementwise ops refuse 65 dims too, so the values are checked flat)
+        assert x.cpu().reshape(-1).tolist() == [2.0] * 6
+        y = torch.randn(shape, device=device)
+        assert y.shape == x.shape and len(set(y.cpu().reshape(-1).tolist())) == 6
+    _raises_as_cpu(lambda d: torch.ones([1] * 65, device=d).sum(dim=0))
+
+
+# ---- strides of an elementwise result ----------------------------------------------------------
+
+
+def test_elementwise_result_keeps_cpu_strides_of_size_one_dims():
+    # An input of shape (4, 3, 1) strides (2, 1, 2): the CPU's exp gives strides (3, 1, 3);
+    # neuron gave (3, 1, 1) (contiguous), unlike empty_like of the same input.
+    def run(device):
+        x = torch.empty_strided((4, 3, 2), (2, 1, 1), device=device)[:, :, ::2].fill_(1.0)
+        return torch.exp(x).stride(), torch.empty_like(x).stride()
+
+    assert run(DEV) == run("cpu")
+
+
+# ---- indexing ------------------------------------------------------------------------------
+
+
+def test_index_into_size_zero_dim_message():
+    # The CPU names no index value for an index into a dim of size 0.
+    _raises_as_cpu(lambda d: torch.empty(10, 0, device=d)[:, [0, 1]])
+
+
+def test_arange_resizing_a_non_empty_out_warns():
+    # A rounding error can make arange's length differ from out's; the CPU warns before resizing.
+    for device in ("cpu", DEV):
+        line = torch.zeros(1, 49, device=device)
+        with pytest.warns(UserWarning, match="The out tensor will be resized"):
+            torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
+        assert line.shape == (50,)
