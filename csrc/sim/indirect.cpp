@@ -9,34 +9,30 @@ namespace openneuron::sim {
 
 namespace {
 
+// The integer of type T stored at data (unaligned).
+template <typename T>
+int64_t load_integer(const uint8_t* data) {
+  T v;
+  std::memcpy(&v, data, sizeof(v));
+  return static_cast<int64_t>(v);
+}
+
 // An integer element of an index tile, exactly (no trip through fp32).
 int64_t load_index(DType dtype, const uint8_t* data) {
   switch (dtype) {
     case DType::kInt8:
-      return static_cast<int8_t>(data[0]);
+      return load_integer<int8_t>(data);
     case DType::kUInt8:
     case DType::kBool:
       return data[0];
-    case DType::kInt16: {
-      int16_t v;
-      std::memcpy(&v, data, sizeof(v));
-      return v;
-    }
-    case DType::kUInt16: {
-      uint16_t v;
-      std::memcpy(&v, data, sizeof(v));
-      return v;
-    }
-    case DType::kInt32: {
-      int32_t v;
-      std::memcpy(&v, data, sizeof(v));
-      return v;
-    }
-    case DType::kUInt32: {
-      uint32_t v;
-      std::memcpy(&v, data, sizeof(v));
-      return v;
-    }
+    case DType::kInt16:
+      return load_integer<int16_t>(data);
+    case DType::kUInt16:
+      return load_integer<uint16_t>(data);
+    case DType::kInt32:
+      return load_integer<int32_t>(data);
+    case DType::kUInt32:
+      return load_integer<uint32_t>(data);
     default:  // the rules admit integer index tiles only
       return static_cast<int64_t>(load_element(dtype, data));
   }
