@@ -365,8 +365,8 @@ _AWKWARD = 1.7170948287741004  # mvlgamma(p=3)'s constant 3 * 2 * log(pi) / 4: n
 )
 def test_16bit_arithmetic_with_a_host_scalar_rounds_like_cpu(fn, dtype):
     # The CPU's add and sub round the scalar (and alpha) to the 16-bit dtype first, and pow its
-    # exponent; mul and div keep it whole. Neuron kept it whole for add and sub too: ~20% of the elements differed
-    # by one 16-bit ulp (mvlgamma's bfloat16 results among them).
+    # exponent; mul and div keep it whole. Neuron kept it whole for add and sub too: ~20% of
+    # the elements differed by one 16-bit ulp (mvlgamma's bfloat16 results among them).
     x = (torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
     actual, expected = _both(lambda d: fn(x.to(d)))
     torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
