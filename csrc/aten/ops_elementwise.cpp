@@ -58,8 +58,7 @@ kernels::PointwiseOp to_pointwise(BinaryOp op) {
 // PyTorch's CPU add and sub round a host scalar operand and alpha to a 16-bit result's dtype
 // first (then compute in fp32 and round once); mul and div keep them in full precision.
 bool rounds_host_scalars(BinaryOp op, at::ScalarType result) {
-  return (op == BinaryOp::Add || op == BinaryOp::Sub) &&
-         (result == at::kHalf || result == at::kBFloat16);
+  return (op == BinaryOp::Add || op == BinaryOp::Sub) && elementwise::is_16bit_float(result);
 }
 
 // out = op(a, b) where out already has the broadcast shape and a dtype the result casts to.

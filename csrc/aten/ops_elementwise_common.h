@@ -47,9 +47,16 @@ inline at::ScalarType host_scalar_dtype(at::ScalarType compute) {
   return at::isFloatingType(compute) ? at::kFloat : at::kLong;
 }
 
-// value rounded to a 16-bit float dtype (through float, as c10's conversions do).
+inline bool is_16bit_float(at::ScalarType dtype) {
+  return dtype == at::kHalf || dtype == at::kBFloat16;
+}
+
+// A floating value rounded to dtype if that is a 16-bit float (through float, as c10's
+// conversions do); any other value or dtype unchanged.
 inline at::Scalar rounded_to(const at::Scalar& value, at::ScalarType dtype) {
-  if (value.isIntegral(/*includeBool=*/true) || value.isComplex()) return value;
+  if (!is_16bit_float(dtype) || value.isIntegral(/*includeBool=*/true) || value.isComplex()) {
+    return value;
+  }
   const auto as_float = static_cast<float>(value.toDouble());
   return dtype == at::kHalf ? at::Scalar(static_cast<float>(c10::Half(as_float)))
                             : at::Scalar(static_cast<float>(c10::BFloat16(as_float)));

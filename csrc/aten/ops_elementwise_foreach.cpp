@@ -94,10 +94,8 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
           TORCH_CHECK(
               !(at::isIntegralType(self[i].scalar_type(), true) && item.toScalar().toDouble() < 0),
               "Integers to negative integer powers are not allowed.");
-          const bool rounds =
-              self[i].scalar_type() == at::kHalf || self[i].scalar_type() == at::kBFloat16;
-          params.values[num_params] = kernel_scalar(
-              rounds ? rounded_to(item.toScalar(), self[i].scalar_type()) : item.toScalar());
+          params.values[num_params] =
+              kernel_scalar(rounded_to(item.toScalar(), self[i].scalar_type()));
           params.present[num_params] = true;
           ++num_params;
         } else if (spec_.extra_is_operand) {
@@ -121,7 +119,7 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
       // dtype first, then computes in fp32 and rounds once.
       const bool rounds_scalars = (spec_.op == kernels::PointwiseOp::AddAlpha ||
                                    spec_.op == kernels::PointwiseOp::SubAlpha) &&
-                                  (result == at::kHalf || result == at::kBFloat16);
+                                  is_16bit_float(result);
       if (rounds_scalars) {
         for (int k = 0; k < num_params; ++k) {
           if (params.present[k] && !params.values[k].is_integral) {

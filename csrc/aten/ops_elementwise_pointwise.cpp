@@ -153,9 +153,7 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
                 "Integers to negative integer powers are not allowed.");
     resolved.op = PointwiseOp::PowScalar;
     // The CPU rounds the exponent to a 16-bit result's dtype first, as add does its scalar.
-    const bool rounds = result == at::kHalf || result == at::kBFloat16;
-    params.values[0] =
-        kernel_scalar(rounds ? rounded_to(operands[1].item(), result) : operands[1].item());
+    params.values[0] = kernel_scalar(rounded_to(operands[1].item(), result));
     params.present[0] = true;
     operands.pop_back();
     plan->operand_args.pop_back();
