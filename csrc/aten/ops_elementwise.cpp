@@ -31,6 +31,9 @@ enum class BinaryOp { Add, Sub, Mul, Div };
 
 at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
   at::ScalarType type = at::result_type(a, b);
+  TORCH_CHECK(op != BinaryOp::Sub || a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+              "or `logical_xor()` operator instead.");
   TORCH_CHECK(op != BinaryOp::Sub || (a.scalar_type() != at::kBool && b.scalar_type() != at::kBool),
               "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
               "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
@@ -91,6 +94,17 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   });
 }
 
+// PyTorch's checks of add/sub's alpha against the result dtype, made before anything runs.
+void check_alpha(at::ScalarType result, const at::Scalar& alpha) {
+  TORCH_CHECK(!alpha.isBoolean() || result == at::kBool,
+              "Boolean alpha only supported for Boolean results.");
+  TORCH_CHECK(at::isFloatingType(result) || at::isComplexType(result) ||
+                  alpha.isIntegral(/*includeBool=*/true),
+              "For integral input tensors, argument alpha must not be a floating point number.");
+  TORCH_CHECK(at::isComplexType(result) || !alpha.isComplex(),
+              "For non-complex input tensors, argument alpha must not be a complex number.");
+}
+
 bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType result) {
   return all_native_dtypes({&a, &b}) && is_native_compute_dtype(result);
 }
@@ -121,6 +135,14 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, cons
     TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   }
+  if (out.scalar_type() != result && out.numel() > 0) {
+    // Computed in the result dtype and cast, as the CPU does (a wider out= keeps its rounding).
+    at::Tensor staged =
+        empty_elementwise_output(shape, {&a, &b}, at::TensorOptions().dtype(result).device(device));
+    launch_binary(name, op, a, b, alpha, staged);
+    out.copy_(staged);
+    return out;
+  }
   launch_binary(name, op, a, b, alpha, out);
   return out;
 }
@@ -149,6 +171,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 
 #define OPENNEURON_BINARY_WITH_ALPHA(fn, op_enum, aten_name, functional, inplace, out_variant)   \
   at::Tensor fn(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {      \
+    check_alpha(binary_result_type(op_enum, self, other), alpha);                                \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
       return OPENNEURON_FALLBACK(functional, self, other, alpha);                                \
     }                                                                                            \
@@ -156,6 +179,8 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
     return binary_functional("aten::" aten_name, op_enum, self, other, alpha);                   \
   }                                                                                              \
   at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {        \
+    check_alpha(binary_result_type(op_enum, self, other), alpha);                                \
+    elementwise::check_written_overlap(self, {&self, &other});                                   \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
       return OPENNEURON_FALLBACK(inplace, self, other, alpha);                                   \
     }                                                                                            \
@@ -164,6 +189,8 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   }                                                                                              \
   at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, \
                        at::Tensor& out) {                                                        \
+    check_alpha(binary_result_type(op_enum, self, other), alpha);                                \
+    elementwise::check_written_overlap(out, {&self, &other});                                    \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||              \
         !all_native_dtypes({&out})) {                                                            \
       return OPENNEURON_FALLBACK(out_variant, self, other, alpha, out);                          \
@@ -181,6 +208,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
     return binary_functional("aten::" aten_name, op_enum, self, other, 1);                 \
   }                                                                                        \
   at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other) {                           \
+    elementwise::check_written_overlap(self, {&self, &other});                             \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {        \
       return OPENNEURON_FALLBACK(inplace, self, other);                                    \
     }                                                                                      \
@@ -188,6 +216,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
     return binary_into("aten::" aten_name "_", op_enum, self, other, 1, self);             \
   }                                                                                        \
   at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) { \
+    elementwise::check_written_overlap(out, {&self, &other});                              \
     if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||        \
         !all_native_dtypes({&out})) {                                                      \
       return OPENNEURON_FALLBACK(out_variant, self, other, out);                           \

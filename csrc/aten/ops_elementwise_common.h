@@ -62,6 +62,10 @@ inline at::Scalar rounded_to(const at::Scalar& value, at::ScalarType dtype) {
                             : at::Scalar(static_cast<float>(c10::BFloat16(as_float)));
 }
 
+// What TensorIterator refuses for a written tensor `out`: elements that share memory (an
+// expanded tensor) and inputs that overlap it other than exactly (in place is fine).
+void check_written_overlap(const at::Tensor& out, c10::ArrayRef<const at::Tensor*> operands);
+
 // The neuron device of an op's operands (and out, if defined); fails like PyTorch on a mix.
 c10::Device check_operand_devices(const char* name, const std::vector<at::Tensor>& operands,
                                   const at::Tensor& out);

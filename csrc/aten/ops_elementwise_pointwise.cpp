@@ -3,6 +3,7 @@
 #include "aten/ops_elementwise_pointwise.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -13,6 +14,9 @@
 #include "aten/fallback.h"
 #include "aten/op_helpers.h"
 #include "aten/ops_elementwise_common.h"
+#include "aten/runtime_errors.h"
+#include "aten/tensor_views.h"
+#include "kernels/shape/indexing.h"
 
 namespace openneuron::bridge {
 
@@ -34,7 +38,89 @@ struct Resolved {
   ResultRule result;
 };
 
+// Integer division and modulus by zero raise at the call, as the CPU does ("ZeroDivisionError");
+// the queued kernel could only write a value. A device divisor is read after its stream has run
+// the work queued before it, so the check costs a wait only when that work is pending.
+void check_integer_divisor(PointwiseOp op, at::ScalarType compute,
+                           const std::vector<at::Tensor>& operands) {
+  const bool divides = op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor ||
+                       op == PointwiseOp::Remainder || op == PointwiseOp::Fmod;
+  if (!divides || operands.size() != 2 || !at::isIntegralType(compute, /*includeBool=*/false)) {
+    return;
+  }
+  const at::Tensor& divisor = operands[1];
+  const at::Tensor readable = divisor.dim() > kernels::kMaxDims ? divisor.reshape({-1}) : divisor;
+  if (readable.is_privateuseone()) OPENNEURON_RUNTIME_CALL(stream_for(readable).synchronize());
+  TORCH_CHECK(kernels::count_nonzero(view_of(readable)) == readable.numel(), "ZeroDivisionError");
+}
+
+// Ops whose CPU kernels see a CPU-scalar operand (Python number, 0-dim CPU tensor) cast to a
+// 16-bit common dtype first; the others (add/mul/div, floor division, min/max …) read it whole
+// or give the same result either way. Found by comparing both against the CPU at bf16 and fp16.
+bool rounds_cpu_scalars(PointwiseOp op) {
+  switch (op) {
+    case PointwiseOp::Fmod:
+    case PointwiseOp::Remainder:
+    case PointwiseOp::Atan2:
+    case PointwiseOp::Pow:
+    case PointwiseOp::Eq:
+    case PointwiseOp::Ne:
+    case PointwiseOp::Lt:
+    case PointwiseOp::Le:
+    case PointwiseOp::Gt:
+    case PointwiseOp::Ge:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// pow at ComplexHalf, which the CPU has no kernel for: computed in complex64 and rounded once, as
+// CUDA's complex<float> arithmetic does. False (nothing done) for any other result dtype.
+bool pow_through_complex64(const c10::FunctionSchema& schema, torch::jit::Stack* stack) {
+  const size_t num_args = schema.arguments().size();
+  const bool has_out = schema.arguments().back().is_out();
+  const bool in_place = !has_out && schema.name().back() == '_';
+  auto args = torch::jit::last(*stack, num_args);
+  const c10::IValue& base = args[0];
+  const c10::IValue& exponent = args[1];
+  const at::ScalarType result =
+      base.isTensor()
+          ? (exponent.isTensor() ? at::result_type(base.toTensor(), exponent.toTensor())
+                                 : at::result_type(base.toTensor(), exponent.toScalar()))
+          : at::result_type(base.toScalar(), exponent.toTensor());
+  if (result != at::kComplexHalf) return false;
+  const auto widened = [](const c10::IValue& v) {
+    return v.isTensor() ? c10::IValue(v.toTensor().to(at::kComplexFloat)) : v;
+  };
+  const c10::IValue wide_base = widened(base), wide_exponent = widened(exponent);
+  at::Tensor wide =
+      wide_base.isTensor()
+          ? (wide_exponent.isTensor() ? at::pow(wide_base.toTensor(), wide_exponent.toTensor())
+                                      : at::pow(wide_base.toTensor(), wide_exponent.toScalar()))
+          : at::pow(wide_base.toScalar(), wide_exponent.toTensor());
+  at::Tensor out;
+  if (has_out || in_place) {
+    out = (has_out ? args[num_args - 1] : args[0]).toTensor();
+    if (has_out) at::native::resize_output(out, wide.sizes());
+    out.copy_(wide);
+  } else {
+    out = wide.to(at::kComplexHalf);
+  }
+  torch::jit::drop(*stack, num_args);
+  torch::jit::push(*stack, out);
+  return true;
+}
+
 }  // namespace
+
+void elementwise::check_written_overlap(const at::Tensor& out,
+                                        c10::ArrayRef<const at::Tensor*> operands) {
+  at::assert_no_internal_overlap(out);
+  for (const at::Tensor* t : operands) {
+    if (!(t->is_cpu() && t->dim() == 0)) at::assert_no_partial_overlap(out, *t);
+  }
+}
 
 c10::Device elementwise::check_operand_devices(const char* name,
                                                const std::vector<at::Tensor>& operands,
@@ -147,6 +233,19 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
   if (in_place && !is_native_compute_dtype(operands.front().scalar_type())) native = false;
   if (!native) return false;
 
+  if (is_16bit_float(compute)) {
+    const auto is_cpu_scalar = [](const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; };
+    if (rounds_cpu_scalars(resolved.op)) {
+      for (at::Tensor& t : operands) {
+        if (is_cpu_scalar(t)) t = t.to(compute);
+      }
+    }
+    // The CPU's floor and truncating division by a CPU scalar run in fp32 with the scalar whole
+    // and round once (by a tensor they round every step, in the kernel's 16-bit path).
+    const bool rounding_division =
+        resolved.op == PointwiseOp::DivTrunc || resolved.op == PointwiseOp::DivFloor;
+    if (rounding_division && is_cpu_scalar(operands[1])) compute = at::kFloat;
+  }
   if (resolved.op == PointwiseOp::Pow && scalar_second) {
     // tensor ** python-scalar: the exponent is a parameter, so x**2 and x**0.5 take exact paths.
     TORCH_CHECK(!(at::isIntegralType(compute, true) && operands[1].item().toDouble() < 0),
@@ -184,15 +283,22 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
   const bool has_out = schema.arguments().back().is_out();
   const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
   auto args = torch::jit::last(*stack, num_args);
+  if (has_out || in_place) {
+    // Checked first, as TensorIterator does, so the host fallback's copies cannot hide it.
+    c10::SmallVector<const at::Tensor*, 4> inputs;
+    for (size_t k = 0; k + (has_out ? 1 : 0) < num_args; ++k) {
+      if (args[k].isTensor()) inputs.push_back(&args[k].toTensor());
+    }
+    check_written_overlap((has_out ? args[num_args - 1] : args[0]).toTensor(), inputs);
+  }
   PointwisePlan plan;
   if (!plan_pointwise(spec_, schema, args, &plan)) {
+    if (spec_.op == PointwiseOp::Pow && pow_through_complex64(schema, stack)) return;
     host_fallback(op, stack);
     return;
   }
   std::vector<at::Tensor>& operands = plan.operands;
   const at::ScalarType result = plan.result;
-  const at::ScalarType compute = plan.compute;
-  const kernels::PointwiseParams params = plan.params;
 
   at::Tensor out;
   if (has_out) out = args[num_args - 1].toTensor();
@@ -203,6 +309,12 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
 
   at::DimVector shape;
   for (const at::Tensor& t : operands) shape = at::infer_size_dimvector(shape, t.sizes());
+  c10::SmallVector<const at::Tensor*, 3> operand_pointers;
+  for (const at::Tensor& t : operands) operand_pointers.push_back(&t);
+  const auto new_output = [&] {
+    return empty_elementwise_output(shape, operand_pointers,
+                                    at::TensorOptions().dtype(result).device(device));
+  };
   if (in_place) {
     TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
                 " can't be cast to the desired output type ", out.scalar_type());
@@ -213,36 +325,42 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                 " can't be cast to the desired output type ", out.scalar_type());
     at::native::resize_output(out, shape);
   } else {
-    c10::SmallVector<const at::Tensor*, 3> operand_pointers;
-    for (const at::Tensor& t : operands) operand_pointers.push_back(&t);
-    out = empty_elementwise_output(shape, operand_pointers,
-                                   at::TensorOptions().dtype(result).device(device));
+    out = new_output();
   }
 
   if (out.numel() > 0) {
-    const at::ScalarType host_dtype = host_scalar_dtype(compute);
-    std::vector<Operand> inputs;
-    inputs.reserve(operands.size());
-    for (const at::Tensor& t : operands) inputs.emplace_back(t, out.sizes(), host_dtype);
-    const kernels::TensorView out_view = view_of(out);
-    const kernels::DType compute_kernel = kernel_dtype(compute);
-    const PointwiseOp kernel_op = plan.op;
-    runtime::Stream& stream = stream_for(out);
-    if (record_adaptive(stream, name_.c_str(), kernel_op, out_view, inputs.data(),
-                        static_cast<int>(inputs.size()), compute_kernel, params)) {
-      torch::jit::drop(*stack, num_args);
-      torch::jit::push(*stack, out);
-      return;
-    }
-    enqueue_sized(stream, name_.c_str(), out.numel(), [=]() mutable {
-      std::array<kernels::TensorView, 3> views;
-      for (size_t k = 0; k < inputs.size(); ++k) views[k] = inputs[k].bind();
-      kernels::pointwise(kernel_op, out_view, views.data(), static_cast<int>(inputs.size()),
-                         compute_kernel, params);
-    });
+    check_integer_divisor(plan.op, plan.compute, operands);
+    // The CPU computes in the result dtype and casts into out=, so a wider out= (int64 for a
+    // uint8 result, fp32 for bf16) still sees the result dtype's wrap-around or rounding.
+    const bool staged = has_out && out.scalar_type() != result;
+    const at::Tensor target = staged ? new_output() : out;
+    launch(plan, target);
+    if (staged) out.copy_(target);
   }
   torch::jit::drop(*stack, num_args);
   torch::jit::push(*stack, out);
+}
+
+void PointwiseKernel::launch(const PointwisePlan& plan, const at::Tensor& out) {
+  const at::ScalarType host_dtype = host_scalar_dtype(plan.compute);
+  std::vector<Operand> inputs;
+  inputs.reserve(plan.operands.size());
+  for (const at::Tensor& t : plan.operands) inputs.emplace_back(t, out.sizes(), host_dtype);
+  const kernels::TensorView out_view = view_of(out);
+  const kernels::DType compute_kernel = kernel_dtype(plan.compute);
+  const PointwiseOp kernel_op = plan.op;
+  const kernels::PointwiseParams params = plan.params;
+  runtime::Stream& stream = stream_for(out);
+  if (record_adaptive(stream, name_.c_str(), kernel_op, out_view, inputs.data(),
+                      static_cast<int>(inputs.size()), compute_kernel, params)) {
+    return;
+  }
+  enqueue_sized(stream, name_.c_str(), out.numel(), [=]() mutable {
+    std::array<kernels::TensorView, 3> views;
+    for (size_t k = 0; k < inputs.size(); ++k) views[k] = inputs[k].bind();
+    kernels::pointwise(kernel_op, out_view, views.data(), static_cast<int>(inputs.size()),
+                       compute_kernel, params);
+  });
 }
 
 }  // namespace openneuron::bridge

@@ -68,6 +68,9 @@ class PointwiseKernel final : public c10::OperatorKernel {
                   torch::jit::Stack* stack);
 
  private:
+  // Queues (or records, in adaptive eager) the planned kernel writing `out`.
+  void launch(const PointwisePlan& plan, const at::Tensor& out);
+
   PointwiseSpec spec_;
   std::string name_;
   NativeOpCounter* counter_;  // lives for the process, like every native op counter

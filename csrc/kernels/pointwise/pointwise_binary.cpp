@@ -1,6 +1,7 @@
 // Binary ops of kernels::pointwise: arithmetic, pow, min/max, modulus, comparisons, logic.
 #include <cmath>
 
+#include "kernels/core/float_conversions.h"
 #include "kernels/pointwise/pointwise_internal.h"
 #include "kernels/pointwise/pointwise_map.h"
 #include "kernels/pointwise/pointwise_math.h"
@@ -128,8 +129,35 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const std::array<Tensor
 
 }  // namespace
 
+// Floor and truncating division of 16-bit floats, rounded to the 16-bit format after every
+// step as the CPU's (and CUDA's) 16-bit arithmetic does: trunc(17.0) for 57376 / 3376 in float16,
+// where one rounding of the fp32 quotient would give 16. `Round` maps fp32 to fp32 via the format.
+template <typename Round>
+void run_16bit_division(PointwiseOp op, const TensorView& out, const TensorView& x,
+                        const TensorView& y, Round round) {
+  if (op == PointwiseOp::DivTrunc) {
+    map<float, float>(out, std::array<TensorView, 2>{x, y},
+                      [=](float a, float b) { return std::trunc(round(a / b)); });
+  } else {
+    map<float, float>(out, std::array<TensorView, 2>{x, y},
+                      [=](float a, float b) { return float_div_floor(a, b, round); });
+  }
+}
+
 bool run_binary_math(PointwiseOp op, const TensorView& out, const TensorView& x,
                      const TensorView& y, DType compute, const PointwiseParams& params) {
+  if (op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor) {
+    if (compute == DType::Float16) {
+      run_16bit_division(op, out, x, y,
+                         [](float v) { return half_bits_to_float(float_to_half_bits(v)); });
+      return true;
+    }
+    if (compute == DType::BFloat16) {
+      run_16bit_division(op, out, x, y,
+                         [](float v) { return bfloat16_bits_to_float(float_to_bfloat16_bits(v)); });
+      return true;
+    }
+  }
   bool handled = false;
   visit_compute(compute, [&](auto tag) {
     using C = typename decltype(tag)::type;

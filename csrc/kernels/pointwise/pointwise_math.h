@@ -100,16 +100,26 @@ inline int64_t int_mod_floor(int64_t x, int64_t y) {
   return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
 }
 
+// The identity rounding: a result kept in its compute type.
+struct NoRounding {
+  template <typename C>
+  C operator()(C v) const {
+    return v;
+  }
+};
+
 // Floor division of floats computed from fmod so that x == y * q + r holds as PyTorch defines it.
-template <typename C>
-inline C float_div_floor(C x, C y) {
+// `round` is applied after each arithmetic step: identity for float and double; for 16-bit
+// results it rounds to that format, since the CPU evaluates this formula in 16-bit arithmetic.
+template <typename C, typename Round = NoRounding>
+inline C float_div_floor(C x, C y, Round round = {}) {
   if (y == 0) return x / y;
   const C mod = std::fmod(x, y);
-  C div = (x - mod) / y;
-  if (mod != 0 && ((y < 0) != (mod < 0))) div -= C(1);
-  if (div == 0) return std::copysign(C(0), x / y);
+  C div = round(round(x - mod) / y);
+  if (mod != 0 && ((y < 0) != (mod < 0))) div = round(div - C(1));
+  if (div == 0) return std::copysign(C(0), round(x / y));
   C floor_div = std::floor(div);
-  if (div - floor_div > C(0.5)) floor_div += C(1);
+  if (div - floor_div > C(0.5)) floor_div = round(floor_div + C(1));
   return floor_div;
 }
 template <typename C>

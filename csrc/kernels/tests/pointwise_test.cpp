@@ -101,6 +101,37 @@ TEST(Pointwise, IntegerModulusAndFloorDivisionFollowPython) {
   }
 }
 
+// 16-bit compute rounds every step of floor/trunc division to the format, as the CPU does; an
+// fp32 compute of the same 16-bit operands rounds once. Cases where the two differ.
+TEST(Pointwise, SixteenBitDivisionRoundsEachStep) {
+  struct Case {
+    DType dtype;
+    PointwiseOp op;
+    double x, y, each_step, once;
+  };
+  const Case cases[] = {
+      {DType::Float16, PointwiseOp::DivTrunc, 57376, 3376, 17, 16},
+      {DType::Float16, PointwiseOp::DivFloor, 29392, 12.9375, 2270, 2272},
+      {DType::BFloat16, PointwiseOp::DivTrunc, 2.4590717922020944e+38, -8.2079828739718555e+37, -3,
+       -2},
+      {DType::BFloat16, PointwiseOp::DivFloor, 2.9508861506425132e+38, 9.34613434536269e+35, 314,
+       316},
+  };
+  for (const Case& c : cases) {
+    auto x = make_tensor(c.dtype, {1});
+    auto y = make_tensor(c.dtype, {1});
+    set(x.view, {0}, c.x);
+    set(y.view, {0}, c.y);
+    ASSERT_EQ(get(x.view, {0}), c.x);  // the operands are exact in the format
+    ASSERT_EQ(get(y.view, {0}), c.y);
+    auto out = make_tensor(c.dtype, {1});
+    run(c.op, out.view, {x.view, y.view}, c.dtype);
+    EXPECT_EQ(get(out.view, {0}), c.each_step) << c.x << " / " << c.y;
+    run(c.op, out.view, {x.view, y.view}, DType::Float32);
+    EXPECT_EQ(get(out.view, {0}), c.once) << c.x << " / " << c.y;
+  }
+}
+
 TEST(Pointwise, LargeInPlaceRunsThreadedAndExact) {
   const int64_t n = 1 << 18;
   auto a = make_tensor(DType::Float32, {n});
