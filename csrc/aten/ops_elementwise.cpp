@@ -109,11 +109,11 @@ bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType r
   return all_native_dtypes({&a, &b}) && is_native_compute_dtype(result);
 }
 
+// `result` is binary_result_type(op, a, b), which the caller has already computed.
 at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
-                             const at::Tensor& b, const at::Scalar& alpha) {
+                             const at::Tensor& b, const at::Scalar& alpha, at::ScalarType result) {
   const c10::Device device = check_same_device(name, {&a, &b});
   const c10::DeviceGuard guard(device);
-  const at::ScalarType result = binary_result_type(op, a, b);
   const auto shape = at::infer_size(a.sizes(), b.sizes());
   at::Tensor out =
       empty_elementwise_output(shape, {&a, &b}, at::TensorOptions().dtype(result).device(device));
@@ -122,10 +122,9 @@ at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
 }
 
 at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
-                        const at::Scalar& alpha, at::Tensor& out) {
+                        const at::Scalar& alpha, at::ScalarType result, at::Tensor& out) {
   const c10::Device device = check_same_device(name, {&a, &b, &out});
   const c10::DeviceGuard guard(device);
-  const at::ScalarType result = binary_result_type(op, a, b);
   TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
               " can't be cast to the desired output type ", out.scalar_type());
   const auto shape = at::infer_size(a.sizes(), b.sizes());
@@ -135,8 +134,9 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, cons
     TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   }
-  if (out.scalar_type() != result && out.numel() > 0) {
-    // Computed in the result dtype and cast, as the CPU does (a wider out= keeps its rounding).
+  if (!out.is_same(a) && out.scalar_type() != result && out.numel() > 0) {
+    // Computed in the result dtype and cast, as the CPU does (a wider out= keeps its rounding;
+    // in place, self takes part in the promotion, so it is never wider than the result).
     at::Tensor staged =
         empty_elementwise_output(shape, {&a, &b}, at::TensorOptions().dtype(result).device(device));
     launch_binary(name, op, a, b, alpha, staged);
@@ -171,58 +171,62 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 
 #define OPENNEURON_BINARY_WITH_ALPHA(fn, op_enum, aten_name, functional, inplace, out_variant)   \
   at::Tensor fn(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {      \
-    check_alpha(binary_result_type(op_enum, self, other), alpha);                                \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
+    const at::ScalarType result = binary_result_type(op_enum, self, other);                      \
+    check_alpha(result, alpha);                                                                  \
+    if (!binary_is_native(self, other, result)) {                                                \
       return OPENNEURON_FALLBACK(functional, self, other, alpha);                                \
     }                                                                                            \
     OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                          \
-    return binary_functional("aten::" aten_name, op_enum, self, other, alpha);                   \
+    return binary_functional("aten::" aten_name, op_enum, self, other, alpha, result);           \
   }                                                                                              \
   at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {        \
-    check_alpha(binary_result_type(op_enum, self, other), alpha);                                \
+    const at::ScalarType result = binary_result_type(op_enum, self, other);                      \
+    check_alpha(result, alpha);                                                                  \
     elementwise::check_written_overlap(self, {&self, &other});                                   \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {              \
+    if (!binary_is_native(self, other, result)) {                                                \
       return OPENNEURON_FALLBACK(inplace, self, other, alpha);                                   \
     }                                                                                            \
     OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                         \
-    return binary_into("aten::" aten_name "_", op_enum, self, other, alpha, self);               \
+    return binary_into("aten::" aten_name "_", op_enum, self, other, alpha, result, self);       \
   }                                                                                              \
   at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, \
                        at::Tensor& out) {                                                        \
-    check_alpha(binary_result_type(op_enum, self, other), alpha);                                \
+    const at::ScalarType result = binary_result_type(op_enum, self, other);                      \
+    check_alpha(result, alpha);                                                                  \
     elementwise::check_written_overlap(out, {&self, &other});                                    \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||              \
-        !all_native_dtypes({&out})) {                                                            \
+    if (!binary_is_native(self, other, result) || !all_native_dtypes({&out})) {                  \
       return OPENNEURON_FALLBACK(out_variant, self, other, alpha, out);                          \
     }                                                                                            \
     OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                             \
-    return binary_into("aten::" aten_name ".out", op_enum, self, other, alpha, out);             \
+    return binary_into("aten::" aten_name ".out", op_enum, self, other, alpha, result, out);     \
   }
 
 #define OPENNEURON_BINARY(fn, op_enum, aten_name, functional, inplace, out_variant)        \
   at::Tensor fn(const at::Tensor& self, const at::Tensor& other) {                         \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {        \
+    const at::ScalarType result = binary_result_type(op_enum, self, other);                \
+    if (!binary_is_native(self, other, result)) {                                          \
       return OPENNEURON_FALLBACK(functional, self, other);                                 \
     }                                                                                      \
     OPENNEURON_NATIVE_OP("aten::" aten_name ".Tensor");                                    \
-    return binary_functional("aten::" aten_name, op_enum, self, other, 1);                 \
+    return binary_functional("aten::" aten_name, op_enum, self, other, 1, result);         \
   }                                                                                        \
   at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other) {                           \
     elementwise::check_written_overlap(self, {&self, &other});                             \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other))) {        \
+    const at::ScalarType result = binary_result_type(op_enum, self, other);                \
+    if (!binary_is_native(self, other, result)) {                                          \
       return OPENNEURON_FALLBACK(inplace, self, other);                                    \
     }                                                                                      \
     OPENNEURON_NATIVE_OP("aten::" aten_name "_.Tensor");                                   \
-    return binary_into("aten::" aten_name "_", op_enum, self, other, 1, self);             \
+    return binary_into("aten::" aten_name "_", op_enum, self, other, 1, result, self);     \
   }                                                                                        \
   at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) { \
     elementwise::check_written_overlap(out, {&self, &other});                              \
-    if (!binary_is_native(self, other, binary_result_type(op_enum, self, other)) ||        \
-        !all_native_dtypes({&out})) {                                                      \
+    const at::ScalarType result = binary_result_type(op_enum, self, other);                \
+    if (!binary_is_native(self, other, result) || !all_native_dtypes({&out})) {            \
       return OPENNEURON_FALLBACK(out_variant, self, other, out);                           \
     }                                                                                      \
     OPENNEURON_NATIVE_OP("aten::" aten_name ".out");                                       \
-    return binary_into("aten::" aten_name ".out", op_enum, self, other, 1, out);           \
+    return binary_into("aten::" aten_name ".out", op_enum, self, other, 1, result, out);   \
   }
 
 OPENNEURON_BINARY_WITH_ALPHA(add, BinaryOp::Add, "add", add_Tensor, add__Tensor, add_out)
