@@ -172,6 +172,7 @@ OVERLAPPING = {
     "div_": lambda d: d[:3].div_(d[1:4]),
     "mul_expanded": lambda d: d[:1].expand(3).mul_(2),
     "neg_expanded": lambda d: d[:1].expand(3).neg_(),
+    "relu_expanded": lambda d: d[:1].expand(3).relu_(),
 }
 
 
@@ -187,6 +188,14 @@ def test_in_place_on_the_same_tensor_is_allowed():
     d = torch.arange(6.0, device=DEV)
     d.add_(d).mul_(d)
     assert d.cpu().tolist() == [4.0 * k * k for k in range(6)]
+
+
+def test_masked_fill_writes_an_expanded_self_as_the_cpu_does():
+    def run(device):
+        x = torch.zeros(3, device=device).expand(3, 3)
+        return x.masked_fill_(torch.eye(3, dtype=torch.bool, device=device), 1.0)
+
+    _assert_bitwise(run("cpu"), run(DEV))
 
 
 # ---- out= wider than the result dtype -----------------------------------------------------

@@ -265,6 +265,7 @@ at::Tensor relu(const at::Tensor& self) {
 }
 
 at::Tensor& relu_(at::Tensor& self) {
+  elementwise::check_written_overlap(self, {});
   if (!all_native_dtypes({&self}) || self.scalar_type() == at::kBool) {
     return OPENNEURON_FALLBACK(relu_, self);
   }

@@ -112,6 +112,31 @@ bool pow_through_complex64(const c10::FunctionSchema& schema, torch::jit::Stack*
   return true;
 }
 
+// masked_fill_ into a self whose elements share memory (an expanded tensor): the CPU writes only
+// the masked elements, one after another, so a location is filled if any of its elements is
+// masked. The pointwise kernel writes every element, so this runs the CPU kernel on the device
+// memory itself, after the streams have run the work queued before. False for any other self.
+bool masked_fill_shared_elements(const c10::FunctionSchema& schema, torch::jit::Stack* stack) {
+  if (schema.name() != "aten::masked_fill_") return false;
+  auto args = torch::jit::last(*stack, 3);
+  const at::Tensor self = args[0].toTensor();
+  if (at::has_internal_overlap(self) != at::MemOverlap::Yes || !self.is_privateuseone()) {
+    return false;
+  }
+  const auto on_host = [](const at::Tensor& t) {
+    if (!t.is_privateuseone()) return t;
+    const c10::DeviceGuard guard(t.device());
+    OPENNEURON_RUNTIME_CALL(stream_for(t).synchronize());
+    return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  };
+  const at::Tensor mask = on_host(args[1].toTensor());
+  const at::Scalar value = args[2].isTensor() ? args[2].toTensor().item() : args[2].toScalar();
+  on_host(self).masked_fill_(mask, value);
+  torch::jit::drop(*stack, 3);
+  torch::jit::push(*stack, self);
+  return true;
+}
+
 }  // namespace
 
 void elementwise::check_written_overlap(const at::Tensor& out,
@@ -282,9 +307,12 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
   const size_t num_args = schema.arguments().size();
   const bool has_out = schema.arguments().back().is_out();
   const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
+  if (spec_.op == PointwiseOp::MaskedFill && masked_fill_shared_elements(schema, stack)) return;
   auto args = torch::jit::last(*stack, num_args);
-  if (has_out || in_place) {
-    // Checked first, as TensorIterator does, so the host fallback's copies cannot hide it.
+  // masked_fill_ is the one op here whose CPU kernel writes an expanded self (it is left as the
+  // CPU leaves it); the others are checked first, as TensorIterator does, so that the host
+  // fallback's copies cannot hide an overlap.
+  if ((has_out || in_place) && spec_.op != PointwiseOp::MaskedFill) {
     c10::SmallVector<const at::Tensor*, 4> inputs;
     for (size_t k = 0; k + (has_out ? 1 : 0) < num_args; ++k) {
       if (args[k].isTensor()) inputs.push_back(&args[k].toTensor());
