@@ -531,6 +531,11 @@ void with_function(ActivationFunction function, F&& f) {
     ON_FUNCTION(kRsqrt)
     ON_FUNCTION(kSqrt)
     ON_FUNCTION(kReciprocal)
+    ON_FUNCTION(kSigmoid)
+    ON_FUNCTION(kSilu)
+    ON_FUNCTION(kSiluDx)
+    ON_FUNCTION(kGeluSigmoid)
+    ON_FUNCTION(kGeluSigmoidDx)
 #undef ON_FUNCTION
     default:
       return f(function);
