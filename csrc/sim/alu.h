@@ -103,7 +103,7 @@ inline float reduce_step(AluOp op, float accumulator, float value) {
 
 // The float with value 2^n, for -126 ≤ n ≤ 127. Shifted as unsigned: a NaN input's n is out of
 // that range (its result is discarded), and shifting a negative int is undefined.
-inline float power_of_two(int32_t n) {
+__attribute__((always_inline)) inline float power_of_two(int32_t n) {
   const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
   float value;
   std::memcpy(&value, &bits, sizeof(value));
@@ -114,7 +114,8 @@ inline float power_of_two(int32_t n) {
 // vectorise (the interpreter and the fast executor both call it, so they agree bit for bit):
 // x = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6 polynomial, then 2^n applied in two halves
 // so results near overflow and underflow round like any product.
-inline float exp_f32(float x) {
+// Always inlined: an outlined call per element keeps the activation loops scalar.
+__attribute__((always_inline)) inline float exp_f32(float x) {
   // Comparisons rather than fmin/fmax (library calls that keep loops scalar); NaN passes
   // through both and is restored at the end.
   float clamped = x < -104.0f ? -104.0f : x;
@@ -166,7 +167,9 @@ inline float reduce_row(AluOp op, const float* values, int64_t count) {
   return combine_lanes(op, lanes);
 }
 
-inline float apply_activation(ActivationFunction function, float x) {
+// The sigmoid family (sigmoid, silu, their derivatives, gelu's sigmoid form) is built on
+// exp_f32, so its loops vectorise; activation_accuracy_test.cpp bounds each against float64.
+__attribute__((always_inline)) inline float apply_activation(ActivationFunction function, float x) {
   switch (function) {
     case ActivationFunction::kCopy:
       return x;
@@ -177,7 +180,7 @@ inline float apply_activation(ActivationFunction function, float x) {
     case ActivationFunction::kTanh:
       return std::tanh(x);
     case ActivationFunction::kSigmoid:
-      return 1.0f / (1.0f + std::exp(-x));
+      return 1.0f / (1.0f + exp_f32(-x));
     case ActivationFunction::kRelu:
       return x > 0.0f ? x : (std::isnan(x) ? x : 0.0f);
     case ActivationFunction::kGelu:
@@ -187,7 +190,7 @@ inline float apply_activation(ActivationFunction function, float x) {
       return 0.5f * x * (1.0f + std::tanh(inner));
     }
     case ActivationFunction::kSilu:
-      return x / (1.0f + std::exp(-x));
+      return x / (1.0f + exp_f32(-x));
     case ActivationFunction::kSqrt:
       return std::sqrt(x);
     case ActivationFunction::kRsqrt:
@@ -217,13 +220,13 @@ inline float apply_activation(ActivationFunction function, float x) {
     case ActivationFunction::kArctan:
       return std::atan(x);
     case ActivationFunction::kGeluSigmoid:
-      return x / (1.0f + std::exp(-1.702f * x));
+      return x / (1.0f + exp_f32(-1.702f * x));
     case ActivationFunction::kGeluSigmoidDx: {
-      const float s = 1.0f / (1.0f + std::exp(-1.702f * x));
+      const float s = 1.0f / (1.0f + exp_f32(-1.702f * x));
       return s + 1.702f * x * s * (1.0f - s);
     }
     case ActivationFunction::kSiluDx: {
-      const float s = 1.0f / (1.0f + std::exp(-x));
+      const float s = 1.0f / (1.0f + exp_f32(-x));
       return s * (1.0f + x * (1.0f - s));
     }
     case ActivationFunction::kCount:

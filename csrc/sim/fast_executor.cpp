@@ -18,6 +18,7 @@
 #include "sim/interpreter.h"
 #include "sim/matmul_kernel.h"
 #include "sim/vector_isa.h"
+#include "sim/vector_loops.h"
 
 namespace openneuron::sim {
 
@@ -219,6 +220,10 @@ void fold_lanes(Op op, float* lanes, int64_t count, const float* values, int64_t
     lane = apply_alu(alu, lane, values[j]);
   }
 }
+
+// An on-chip fp32 operand dense in each partition (defined with the matmul path below).
+bool dense_fp32_rows(const CoreState& state, const AccessPattern& ap, float** first,
+                     int64_t* row_floats);
 
 // Two operands overlap in memory without being the same pattern: streaming would read what it
 // just wrote, so such instructions take the general path (which reads everything first).
@@ -432,6 +437,14 @@ bool tensor_tensor_runs(CoreState& state, const Instruction& ins) {
   if (!match_runs(a, r, 4) || !match_runs(b, r, 4) || !match_runs(r, a, 4)) return false;
   if (a.count != r.count || a.length != r.length || b.count != r.count || b.length != r.length)
     return false;
+  if (has_vector_alu(ins.alu0)) {
+    for (int64_t run = 0; run < r.count; ++run) {
+      elementwise_vector(ins.alu0, reinterpret_cast<float*>(r.first + run * r.step),
+                         reinterpret_cast<const float*>(a.first + run * a.step),
+                         reinterpret_cast<const float*>(b.first + run * b.step), r.length);
+    }
+    return true;
+  }
   with_alu(ins.alu0, [&](auto op) {
     for (int64_t run = 0; run < r.count; ++run) {
       elementwise(op, reinterpret_cast<float*>(r.first + run * r.step),
@@ -457,8 +470,12 @@ void tensor_tensor(CoreState& state, const Instruction& ins) {
       const float* b = load_chunk(in[1], sources[1].dtype, n, xb);
       float* r = output_chunk(out, ins.dst.dtype, result);
       const AluOp alu = op_value(op);
+      if (has_vector_alu(alu)) {
+        elementwise_vector(alu, r, a, b, n);
+      } else {
 #pragma GCC ivdep
-      for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, a[i], b[i]);
+        for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, a[i], b[i]);
+      }
       store_chunk(out, ins.dst.dtype, r, n);
     });
   });
@@ -514,6 +531,11 @@ void with_function(ActivationFunction function, F&& f) {
     ON_FUNCTION(kRsqrt)
     ON_FUNCTION(kSqrt)
     ON_FUNCTION(kReciprocal)
+    ON_FUNCTION(kSigmoid)
+    ON_FUNCTION(kSilu)
+    ON_FUNCTION(kSiluDx)
+    ON_FUNCTION(kGeluSigmoid)
+    ON_FUNCTION(kGeluSigmoidDx)
 #undef ON_FUNCTION
     default:
       return f(function);
@@ -568,6 +590,15 @@ void activation(CoreState& state, const Instruction& ins) {
   SmallArray<int64_t> counts(p, 0);
   float xa[kChunk], result[kChunk];
   const bool wide = use_avx512();
+  // An fp32 destination dense in each partition holds exactly the values reduced: its rows are
+  // reduced afterwards, several side by side, instead of one serial fold per chunk.
+  float* dst_rows = nullptr;
+  int64_t dst_row_floats = 0;
+  const AluOp folded = ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1;
+  const bool reduce_rows = reduce && has_identity && ins.dst.partitions() == p &&
+                           dense_fp32_rows(state, ins.dst, &dst_rows, &dst_row_floats) &&
+                           (folded == AluOp::kAdd || folded == AluOp::kMultiply ||
+                            folded == AluOp::kMax || folded == AluOp::kMin);
   with_function(ins.function, [&](auto fn) {
     stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
       const float* x = load_chunk(in[0], a.dtype, n, xa);
@@ -579,7 +610,9 @@ void activation(CoreState& state, const Instruction& ins) {
       } else {
         activate(fn, x, sc, bi, r, n);
       }
-      if (reduce && has_identity) {
+      if (reduce_rows) {
+        // reduced below, from the destination
+      } else if (reduce && has_identity) {
         with_alu(ins.alu1 == AluOp::kSubtract ? AluOp::kAdd : ins.alu1, [&](auto op) {
           fold_lanes(op, lanes.data() + partition * kReduceLanes, counts[partition], r, n);
         });
@@ -599,7 +632,9 @@ void activation(CoreState& state, const Instruction& ins) {
     });
   });
   state.mark_written(ins.dst);
-  if (reduce && has_identity) {
+  if (reduce_rows) {
+    reduce_rows_vector(folded, dst_rows, dst_row_floats, p, ins.dst.free_size(), reduced.data());
+  } else if (reduce && has_identity) {
     with_alu(ins.alu1, [&](auto op) {
       for (int64_t q = 0; q < p; ++q)
         reduced[q] = combine_lanes(op_value(op), lanes.data() + q * kReduceLanes);
@@ -653,42 +688,52 @@ void tensor_reduce(CoreState& state, const Instruction& ins) {
   const bool has_identity = reduction_identity(ins.alu0, &identity);
   float xa[kChunk];
   const AluOp folded = ins.alu0 == AluOp::kSubtract ? AluOp::kAdd : ins.alu0;
-  with_alu(folded, [&](auto op) {
-    const AluOp alu = op_value(op);
-    RunCursor in(state, a);
-    int64_t g = 0, filled = 0;
-    float acc = identity;
-    float lanes[kReduceLanes];
-    while (!in.done()) {
-      const int64_t n = std::min(in.remaining(), kChunk);
-      const float* x = load_chunk(in, a.dtype, n, xa);
-      int64_t i = 0;
-      while (i < n) {
-        if (filled == 0) {
+  float* rows;
+  int64_t row_floats;
+  // Whole rows of a dense on-chip fp32 tile: several rows folded side by side.
+  const bool by_rows =
+      group == a.free_size() && dense_fp32_rows(state, a, &rows, &row_floats) &&
+      reduce_rows_vector(folded, rows, row_floats, a.partitions(), group, out.data());
+  if (by_rows && ins.negate) {
+    for (float& value : out) value = -value;
+  }
+  if (!by_rows)
+    with_alu(folded, [&](auto op) {
+      const AluOp alu = op_value(op);
+      RunCursor in(state, a);
+      int64_t g = 0, filled = 0;
+      float acc = identity;
+      float lanes[kReduceLanes];
+      while (!in.done()) {
+        const int64_t n = std::min(in.remaining(), kChunk);
+        const float* x = load_chunk(in, a.dtype, n, xa);
+        int64_t i = 0;
+        while (i < n) {
+          if (filled == 0) {
+            if (has_identity) {
+              std::fill(lanes, lanes + kReduceLanes, identity);
+            } else {
+              acc = x[i++];
+              filled = 1;
+            }
+          }
+          const int64_t take = std::min(n - i, group - filled);
           if (has_identity) {
-            std::fill(lanes, lanes + kReduceLanes, identity);
+            fold_lanes(op, lanes, filled, x + i, take);
           } else {
-            acc = x[i++];
-            filled = 1;
+            for (int64_t j = 0; j < take; ++j) acc = apply_alu(alu, acc, x[i + j]);
+          }
+          i += take;
+          filled += take;
+          if (filled == group) {
+            const float result = has_identity ? combine_lanes(alu, lanes) : acc;
+            out[g++] = ins.negate ? -result : result;
+            filled = 0;
           }
         }
-        const int64_t take = std::min(n - i, group - filled);
-        if (has_identity) {
-          fold_lanes(op, lanes, filled, x + i, take);
-        } else {
-          for (int64_t j = 0; j < take; ++j) acc = apply_alu(alu, acc, x[i + j]);
-        }
-        i += take;
-        filled += take;
-        if (filled == group) {
-          const float result = has_identity ? combine_lanes(alu, lanes) : acc;
-          out[g++] = ins.negate ? -result : result;
-          filled = 0;
-        }
+        in.advance(n);
       }
-      in.advance(n);
-    }
-  });
+    });
   RunCursor dst(state, ins.dst);
   int64_t written = 0;
   while (!dst.done()) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "sim/alu.h"
 #include "sim/profile.h"
 #include "sim/simulator.h"
 #include "sim/tests/program_builder.h"
@@ -279,6 +280,107 @@ TEST(FastPaths, UniformRunCopiesAndAddsEqualTheReference) {
     b.add(Opcode::kDmaCopy, back, {left});
     run_both(b, {{x, random_floats(p * stride, 19)}}, out);
   }
+}
+
+}  // namespace
+}  // namespace openneuron::sim
+
+namespace openneuron::sim {
+namespace {
+
+// Operand pairs that meet every branch of the vector ALU: at every third element, each pair of
+// NaNs of both signs, signed zeros (max and min of equal operands pick the second), infinities,
+// subnormals and equal values; random values elsewhere. x is values[0, n), y values[n, 2n).
+std::vector<float> special_pairs(int64_t n, uint32_t seed) {
+  auto values = random_floats(2 * n, seed);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {nan, -nan, 0.0f, -0.0f, inf, -inf, 1e-40f, -1e-40f, 1.0f, 2.0f};
+  for (int64_t i = 0; i < n; i += 3) {
+    const int64_t k = i / 3;
+    values[i] = specials[k % 10];
+    values[n + i] = specials[(k / 10) % 10];
+  }
+  return values;
+}
+
+// tensor_tensor with every vectorised operation, on each ISA, on dense fp32 tiles (a run per
+// partition, 67 wide: whole vectors and a tail) and through the chunked path (a bf16 operand),
+// into a fresh tile and over its own first operand.
+TEST(FastPaths, VectorAluEqualsTheReferenceOnEveryIsa) {
+  const int64_t p = 5, f = 67;  // 335 elements: all 100 special pairs
+  for (bool avx2 : {false, true}) {
+    force_avx2(avx2);
+    SCOPED_TRACE(vector_isa_name());
+    for (AluOp op : {AluOp::kAdd, AluOp::kSubtract, AluOp::kMultiply, AluOp::kDivide, AluOp::kMax,
+                     AluOp::kMin}) {
+      SCOPED_TRACE(alu_op_name(op));
+      ProgramBuilder b;
+      const int32_t x = b.hbm("x", DType::kFloat32, 2 * p * f, true);
+      const int32_t out = b.hbm("out", DType::kFloat32, 3 * p * f, false);
+      const auto left = load(b, x, p, f);
+      const auto right = load(b, x, p, f, p * f);
+      const int32_t narrow = b.tile("narrow", Memory::kSbuf, DType::kBFloat16, p, f);
+      b.add(Opcode::kTensorCopy, b.ap(narrow, {p, f}), {right});
+      const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, p, f);
+      const int32_t s = b.tile("s", Memory::kSbuf, DType::kFloat32, p, f);
+      b.add(Opcode::kTensorTensor, b.ap(r, {p, f}), {left, right}).alu0 = op;
+      b.add(Opcode::kTensorTensor, b.ap(s, {p, f}), {b.ap(narrow, {p, f}), left}).alu0 = op;
+      b.add(Opcode::kTensorTensor, left, {left, right}).alu0 = op;
+      b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {b.ap(r, {p, f})});
+      b.add(Opcode::kDmaCopy, b.ap(out, {p, f}, p * f), {b.ap(s, {p, f})});
+      b.add(Opcode::kDmaCopy, b.ap(out, {p, f}, 2 * p * f), {left});
+      const auto values = special_pairs(p * f, 23);
+      const auto bytes = run_both(b, {{x, values}}, out);
+      float first;
+      std::memcpy(&first, bytes.data() + 4, 4);  // element 1: two ordinary values
+      EXPECT_EQ(first, apply_alu(op, values[1], values[p * f + 1]));
+    }
+  }
+  force_avx2(false);
+}
+
+// Whole-row reductions of dense fp32 tiles go four rows at a time: row counts that leave
+// single rows (1, 6, 9), rows with a scalar tail (203 = 25 vectors + 3), NaNs and signed zeros,
+// through tensor_reduce (negated too) and an activation's fused reduction, on each ISA.
+TEST(FastPaths, RowBlockReductionsEqualTheReference) {
+  const int64_t f = 203;
+  for (bool avx2 : {false, true}) {
+    force_avx2(avx2);
+    SCOPED_TRACE(vector_isa_name());
+    for (int64_t p : {int64_t{1}, int64_t{6}, int64_t{9}}) {
+      for (AluOp op : {AluOp::kAdd, AluOp::kSubtract, AluOp::kMultiply, AluOp::kMax, AluOp::kMin}) {
+        SCOPED_TRACE(std::string(alu_op_name(op)) + " rows " + std::to_string(p));
+        ProgramBuilder b;
+        const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+        const int32_t out = b.hbm("out", DType::kFloat32, 2 * p, false);
+        const auto tile = load(b, x, p, f);
+        const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, p, 1);
+        Instruction& reduce = b.add(Opcode::kTensorReduce, b.ap(r, {p, 1}), {tile});
+        reduce.alu0 = op;
+        reduce.negate = p == 6;
+        const int32_t y = b.tile("y", Memory::kSbuf, DType::kFloat32, p, f);
+        const int32_t sum = b.tile("sum", Memory::kSbuf, DType::kFloat32, p, 1);
+        Instruction& act = b.add(Opcode::kActivation, b.ap(y, {p, f}), {tile});
+        act.function = ActivationFunction::kCopy;
+        act.imm0 = 1.0f;
+        act.alu1 = op;
+        act.dst2 = b.ap(sum, {p, 1});
+        b.add(Opcode::kDmaCopy, b.ap(out, {p, 1}), {b.ap(r, {p, 1})});
+        b.add(Opcode::kDmaCopy, b.ap(out, {p, 1}, p), {b.ap(sum, {p, 1})});
+        auto values = random_floats(p * f, 29, 0.5f, 1.5f);  // products stay finite
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        if (p > 1) values[1 * f + 201] = nan;  // in row 1's tail
+        if (p > 4) values[4 * f + 17] = -nan;  // a single row after a block of four
+        for (int64_t j = 0; j < f; ++j) values[j] = (j % 3 == 0) ? 0.0f : -0.0f;  // row 0
+        const auto bytes = run_both(b, {{x, values}}, out);
+        float row0;
+        std::memcpy(&row0, bytes.data(), 4);
+        EXPECT_EQ(row0, 0.0f);
+      }
+    }
+  }
+  force_avx2(false);
 }
 
 }  // namespace
