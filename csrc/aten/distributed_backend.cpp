@@ -973,8 +973,8 @@ class NeuronBackend : public c10d::Backend {
   // ("whole,chunk,gather" in bytes) for measurement.
   struct CarryLimits {
     int64_t whole_reduce = 1 << 20;
-    int64_t chunk_reduce = 16 << 20;
-    int64_t gather = 1 << 20;
+    int64_t chunk_reduce = 4 << 20;
+    int64_t gather = 2 << 20;
   };
   static const CarryLimits& carry_limits() {
     static const CarryLimits limits = [] {
