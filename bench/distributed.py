@@ -99,7 +99,7 @@ def _time_row(dist, op, size_bytes, world, repeats):
         for label in order if repeat % 2 == 0 else reversed(order):
             samples[label].append(sides[label].sample(calls))
     return {
-        label: tuple(statistics.median(column) for column in zip(*values))
+        label: tuple(statistics.median(column) for column in zip(*values, strict=True))
         for label, values in samples.items()
     }
 
@@ -255,6 +255,7 @@ def main() -> None:
     parser.add_argument("--json", default=str(ROOT / "bench" / "results" / "distributed.json"))
     parser.add_argument("--markdown", type=Path, help="also write the section of this page")
     parser.add_argument("--ops", nargs="+", choices=OPS, default=OPS, help="collectives to time")
+    parser.add_argument("--sizes-kib", nargs="+", type=int, help="sizes to time, in KiB")
     parser.add_argument(
         "--no-ddp", action="store_true", help="collectives only (the DDP step is not timed)"
     )
@@ -264,6 +265,8 @@ def main() -> None:
 
     repeats = 5 if args.quick else 9
     sizes = SIZES[::2] if args.quick else SIZES
+    if args.sizes_kib:
+        sizes = [kib << 10 for kib in args.sizes_kib]
     results = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),

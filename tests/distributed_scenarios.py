@@ -164,7 +164,7 @@ def scenario_collectives(rank: int, world: int) -> None:
         dist.all_to_all(outs, [s.to(dev) for s in sends])
         for s in range(world):
             check(outs[s], expect[s], f"all_to_all[{s}] {dtype}")
-    # Each way the data can travel: whole in the fingerprint exchange (all-reduce up to 1 MiB,
+    # Each way the data can travel: whole in the fingerprint exchange (all-reduce up to 256 KiB,
     # all-gather and reduce-scatter up to 2 MiB per peer), all-reduce as a reduce-scatter
     # carried in it plus an all-gather (chunks up to 4 MiB, uneven here), then through the
     # transport's all-reduce, and all-gather and reduce-scatter as one message per pair.
@@ -867,10 +867,10 @@ def default_group(rank: int, world: int) -> dict:
         "large_gather": lambda: dist.all_gather_into_tensor(
             torch.empty(world * (8192 + rank), device=dev), torch.ones(8192 + rank, device=dev)
         ),
-        # Past 1 MiB: all-reduce in chunks on both ranks, whole against chunks, chunks against
+        # Past 256 KiB: all-reduce in chunks on both ranks, whole against chunks, chunks against
         # the transport's all-reduce; all-gather carried against one message per pair.
         "chunked_shape": lambda: dist.all_reduce(torch.ones(300000 + rank, device=dev)),
-        "whole_and_chunked": lambda: dist.all_reduce(torch.ones(200000 * (1 + rank), device=dev)),
+        "whole_and_chunked": lambda: dist.all_reduce(torch.ones(60000 * (1 + rank), device=dev)),
         "chunked_and_transport": lambda: dist.all_reduce(
             torch.ones(600000 * (1 + 3 * rank), device=dev)
         ),

@@ -972,7 +972,7 @@ class NeuronBackend : public c10d::Backend {
   // Defaults measured on 2 ranks (docs/performance.md); OPENNEURON_DIST_CARRY overrides them
   // ("whole,chunk,gather" in bytes) for measurement.
   struct CarryLimits {
-    int64_t whole_reduce = 1 << 20;
+    int64_t whole_reduce = 256 << 10;
     int64_t chunk_reduce = 4 << 20;
     int64_t gather = 2 << 20;
   };

@@ -89,7 +89,7 @@ void FingerprintExchange::run(const Fingerprint& mine, const std::vector<Carry>&
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     const int64_t bytes = sent[peer] - kHeaderBytes;
-    const int64_t words[kHeaderWords] = {sequence,    mine.kind,      mine.dtype,
+    const int64_t words[kHeaderWords] = {sequence,   mine.kind,      mine.dtype,
                                          mine.count, mine.reduce_op, bytes};
     std::memcpy(out, words, sizeof(words));
     if (bytes > 0) std::memcpy(out + kHeaderBytes, to_peer[peer].data, bytes);
