@@ -225,18 +225,18 @@ def markdown(results: dict, arguments: str) -> str:
             else ""
         ),
         "",
-        "How the neuron side runs: every collective starts with an all-gather of fixed-size"
-        " blocks, one per rank, holding its fingerprint (kind, dtype, element count, reduction)"
-        " and up to 16 KiB of payload, so ranks compare fingerprints before any message of a"
-        " size the peer does not expect could arrive (which aborts the process in Gloo); small"
-        " collectives travel whole in it. Larger all-reduces then run Gloo's all-reduce;"
-        " all-gather and reduce-scatter from 1 MiB per peer send one message per pair of ranks,"
-        " in between Gloo's collectives. The check used to be an all-gather of its own before"
-        " every collective, and a synchronous call went through the communication stream,"
-        " leaving a wait on the current stream that the next call queued behind; now a"
-        " synchronous call runs on the calling thread once the streams are idle. Both sides"
-        " share two cores with each other and with everything else running, so latency-bound"
-        " sizes vary with scheduling from sample to sample.",
+        "How the neuron side runs: every collective starts with one all-to-all of the"
+        " transport in which each rank sends every peer its fingerprint (kind, dtype, element"
+        " count, reduction) followed by the data it carries to that peer, and receives into a"
+        " slot sized for the most any rank may carry (Gloo accepts a shorter message; a longer"
+        " one aborts the process), so ranks compare fingerprints before any message of a size"
+        " the peer does not expect could arrive. All-reduce travels whole in it up to 256 KiB;"
+        " above, it is a reduce-scatter carried in it and an all-gather of the reduced chunks"
+        " (Gloo's all-reduce after the check past 4 MiB per chunk); all-gather and"
+        " reduce-scatter carry up to 2 MiB per peer in it, beyond that one message per pair of"
+        " ranks. So the check costs no round of messages of its own. Both sides share two cores"
+        " with each other and with everything else running, so latency-bound sizes vary with"
+        " scheduling from sample to sample.",
         "",
         f"W3 (GPT-2, benchmark size) DDP step with per-rank batch {ddp['per_rank_batch']},"
         " one kernel thread per rank: 1 rank"

@@ -852,8 +852,8 @@ def default_group(rank: int, world: int) -> dict:
         "gather_size": lambda: dist.all_gather_into_tensor(
             torch.empty(world * (3 + rank), device=dev), torch.ones(3 + rank, device=dev)
         ),
-        # Past 16 KiB the data travels outside the fingerprint block (one side carried, the
-        # other not, in "small_and_large").
+        # Sizes on either side of the old 16 KiB carry limit, and a carried all-reduce against
+        # a broadcast that carries nothing.
         "large_shape": lambda: dist.all_reduce(torch.ones(8192 + rank, device=dev)),
         "small_and_large": lambda: dist.all_reduce(torch.ones(4096 * (1 + rank), device=dev)),
         "large_op": lambda: (

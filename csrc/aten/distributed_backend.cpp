@@ -3,8 +3,8 @@
 // device's communication stream, ordered after the current stream's pending work; its Work
 // makes the waiting stream wait. A synchronous collective runs on the calling thread instead,
 // once the current stream and the communication stream are idle. Every collective starts with
-// a fixed-size all-gather of the ranks' fingerprints (FingerprintExchange); all-reduce,
-// all-gather and reduce-scatter into one tensor of up to 16 KiB travel whole in it.
+// an all-to-all of the ranks' fingerprints (FingerprintExchange) whose messages carry data:
+// all-reduce, all-gather and reduce-scatter into one tensor send theirs, or its first half, in it.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
@@ -98,9 +98,9 @@ void run_without_gil(Completion& completion, Body& body) {
   }
 }
 
-// OPENNEURON_DIST_CHECKS=0 skips the fingerprint message that collectives other than
-// all-reduce, all-gather and reduce-scatter into one tensor send first (those fold it into
-// their first message, so they always check).
+// OPENNEURON_DIST_CHECKS=0 skips the fingerprint exchange that collectives other than
+// all-reduce, all-gather and reduce-scatter into one tensor run first (those carry their data
+// in it, so they always check).
 bool agreement_checked() {
   static const bool checked = [] {
     const char* value = std::getenv("OPENNEURON_DIST_CHECKS");
