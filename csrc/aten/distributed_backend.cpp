@@ -4,7 +4,8 @@
 // makes the waiting stream wait. A synchronous collective runs on the calling thread instead,
 // once the current stream and the communication stream are idle. Every collective starts with
 // an all-to-all of the ranks' fingerprints (FingerprintExchange) whose messages carry data:
-// all-reduce, all-gather and reduce-scatter into one tensor send theirs, or its first half, in it.
+// all-reduce, all-gather and reduce-scatter into one tensor carry their data (a larger
+// all-reduce its reduce-scatter half) in it.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
