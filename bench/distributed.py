@@ -1,7 +1,7 @@
 """Collective bandwidth and DDP overhead: the neuron backend against Gloo on CPU tensors.
 
     .venv/bin/python -m bench.distributed [--quick] [--json bench/results/distributed.json]
-        [--markdown docs/performance.md]
+        [--markdown docs/performance.md] [--no-ddp]
 
 Spawns 2 ranks on 127.0.0.1 with "cpu:gloo,neuron:neuron": in the same processes and the same
 run, each size is timed on neuron tensors (the neuron backend, synchronous calls as
@@ -66,7 +66,7 @@ class _Side:
 
     def sample(self, calls):
         self.dist.barrier()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         works = [
             _run_op(self.dist, self.op, self.tensor, self.scratch, self.world, self.async_op)
             for _ in range(calls)
@@ -75,7 +75,11 @@ class _Side:
             if work is not None:
                 work.wait()
         self.sync()
-        return (time.perf_counter() - started) / calls
+        # CPU time of the whole process (every thread, the transport's included) per call.
+        return (
+            (time.perf_counter() - started) / calls,
+            (time.process_time() - cpu_started) / calls,
+        )
 
 
 def _time_row(dist, op, size_bytes, world, repeats):
@@ -84,7 +88,7 @@ def _time_row(dist, op, size_bytes, world, repeats):
         label: _Side(dist, op, "neuron" if kind == "neuron" else "cpu", async_op, size_bytes, world)
         for label, kind, async_op in SIDES
     }
-    once = max(side.sample(2) for side in sides.values())  # warm up; the slowest sets the count
+    once = max(side.sample(2)[0] for side in sides.values())  # warm up; the slowest sets it
     # Enough calls per sample that a sample lasts about 20 ms.
     calls_box = torch.tensor([max(1, min(200, int(0.02 / max(once, 1e-6))))])
     dist.broadcast(calls_box, src=0)  # every rank runs the same number of calls
@@ -94,21 +98,25 @@ def _time_row(dist, op, size_bytes, world, repeats):
     for repeat in range(repeats):
         for label in order if repeat % 2 == 0 else reversed(order):
             samples[label].append(sides[label].sample(calls))
-    return {label: statistics.median(values) for label, values in samples.items()}
+    return {
+        label: tuple(statistics.median(column) for column in zip(*values, strict=True))
+        for label, values in samples.items()
+    }
 
 
-def _collectives_rank(rank, world, repeats, sizes):
+def _collectives_rank(rank, world, repeats, sizes, ops=OPS):
     import torch.distributed as dist
 
     from tests.distributed_scenarios import init
 
     init(rank, world, backend="cpu:gloo,neuron:neuron", timeout_s=120)
     rows = []
-    for op in OPS:
+    for op in ops:
         for size in sizes:
             row = {"op": op, "bytes": size}
-            for label, seconds in _time_row(dist, op, size, world, repeats).items():
+            for label, (seconds, cpu) in _time_row(dist, op, size, world, repeats).items():
                 row[f"{label}_us"] = seconds * 1e6
+                row[f"{label}_cpu_us"] = cpu * 1e6
                 row[f"{label}_busbw_gbps"] = size * _bus_factor(op, world) / seconds / 1e9
             rows.append(row)
     dist.destroy_process_group()
@@ -217,18 +225,18 @@ def markdown(results: dict, arguments: str) -> str:
             else ""
         ),
         "",
-        "How the neuron side runs: every collective starts with an all-gather of fixed-size"
-        " blocks, one per rank, holding its fingerprint (kind, dtype, element count, reduction)"
-        " and up to 16 KiB of payload, so ranks compare fingerprints before any message of a"
-        " size the peer does not expect could arrive (which aborts the process in Gloo); small"
-        " collectives travel whole in it. Larger all-reduces then run Gloo's all-reduce;"
-        " all-gather and reduce-scatter from 1 MiB per peer send one message per pair of ranks,"
-        " in between Gloo's collectives. The check used to be an all-gather of its own before"
-        " every collective, and a synchronous call went through the communication stream,"
-        " leaving a wait on the current stream that the next call queued behind; now a"
-        " synchronous call runs on the calling thread once the streams are idle. Both sides"
-        " share two cores with each other and with everything else running, so latency-bound"
-        " sizes vary with scheduling from sample to sample.",
+        "How the neuron side runs: every collective starts with one all-to-all of the"
+        " transport in which each rank sends every peer its fingerprint (kind, dtype, element"
+        " count, reduction) followed by the data it carries to that peer, and receives into a"
+        " slot sized for the most any rank may carry (Gloo accepts a shorter message; a longer"
+        " one aborts the process), so ranks compare fingerprints before any message of a size"
+        " the peer does not expect could arrive. All-reduce travels whole in it up to 256 KiB;"
+        " above, it is a reduce-scatter carried in it and an all-gather of the reduced chunks"
+        " (Gloo's all-reduce after the check past 4 MiB per chunk); all-gather and"
+        " reduce-scatter carry up to 2 MiB per peer in it, beyond that one message per pair of"
+        " ranks. So the check costs no round of messages of its own. Both sides share two cores"
+        " with each other and with everything else running, so latency-bound sizes vary with"
+        " scheduling from sample to sample.",
         "",
         f"W3 (GPT-2, benchmark size) DDP step with per-rank batch {ddp['per_rank_batch']},"
         " one kernel thread per rank: 1 rank"
@@ -246,12 +254,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     parser.add_argument("--json", default=str(ROOT / "bench" / "results" / "distributed.json"))
     parser.add_argument("--markdown", type=Path, help="also write the section of this page")
+    parser.add_argument("--ops", nargs="+", choices=OPS, default=OPS, help="collectives to time")
+    parser.add_argument("--sizes-kib", nargs="+", type=int, help="sizes to time, in KiB")
+    parser.add_argument(
+        "--no-ddp", action="store_true", help="collectives only (the DDP step is not timed)"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from bench.run import machine, replace_section
 
     repeats = 5 if args.quick else 9
     sizes = SIZES[::2] if args.quick else SIZES
+    if args.sizes_kib:
+        sizes = [kib << 10 for kib in args.sizes_kib]
     results = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
@@ -259,7 +274,7 @@ def main() -> None:
     }
     print(f"load average at the start: {results['machine']['load_average_1min']}")
 
-    rows = _launch(_collectives_rank, 2, repeats, sizes)[0]
+    rows = _launch(_collectives_rank, 2, repeats, sizes, args.ops)[0]
     for row in rows:
         row["ratio"] = row["neuron_busbw_gbps"] / row["gloo_cpu_busbw_gbps"]
         row["ratio_async"] = row["neuron_async_busbw_gbps"] / row["gloo_cpu_busbw_gbps"]
@@ -275,6 +290,13 @@ def main() -> None:
             f"{row['ratio']:>8.2f}{row['ratio_async']:>8.2f}"
         )
 
+    results["load_average_1min_after_collectives"] = round(os.getloadavg()[0], 1)
+    if args.no_ddp:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=2))
+        print(f"load average at the end: {results['load_average_1min_after_collectives']}")
+        print(f"wrote {args.json}")
+        return
     steps = 3 if args.quick else 6
     per_rank_batch = 4
     one_thread = {"OPENNEURON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}

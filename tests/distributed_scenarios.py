@@ -164,9 +164,11 @@ def scenario_collectives(rank: int, world: int) -> None:
         dist.all_to_all(outs, [s.to(dev) for s in sends])
         for s in range(world):
             check(outs[s], expect[s], f"all_to_all[{s}] {dtype}")
-    # Each way the data can travel: inside the fingerprint block (up to 16 KiB), through the
-    # transport's collective, and as one message per pair of ranks (from 1 MiB per peer).
-    for numel in (4096, 16384, 262144):
+    # Each way the data can travel: whole in the fingerprint exchange (all-reduce up to 256 KiB,
+    # all-gather and reduce-scatter up to 2 MiB per peer), all-reduce as a reduce-scatter
+    # carried in it plus an all-gather (chunks up to 4 MiB, uneven here), then through the
+    # transport's all-reduce, and all-gather and reduce-scatter as one message per pair.
+    for numel in (4097, 300001, 600001, 2400001):
         everyone = [rank_input(r, (numel,), torch.float32, salt=60) for r in range(world)]
         tensor = everyone[rank].to(dev)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
@@ -850,8 +852,8 @@ def default_group(rank: int, world: int) -> dict:
         "gather_size": lambda: dist.all_gather_into_tensor(
             torch.empty(world * (3 + rank), device=dev), torch.ones(3 + rank, device=dev)
         ),
-        # Past 16 KiB the data travels outside the fingerprint block (one side carried, the
-        # other not, in "small_and_large").
+        # Sizes on either side of the old 16 KiB carry limit, and a carried all-reduce against
+        # a broadcast that carries nothing.
         "large_shape": lambda: dist.all_reduce(torch.ones(8192 + rank, device=dev)),
         "small_and_large": lambda: dist.all_reduce(torch.ones(4096 * (1 + rank), device=dev)),
         "large_op": lambda: (
@@ -864,6 +866,17 @@ def default_group(rank: int, world: int) -> dict:
         ),
         "large_gather": lambda: dist.all_gather_into_tensor(
             torch.empty(world * (8192 + rank), device=dev), torch.ones(8192 + rank, device=dev)
+        ),
+        # Past 256 KiB: all-reduce in chunks on both ranks, whole against chunks, chunks against
+        # the transport's all-reduce; all-gather carried against one message per pair.
+        "chunked_shape": lambda: dist.all_reduce(torch.ones(300000 + rank, device=dev)),
+        "whole_and_chunked": lambda: dist.all_reduce(torch.ones(60000 * (1 + rank), device=dev)),
+        "chunked_and_transport": lambda: dist.all_reduce(
+            torch.ones(600000 * (1 + 3 * rank), device=dev)
+        ),
+        "carried_and_pairwise_gather": lambda: dist.all_gather_into_tensor(
+            torch.empty(world * 300000 * (1 + rank), device=dev),
+            torch.ones(300000 * (1 + rank), device=dev),
         ),
     }
     for name, case in cases.items():
@@ -881,6 +894,10 @@ def default_group(rank: int, world: int) -> dict:
     tensor = everyone[rank].to(dev)
     dist.all_reduce(tensor)
     check(tensor, reduce_reference(everyone, dist.ReduceOp.SUM), "large all_reduce afterwards")
+    chunked = [rank_input(r, (300001,), torch.float32, salt=71) for r in range(world)]
+    tensor = chunked[rank].to(dev)
+    dist.all_reduce(tensor)
+    check(tensor, reduce_reference(chunked, dist.ReduceOp.SUM), "chunked all_reduce afterwards")
     flat = torch.empty(world * 8193, device=dev)
     dist.all_gather_into_tensor(flat, everyone[rank].to(dev))
     check(flat, torch.cat(everyone), "large all_gather after mismatches")

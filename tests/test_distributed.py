@@ -152,6 +152,13 @@ def test_no_backend_named_runs_ddp_and_mismatches_raise(tmp_path):
         assert errors["large_scatter"] and "16384 elements" in errors["large_scatter"], errors
         assert "16386 elements" in errors["large_scatter"], errors
         assert errors["large_gather"] and "8193 elements" in errors["large_gather"], errors
+        for name, sizes in {
+            "chunked_shape": ("300000 elements", "300001 elements"),
+            "whole_and_chunked": ("60000 elements", "120000 elements"),
+            "chunked_and_transport": ("600000 elements", "2400000 elements"),
+            "carried_and_pairwise_gather": ("300000 elements", "600000 elements"),
+        }.items():
+            assert errors[name] and all(size in errors[name] for size in sizes), (name, errors)
     # Point-to-point: the receiving rank raises, naming what was sent and what it expected.
     p2p = outcomes[1]["result"]["p2p_errors"]
     assert p2p["larger"] and "sent 10 elements of Float" in p2p["larger"], p2p

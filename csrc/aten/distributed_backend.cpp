@@ -3,8 +3,9 @@
 // device's communication stream, ordered after the current stream's pending work; its Work
 // makes the waiting stream wait. A synchronous collective runs on the calling thread instead,
 // once the current stream and the communication stream are idle. Every collective starts with
-// a fixed-size all-gather of the ranks' fingerprints (FingerprintExchange); all-reduce,
-// all-gather and reduce-scatter into one tensor of up to 16 KiB travel whole in it.
+// an all-to-all of the ranks' fingerprints (FingerprintExchange) whose messages carry data:
+// all-reduce, all-gather and reduce-scatter into one tensor carry their data (a larger
+// all-reduce its reduce-scatter half) in it.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
@@ -12,6 +13,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -97,9 +99,9 @@ void run_without_gil(Completion& completion, Body& body) {
   }
 }
 
-// OPENNEURON_DIST_CHECKS=0 skips the fingerprint message that collectives other than
-// all-reduce, all-gather and reduce-scatter into one tensor send first (those fold it into
-// their first message, so they always check).
+// OPENNEURON_DIST_CHECKS=0 skips the fingerprint exchange that collectives other than
+// all-reduce, all-gather and reduce-scatter into one tensor run first (those carry their data
+// in it, so they always check).
 bool agreement_checked() {
   static const bool checked = [] {
     const char* value = std::getenv("OPENNEURON_DIST_CHECKS");
@@ -963,11 +965,39 @@ class NeuronBackend : public c10d::Backend {
     if (size == 1 && !out.is_same(own)) out.copy_(own);
   }
 
-  using Carried = FingerprintExchange;
+  // Up to these sizes a collective's data travels in the fingerprint exchange (one round of
+  // messages in all); above, the exchange carries the fingerprint alone and the data follows.
+  // All-reduce: whole up to kWholeReduceBytes (each rank folds every rank's data), then as a
+  // reduce-scatter carried in the exchange and an all-gather of the reduced chunks up to
+  // kChunkReduceBytes per chunk; all-gather and reduce-scatter up to kGatherCarryBytes per peer.
+  // Defaults measured on 2 ranks (docs/performance.md); OPENNEURON_DIST_CARRY overrides them
+  // ("whole,chunk,gather" in bytes) for measurement.
+  struct CarryLimits {
+    int64_t whole_reduce = 256 << 10;
+    int64_t chunk_reduce = 4 << 20;
+    int64_t gather = 2 << 20;
+  };
+  static const CarryLimits& carry_limits() {
+    static const CarryLimits limits = [] {
+      CarryLimits parsed;
+      if (const char* value = std::getenv("OPENNEURON_DIST_CARRY")) {
+        long long whole = 0, chunk = 0, gather = 0;
+        if (std::sscanf(value, "%lld,%lld,%lld", &whole, &chunk, &gather) == 3) {
+          parsed = {whole, chunk, gather};
+        }
+      }
+      const int64_t most = FingerprintExchange::kCarriedBytes;
+      parsed.whole_reduce = std::min(parsed.whole_reduce, most);
+      parsed.chunk_reduce = std::min(parsed.chunk_reduce, most);
+      parsed.gather = std::min(parsed.gather, most);
+      return parsed;
+    }();
+    return limits;
+  }
 
-  // From this many bytes per peer, all-gather and reduce-scatter move their data as one
-  // point-to-point message per pair of ranks (Gloo's own all-gather and reduce-scatter reach
-  // about a third of the bandwidth there); below, Gloo's collectives have the lower latency.
+  // From this many bytes per peer, all-gather and reduce-scatter that are not carried move
+  // their data as one point-to-point message per pair of ranks (Gloo's own all-gather and
+  // reduce-scatter reach about a third of the bandwidth there).
   static constexpr int64_t kPairwiseBytes = 1 << 20;
   // The transport tag of those messages, above every point-to-point tag (check_tag).
   static constexpr int kPairwiseTag = 0x7ffffff0;
@@ -1001,42 +1031,101 @@ class NeuronBackend : public c10d::Backend {
     return buffer.data_ptr();
   }
 
-  // The tensors every rank carried in the last exchange, as `like` (rank `mine`'s entry empty),
-  // starting `offset` bytes into each block.
-  std::vector<at::Tensor> carried_parts(const at::Tensor& like, int64_t offset) const {
+  // What every peer carried to this rank in the last exchange, viewed as `like` (this rank's
+  // entry empty).
+  std::vector<at::Tensor> carried_parts(const at::Tensor& like) const {
     std::vector<at::Tensor> parts(getSize());
     for (int rank = 0; rank < getSize(); ++rank) {
       if (rank == getRank()) continue;
-      parts[rank] = at::from_blob(const_cast<uint8_t*>(exchange_.carried(rank)) + offset,
-                                  like.sizes(), like.options());
+      parts[rank] = at::from_blob(const_cast<uint8_t*>(exchange_.carried(rank)), like.sizes(),
+                                  like.options());
     }
     return parts;
   }
 
-  // A small all-reduce travels whole in the fingerprint blocks and is folded in rank order; a
-  // larger one runs the transport's all-reduce once the fingerprints agreed.
+  // Element range [begin, end) of chunk `index` when `total` elements split into `parts`.
+  static std::pair<int64_t, int64_t> chunk_range(int64_t total, int parts, int index) {
+    return {total * index / parts, total * (index + 1) / parts};
+  }
+
+  // A small all-reduce travels whole in the exchange and every rank folds all of it in rank
+  // order. A mid-size one is a reduce-scatter carried in the exchange (each rank sends peer p
+  // its chunk p and folds its own chunk in rank order) and an all-gather of the reduced chunks:
+  // the same bytes as the transport's ring, with the check in its first message. Larger ones
+  // run the transport's all-reduce after an exchange of the fingerprints.
   void exchange_all_reduce(at::Tensor host, c10d::ReduceOp::RedOpType op,
                            const Fingerprint& fingerprint) {
-    if (getSize() == 1) return;
+    const int size = getSize(), me = getRank();
+    if (size == 1) return;
     const int64_t bytes = static_cast<int64_t>(host.nbytes());
-    if (bytes <= Carried::kCarriedBytes) {
-      exchange_.run(fingerprint, host.data_ptr(), bytes);
-      fold_in_rank_order(host, carried_parts(host, 0), getRank(), host, op);
+    const auto& limits = carry_limits();
+    if (bytes <= limits.whole_reduce) {
+      exchange_.run_same(fingerprint, host.data_ptr(), bytes);
+      fold_in_rank_order(host, carried_parts(host), me, host, op);
       return;
     }
-    exchange_.run(fingerprint, nullptr, 0);
+    const int64_t total = host.numel();
+    const int64_t item = host.element_size();
+    auto flat = host.view(-1);
+    if ((total / size + 1) * item <= limits.chunk_reduce && total >= size) {
+      auto* base = static_cast<uint8_t*>(host.data_ptr());
+      std::vector<Carry> chunks(size);
+      for (int peer = 0; peer < size; ++peer) {
+        const auto range = chunk_range(total, size, peer);
+        chunks[peer] = {base + range.first * item, (range.second - range.first) * item};
+      }
+      exchange_.run(fingerprint, chunks);
+      const auto mine = chunk_range(total, size, me);
+      auto own = flat.narrow(0, mine.first, mine.second - mine.first);
+      fold_in_rank_order(own, carried_parts(own), me, own, op);
+      gather_reduced_chunks(host, chunks);
+      return;
+    }
+    exchange_.run(fingerprint);
     Tensors tensors{host};
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp(op);
     transport_->allreduce(tensors, options)->wait();
   }
 
+  // Second half of a chunked all-reduce: every rank sends its reduced chunk (`chunks[rank]`)
+  // to every peer and receives theirs in place. Two ranks use the transport's all-to-all,
+  // whose messages go out from its worker as its collectives' do; more use one message per
+  // pair.
+  void gather_reduced_chunks(const at::Tensor& host, const std::vector<Carry>& chunks) {
+    const int size = getSize(), me = getRank();
+    if (size == 2) {
+      const int peer = 1 - me;
+      auto view = [](const Carry& chunk) {
+        return at::from_blob(const_cast<void*>(chunk.data), {chunk.bytes}, at::kByte);
+      };
+      auto input = view(chunks[me]);
+      auto output = view(chunks[peer]);
+      std::vector<int64_t> send_splits(2, 0), receive_splits(2, 0);
+      send_splits[peer] = chunks[me].bytes;
+      receive_splits[peer] = chunks[peer].bytes;
+      c10d::AllToAllOptions options;
+      transport_->alltoall_base(output, input, receive_splits, send_splits, options)->wait();
+      return;
+    }
+    std::vector<std::pair<void*, int64_t>> sends(size), receives(size);
+    for (int peer = 0; peer < size; ++peer) {
+      sends[peer] = {const_cast<void*>(chunks[me].data), chunks[me].bytes};
+      receives[peer] = {const_cast<void*>(chunks[peer].data), chunks[peer].bytes};
+    }
+    transfer_pairwise(sends, receives);
+  }
+
   void exchange_all_gather(at::Tensor output, at::Tensor input, const Fingerprint& fingerprint) {
     const int size = getSize(), me = getRank();
     const int64_t bytes = static_cast<int64_t>(input.nbytes());
     auto* base = static_cast<uint8_t*>(output.data_ptr());
-    if (size > 1 && bytes >= kPairwiseBytes) {
-      exchange_.run(fingerprint, nullptr, 0);
+    if (size > 1 && bytes > carry_limits().gather) {
+      exchange_.run(fingerprint);
+      if (bytes < kPairwiseBytes) {
+        transport_->_allgather_base(output, input)->wait();
+        return;
+      }
       if (base + me * bytes != input.data_ptr()) {
         std::memcpy(base + me * bytes, input.data_ptr(), bytes);
       }
@@ -1048,53 +1137,50 @@ class NeuronBackend : public c10d::Backend {
       transfer_pairwise(sends, receives);
       return;
     }
-    if (size > 1 && bytes > Carried::kCarriedBytes) {
-      exchange_.run(fingerprint, nullptr, 0);
-      transport_->_allgather_base(output, input)->wait();
-      return;
-    }
-    if (size > 1) exchange_.run(fingerprint, input.data_ptr(), bytes);
+    exchange_.run_same(fingerprint, input.data_ptr(), bytes);
     for (int rank = 0; rank < size; ++rank) {
       const void* source = rank == me ? input.data_ptr() : exchange_.carried(rank);
       if (base + rank * bytes != source) std::memcpy(base + rank * bytes, source, bytes);
     }
   }
 
-  // A small reduce-scatter carries each rank's whole input and folds this rank's chunk.
+  // A reduce-scatter up to the carry limit sends each peer its chunk in the exchange and folds
+  // this rank's chunk in rank order.
   void exchange_reduce_scatter(at::Tensor input, at::Tensor output, c10d::ReduceOp::RedOpType op,
                                const Fingerprint& fingerprint) {
-    const int me = getRank();
+    const int me = getRank(), size = getSize();
     const int64_t bytes = static_cast<int64_t>(output.nbytes());
     auto* base = static_cast<uint8_t*>(input.data_ptr());
     auto own = at::from_blob(base + me * bytes, output.sizes(), output.options());
-    if (getSize() == 1) {
+    if (size == 1) {
       fold_in_rank_order(output, {at::Tensor()}, 0, own, op);
       return;
     }
-    if (bytes >= kPairwiseBytes) {
-      exchange_.run(fingerprint, nullptr, 0);
-      std::vector<std::pair<void*, int64_t>> sends(getSize()), receives(getSize());
-      std::vector<at::Tensor> parts(getSize());
-      for (int peer = 0; peer < getSize(); ++peer) {
-        if (peer == me) continue;
-        sends[peer] = {base + peer * bytes, bytes};
-        void* into = scratch(peer, bytes);
-        receives[peer] = {into, bytes};
-        parts[peer] = at::from_blob(into, output.sizes(), output.options());
-      }
-      transfer_pairwise(sends, receives);
-      fold_in_rank_order(output, parts, me, own, op);
+    if (bytes <= carry_limits().gather) {
+      std::vector<Carry> chunks(size);
+      for (int peer = 0; peer < size; ++peer) chunks[peer] = {base + peer * bytes, bytes};
+      exchange_.run(fingerprint, chunks);
+      fold_in_rank_order(output, carried_parts(output), me, own, op);
       return;
     }
-    if (static_cast<int64_t>(input.nbytes()) > Carried::kCarriedBytes) {
-      exchange_.run(fingerprint, nullptr, 0);
+    exchange_.run(fingerprint);
+    if (bytes < kPairwiseBytes) {
       c10d::ReduceScatterOptions options;
       options.reduceOp = c10d::ReduceOp(op);
       transport_->_reduce_scatter_base(output, input, options)->wait();
       return;
     }
-    exchange_.run(fingerprint, input.data_ptr(), static_cast<int64_t>(input.nbytes()));
-    fold_in_rank_order(output, carried_parts(output, me * bytes), me, own, op);
+    std::vector<std::pair<void*, int64_t>> sends(size), receives(size);
+    std::vector<at::Tensor> parts(size);
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == me) continue;
+      sends[peer] = {base + peer * bytes, bytes};
+      void* into = scratch(peer, bytes);
+      receives[peer] = {into, bytes};
+      parts[peer] = at::from_blob(into, output.sizes(), output.options());
+    }
+    transfer_pairwise(sends, receives);
+    fold_in_rank_order(output, parts, me, own, op);
   }
 
   // Reduces `input` (world size chunks) across ranks into this rank's chunk, `output`.
@@ -1130,7 +1216,7 @@ class NeuronBackend : public c10d::Backend {
                                   how.reduce_op};
     const bool header_only = !how.folded && agreement_checked() && getSize() > 1;
     auto body = [self = keep_alive(), fingerprint, header_only, buffers, run = std::move(run)] {
-      if (header_only) self->exchange_.run(fingerprint, nullptr, 0);
+      if (header_only) self->exchange_.run(fingerprint);
       buffers->copy_in();
       run(fingerprint);
       buffers->copy_out();

@@ -1,14 +1,17 @@
-// The fingerprint of every collective, exchanged with the collective's first message: each rank
-// contributes a block of fixed size (the fingerprint, then up to kCarriedBytes of payload) to one
-// all-gather of the transport, so ranks whose collectives differ still exchange equal sizes (a
-// mismatched size makes Gloo abort the process) and each sees every rank's fingerprint. Small
-// collectives travel whole in that block: the fingerprint costs them no extra message.
+// The fingerprint of every collective, exchanged with the collective's first message: one
+// all-to-all of the transport in which each rank sends every peer a header (the fingerprint)
+// followed by up to kCarriedBytes of payload for that peer, and receives into a slot of
+// kCarriedBytes plus the header per peer. The transport accepts a message shorter than the
+// receive it lands in (a longer one aborts the process), so ranks whose collectives differ
+// still exchange safely, each sends only what it carries, and every rank sees every peer's
+// fingerprint. Collectives whose data fits travel whole in it: the check costs them no message.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <vector>
 
 namespace openneuron::bridge {
 
@@ -26,19 +29,30 @@ struct Fingerprint {
   std::string describe() const;
 };
 
+// Bytes that one exchange carries to one peer.
+struct Carry {
+  const void* data = nullptr;
+  int64_t bytes = 0;
+};
+
 class FingerprintExchange {
  public:
-  // Payload bytes a block carries besides the fingerprint.
-  static constexpr int64_t kCarriedBytes = 16 << 10;
+  // Payload bytes a rank may carry to each peer. The receive slots are allocated at this size
+  // once (untouched pages cost no memory); what travels is only what each rank carries.
+  static constexpr int64_t kCarriedBytes = 32 << 20;
 
   FingerprintExchange(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size);
 
-  // All-gathers this rank's fingerprint and `bytes` (at most kCarriedBytes) of `payload`; throws
-  // std::runtime_error naming both sides if any rank's fingerprint differs (every rank sees the
-  // same blocks, so all of them throw). Transport failures and timeouts throw too.
-  void run(const Fingerprint& mine, const void* payload, int64_t bytes);
+  // Sends every peer this rank's fingerprint and `to_peer[peer]` (at most kCarriedBytes; an
+  // empty vector carries nothing) and receives theirs; throws std::runtime_error naming both
+  // sides if any rank's fingerprint or position in the group's order differs (every rank sees
+  // the same fingerprints, so all of them throw). Transport failures and timeouts throw too.
+  void run(const Fingerprint& mine, const std::vector<Carry>& to_peer = {});
 
-  // The payload rank `rank` carried in the last run().
+  // run() carrying the same bytes to every peer.
+  void run_same(const Fingerprint& mine, const void* data, int64_t bytes);
+
+  // The payload peer `rank` carried to this rank in the last run().
   const uint8_t* carried(int rank) const;
 
  private:
@@ -46,8 +60,8 @@ class FingerprintExchange {
   const int rank_;
   const int size_;
   int64_t sequence_ = 0;
-  at::Tensor block_;     // this rank's block
-  at::Tensor gathered_;  // every rank's block, in rank order
+  at::Tensor outgoing_;  // headers and payloads for the peers, in rank order
+  at::Tensor incoming_;  // one slot per peer, in rank order (none for this rank)
 };
 
 }  // namespace openneuron::bridge
