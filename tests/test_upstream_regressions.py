@@ -1,5 +1,6 @@
 """Regression tests for bugs PyTorch's upstream device-generic test files found on neuron
-(test_tensor_creation_ops, test_reductions, test_indexing), each against PyTorch on the CPU."""
+(test_tensor_creation_ops, test_reductions, test_indexing, test_nn), each against PyTorch on the
+CPU."""
 
 import re
 
@@ -174,3 +175,44 @@ def test_arange_resizing_a_non_empty_out_warns():
         with pytest.warns(UserWarning, match="The out tensor will be resized"):
             torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
         assert line.shape == (50,)
+
+
+# ---- logspace into a self-overlapping out= ---------------------------------------------------
+
+
+def test_logspace_into_an_expanded_out_raises_as_cpu():
+    # logspace runs on the host fallback, which filled a host copy of an expanded out= and
+    # copied it back, writing one location ten times; the CPU refuses such an out=
+    # (test_linlogspace_mem_overlap).
+    _raises_as_cpu(lambda d: torch.logspace(1, 10, 10, out=torch.rand(1, device=d).expand(10)))
+
+
+def test_logspace_out_still_resizes_and_fills_as_cpu():
+    for base in (10.0, 2.0):
+        results = []
+        for device in ("cpu", DEV):
+            out = torch.empty(3, device=device, dtype=torch.float64)
+            torch.logspace(-1, 2, 7, base=base, out=out)
+            results.append(out.cpu())
+        assert results[1].shape == (7,)
+        torch.testing.assert_close(results[1], results[0], rtol=0, atol=0)
+
+
+# ---- sparse COO tensors built from device tensors ------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float64])
+def test_sparse_coo_tensor_of_device_indices_and_values(dtype):
+    # The constructor raised NotImplementedError (no SparsePrivateUse1 kernel); the tensor now
+    # lives on the device with its parts, and matches the CPU's (test_tensor_ctor_device_inference).
+    def build(device):
+        indices = torch.tensor([[0, 1, 1], [2, 0, 1], [2, 1, 0]], device=device)
+        values = torch.tensor((1, 2, 3), device=device)
+        return torch.sparse_coo_tensor(indices, values, (3, 3, 3), dtype=dtype)
+
+    on_device, on_cpu = build(DEV), build("cpu")
+    assert on_device.device == torch.device(DEV, 0) and on_device.layout == torch.sparse_coo
+    assert on_device.dtype == on_cpu.dtype
+    assert (on_device.sparse_dim(), on_device._nnz()) == (on_cpu.sparse_dim(), on_cpu._nnz())
+    assert on_device._indices().device == on_device._values().device == on_device.device
+    assert torch.equal(on_device.cpu().to_dense(), on_cpu.to_dense())
