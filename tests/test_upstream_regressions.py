@@ -216,3 +216,71 @@ def test_sparse_coo_tensor_of_device_indices_and_values(dtype):
     assert (on_device.sparse_dim(), on_device._nnz()) == (on_cpu.sparse_dim(), on_cpu._nnz())
     assert on_device._indices().device == on_device._values().device == on_device.device
     assert torch.equal(on_device.cpu().to_dense(), on_cpu.to_dense())
+
+
+# ---- in-place and out= activations into an expanded tensor ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x: torch.nn.functional.elu_(x),
+        lambda x: torch.nn.functional.leaky_relu(x, inplace=True),
+        lambda x: torch.nn.functional.silu(x, inplace=True),
+        lambda x: torch.nn.functional.softplus(x, out=x),
+        lambda x: torch.exp(x, out=x),
+        lambda x: x.clamp_(min=0.0),
+    ],
+    ids=["elu_", "leaky_relu_", "silu_", "softplus_out", "exp_out", "clamp_"],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])  # float64: the host fallback
+def test_pointwise_write_into_an_expanded_tensor_raises_as_cpu(write, dtype):
+    # The pointwise kernel wrote each of the 6 locations 6 times; the CPU's TensorIterator
+    # refuses a written tensor with internal overlap (test_*_inplace_overlap in test_nn.py).
+    _raises_as_cpu(lambda d: write(torch.randn(1, 6, device=d, dtype=dtype).expand(6, 6)))
+
+
+def test_masked_fill_of_an_expanded_tensor_still_runs_as_cpu():
+    # The CPU's masked_fill_ runs on an expanded tensor, so it is left out of the check.
+    results = []
+    for device in ("cpu", DEV):
+        x = torch.zeros(1, 4, device=device).expand(3, 4)
+        x.masked_fill_(torch.tensor([True, False, True, False], device=device), 2.0)
+        results.append(x.cpu())
+    assert torch.equal(results[0], results[1])
+
+
+# ---- group_norm over very large groups ---------------------------------------------------------
+
+
+def test_group_norm_over_a_large_group_is_within_float32_error():
+    # One float sum over a whole group of 2^23 values lost the mean (GroupNorm over
+    # 8x256x256x72 was 0.02 off; test_GroupNorm_numeric); the CPU stays within 3e-7 here.
+    torch.manual_seed(0)
+    x = torch.rand(1, 4, 2**22)
+    exact = torch.nn.functional.group_norm(x.double(), 2)
+    cpu_error = (torch.nn.functional.group_norm(x, 2).double() - exact).abs().max().item()
+    ours = torch.nn.functional.group_norm(x.to(DEV), 2).cpu().double()
+    # The bound: a few float32 ulps of the largest |output| (1.73), as the CPU's error.
+    assert (ours - exact).abs().max().item() <= max(4 * cpu_error, 1e-6)
+
+
+def test_batch_norm_backward_over_a_large_channel_is_within_float32_error():
+    # batch_norm's backward summed grad_out over a whole channel in one float as well.
+    torch.manual_seed(0)
+    x = torch.rand(1, 2, 2**22)
+    grad = torch.rand(1, 2, 2**22)
+    weight = torch.ones(2)
+
+    def grads(device, dtype):
+        xi = x.to(device, dtype).clone().requires_grad_()
+        w = weight.to(device, dtype).clone().requires_grad_()
+        torch.nn.functional.batch_norm(xi, None, None, w, training=True).backward(
+            grad.to(device, dtype)
+        )
+        return w.grad.cpu().double()
+
+    exact, cpu = grads("cpu", torch.float64), grads("cpu", torch.float32)
+    ours = grads(DEV, torch.float32)
+    cpu_error = (cpu - exact).abs().max().item()
+    assert (ours - exact).abs().max().item() <= max(4 * cpu_error, 1e-3)

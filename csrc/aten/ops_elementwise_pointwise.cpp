@@ -3,6 +3,7 @@
 #include "aten/ops_elementwise_pointwise.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -184,6 +185,12 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
   const bool has_out = schema.arguments().back().is_out();
   const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
   auto args = torch::jit::last(*stack, num_args);
+  // As TensorIterator, before either path: a written tensor in which one location holds
+  // several elements (an expanded one) is refused; the CPU's masked_fill_ only warns.
+  if ((in_place || has_out) && spec_.op != PointwiseOp::MaskedFill) {
+    const c10::IValue& written = has_out ? args[num_args - 1] : args[0];
+    if (written.isTensor()) at::assert_no_internal_overlap(written.toTensor());
+  }
   PointwisePlan plan;
   if (!plan_pointwise(spec_, schema, args, &plan)) {
     host_fallback(op, stack);
