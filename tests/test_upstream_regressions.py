@@ -230,14 +230,26 @@ def test_sparse_coo_tensor_of_device_indices_and_values(dtype):
         lambda x: torch.nn.functional.softplus(x, out=x),
         lambda x: torch.exp(x, out=x),
         lambda x: x.clamp_(min=0.0),
+        lambda x: torch.nn.functional.softshrink(x, out=x),  # the host fallback at any dtype
     ],
-    ids=["elu_", "leaky_relu_", "silu_", "softplus_out", "exp_out", "clamp_"],
+    ids=["elu_", "leaky_relu_", "silu_", "softplus_out", "exp_out", "clamp_", "softshrink_out"],
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])  # float64: the host fallback
 def test_pointwise_write_into_an_expanded_tensor_raises_as_cpu(write, dtype):
     # The pointwise kernel wrote each of the 6 locations 6 times; the CPU's TensorIterator
     # refuses a written tensor with internal overlap (test_*_inplace_overlap in test_nn.py).
     _raises_as_cpu(lambda d: write(torch.randn(1, 6, device=d, dtype=dtype).expand(6, 6)))
+
+
+def test_threshold_of_an_expanded_tensor_still_runs_as_cpu():
+    # The CPU's threshold_ allows an expanded self (it is idempotent); it reaches the host
+    # fallback as threshold.out with out=self, which the overlap check leaves alone.
+    results = []
+    for device in ("cpu", DEV):
+        x = torch.tensor([[0.2, 0.7, -1.0]], device=device).expand(2, 3)
+        torch.threshold_(x, 0.5, 0.5)
+        results.append(x.cpu())
+    assert torch.equal(results[0], results[1])
 
 
 def test_masked_fill_of_an_expanded_tensor_still_runs_as_cpu():
