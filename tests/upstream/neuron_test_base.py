@@ -61,38 +61,28 @@ def _generic_tests_hidden_while_instantiating() -> None:
     test_nn.py's `test_activations_bfloat16` (onlyCUDA) instantiated for cpu is named like its
     raw `test_activations_bfloat16_cpu` (onlyCPU, instantiated as `..._cpu_cpu`), which made the
     whole file fail to load on cpu. Here the raw tests are hidden from the device class while it
-    is instantiated, as in 2.1, and the placeholders left over are removed after; nothing else
-    changes (both devices alike)."""
+    is instantiated, as in 2.1 (placeholders, removed again after each test's instantiation);
+    nothing else changes (both devices alike)."""
     base = _framework.DeviceTypeTestBase
     if getattr(base.instantiate_test, "_hides_generic_tests", False):
         return
     instantiate_test = base.instantiate_test.__func__
 
     def hiding_instantiate_test(cls, name, test, *, generic_cls=None):
-        if generic_cls is not None and not cls.__dict__.get("_generic_tests_hidden", False):
-            for member in generic_cls.__dict__:
-                if member.startswith("test") and member not in cls.__dict__:
-                    setattr(cls, member, _HiddenGenericTest())
-            cls._generic_tests_hidden = True
-        return instantiate_test(cls, name, test, generic_cls=generic_cls)
+        if generic_cls is None:
+            return instantiate_test(cls, name, test, generic_cls=generic_cls)
+        hidden = [m for m in generic_cls.__dict__ if m.startswith("test") and m not in cls.__dict__]
+        for member in hidden:
+            setattr(cls, member, _HiddenGenericTest())
+        try:
+            return instantiate_test(cls, name, test, generic_cls=generic_cls)
+        finally:  # placeholders not replaced by an instantiated test go again
+            for member in hidden:
+                if isinstance(cls.__dict__.get(member), _HiddenGenericTest):
+                    delattr(cls, member)
 
     hiding_instantiate_test._hides_generic_tests = True
     base.instantiate_test = classmethod(hiding_instantiate_test)
-    instantiate_device_type_tests = _framework.instantiate_device_type_tests
-
-    def instantiate_and_unhide(generic_test_class, scope, *args, **kwargs):
-        before = set(scope)
-        result = instantiate_device_type_tests(generic_test_class, scope, *args, **kwargs)
-        for name in set(scope) - before:
-            cls = scope[name]
-            if isinstance(cls, type) and cls.__dict__.get("_generic_tests_hidden", False):
-                for member, value in list(cls.__dict__.items()):
-                    if isinstance(value, _HiddenGenericTest):
-                        delattr(cls, member)
-                del cls._generic_tests_hidden
-        return result
-
-    _framework.instantiate_device_type_tests = instantiate_and_unhide
 
 
 class NeuronTestBase(_framework.PrivateUse1TestBase):
