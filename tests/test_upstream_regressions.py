@@ -1,5 +1,6 @@
 """Regression tests for bugs PyTorch's upstream device-generic test files found on neuron
-(test_tensor_creation_ops, test_reductions, test_indexing), each against PyTorch on the CPU."""
+(test_tensor_creation_ops, test_reductions, test_indexing, test_nn), each against PyTorch on the
+CPU."""
 
 import re
 
@@ -174,3 +175,124 @@ def test_arange_resizing_a_non_empty_out_warns():
         with pytest.warns(UserWarning, match="The out tensor will be resized"):
             torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
         assert line.shape == (50,)
+
+
+# ---- logspace into a self-overlapping out= ---------------------------------------------------
+
+
+def test_logspace_into_an_expanded_out_raises_as_cpu():
+    # logspace runs on the host fallback, which filled a host copy of an expanded out= and
+    # copied it back, writing one location ten times; the CPU refuses such an out=
+    # (test_linlogspace_mem_overlap).
+    _raises_as_cpu(lambda d: torch.logspace(1, 10, 10, out=torch.rand(1, device=d).expand(10)))
+
+
+def test_logspace_out_still_resizes_and_fills_as_cpu():
+    for base in (10.0, 2.0):
+        results = []
+        for device in ("cpu", DEV):
+            out = torch.empty(3, device=device, dtype=torch.float64)
+            torch.logspace(-1, 2, 7, base=base, out=out)
+            results.append(out.cpu())
+        assert results[1].shape == (7,)
+        torch.testing.assert_close(results[1], results[0], rtol=0, atol=0)
+
+
+# ---- sparse COO tensors built from device tensors ------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float64])
+def test_sparse_coo_tensor_of_device_indices_and_values(dtype):
+    # The constructor raised NotImplementedError (no SparsePrivateUse1 kernel); the tensor now
+    # lives on the device with its parts, and matches the CPU's (test_tensor_ctor_device_inference).
+    def build(device):
+        indices = torch.tensor([[0, 1, 1], [2, 0, 1], [2, 1, 0]], device=device)
+        values = torch.tensor((1, 2, 3), device=device)
+        return torch.sparse_coo_tensor(indices, values, (3, 3, 3), dtype=dtype)
+
+    on_device, on_cpu = build(DEV), build("cpu")
+    assert on_device.device == torch.device(DEV, 0) and on_device.layout == torch.sparse_coo
+    assert on_device.dtype == on_cpu.dtype
+    assert (on_device.sparse_dim(), on_device._nnz()) == (on_cpu.sparse_dim(), on_cpu._nnz())
+    assert on_device._indices().device == on_device._values().device == on_device.device
+    assert torch.equal(on_device.cpu().to_dense(), on_cpu.to_dense())
+
+
+# ---- in-place and out= activations into an expanded tensor ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x: torch.nn.functional.elu_(x),
+        lambda x: torch.nn.functional.leaky_relu(x, inplace=True),
+        lambda x: torch.nn.functional.silu(x, inplace=True),
+        lambda x: torch.nn.functional.softplus(x, out=x),
+        lambda x: torch.exp(x, out=x),
+        lambda x: x.clamp_(min=0.0),
+        lambda x: torch.nn.functional.softshrink(x, out=x),  # the host fallback at any dtype
+    ],
+    ids=["elu_", "leaky_relu_", "silu_", "softplus_out", "exp_out", "clamp_", "softshrink_out"],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])  # float64: the host fallback
+def test_pointwise_write_into_an_expanded_tensor_raises_as_cpu(write, dtype):
+    # The pointwise kernel wrote each of the 6 locations 6 times; the CPU's TensorIterator
+    # refuses a written tensor with internal overlap (test_*_inplace_overlap in test_nn.py).
+    _raises_as_cpu(lambda d: write(torch.randn(1, 6, device=d, dtype=dtype).expand(6, 6)))
+
+
+def test_threshold_of_an_expanded_tensor_still_runs_as_cpu():
+    # The CPU's threshold_ allows an expanded self (it is idempotent); it reaches the host
+    # fallback as threshold.out with out=self, which the overlap check leaves alone.
+    results = []
+    for device in ("cpu", DEV):
+        x = torch.tensor([[0.2, 0.7, -1.0]], device=device).expand(2, 3)
+        torch.threshold_(x, 0.5, 0.5)
+        results.append(x.cpu())
+    assert torch.equal(results[0], results[1])
+
+
+def test_masked_fill_of_an_expanded_tensor_still_runs_as_cpu():
+    # The CPU's masked_fill_ runs on an expanded tensor, so it is left out of the check.
+    results = []
+    for device in ("cpu", DEV):
+        x = torch.zeros(1, 4, device=device).expand(3, 4)
+        x.masked_fill_(torch.tensor([True, False, True, False], device=device), 2.0)
+        results.append(x.cpu())
+    assert torch.equal(results[0], results[1])
+
+
+# ---- group_norm over very large groups ---------------------------------------------------------
+
+
+def test_group_norm_over_a_large_group_is_within_float32_error():
+    # One float sum over a whole group of 2^23 values lost the mean (GroupNorm over
+    # 8x256x256x72 was 0.02 off; test_GroupNorm_numeric); the CPU stays within 3e-7 here.
+    torch.manual_seed(0)
+    x = torch.rand(1, 4, 2**22)
+    exact = torch.nn.functional.group_norm(x.double(), 2)
+    cpu_error = (torch.nn.functional.group_norm(x, 2).double() - exact).abs().max().item()
+    ours = torch.nn.functional.group_norm(x.to(DEV), 2).cpu().double()
+    # The bound: a few float32 ulps of the largest |output| (1.73), as the CPU's error.
+    assert (ours - exact).abs().max().item() <= max(4 * cpu_error, 1e-6)
+
+
+def test_batch_norm_backward_over_a_large_channel_is_within_float32_error():
+    # batch_norm's backward summed grad_out over a whole channel in one float as well.
+    torch.manual_seed(0)
+    x = torch.rand(1, 2, 2**22)
+    grad = torch.rand(1, 2, 2**22)
+    weight = torch.ones(2)
+
+    def grads(device, dtype):
+        xi = x.to(device, dtype).clone().requires_grad_()
+        w = weight.to(device, dtype).clone().requires_grad_()
+        torch.nn.functional.batch_norm(xi, None, None, w, training=True).backward(
+            grad.to(device, dtype)
+        )
+        return w.grad.cpu().double()
+
+    exact, cpu = grads("cpu", torch.float64), grads("cpu", torch.float32)
+    ours = grads(DEV, torch.float32)
+    cpu_error = (cpu - exact).abs().max().item()
+    assert (ours - exact).abs().max().item() <= max(4 * cpu_error, 1e-3)

@@ -1,6 +1,7 @@
 #include "aten/fallback.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/ivalue.h>
 
 #include <atomic>
@@ -230,6 +231,17 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       at::Tensor on_host = on_device.cpu();
       value = c10::IValue(on_host);
       written_back.emplace_back(std::move(on_device), std::move(on_host));
+    }
+  }
+  // The host writes an out= into a dense copy and copies it back, so an out= in which one
+  // location holds several elements (an expanded one) is refused first, as TensorIterator does
+  // (except the CPU's threshold, idempotent, which its in-place form reaches as out=self).
+  const auto& arguments = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size() && name != "aten::threshold.out"; ++i) {
+    const c10::IValue& value = (*stack)[first + i];
+    if (arguments[i].is_out() && value.isTensor() && value.toTensor().defined() &&
+        value.toTensor().is_privateuseone()) {
+      at::assert_no_internal_overlap(value.toTensor());
     }
   }
   keep_broadcasts(op, *stack, first);

@@ -168,6 +168,8 @@ at::Tensor& arange_start_out(const at::Scalar& start, const at::Scalar& end, con
                              at::Tensor& out);
 at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps,
                          at::Tensor& out);
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base,
+                         at::Tensor& out);
 at::Tensor& eye_out(int64_t n, at::Tensor& out);
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out);
 at::Tensor tril(const at::Tensor& self, int64_t diagonal);

@@ -424,6 +424,16 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
   return out;
 }
 
+// logspace has no kernel; the host fallback would fill a host copy of out and copy it back,
+// so an out= that writes one location twice must be refused here, as the CPU's copy does.
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base,
+                         at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps > 0) at::assert_no_internal_overlap(out);
+  return OPENNEURON_FALLBACK(logspace_out, start, end, steps, base, out);
+}
+
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
   if (!is_native_compute_dtype(out.scalar_type())) return OPENNEURON_FALLBACK(eye_m_out, n, m, out);
   OPENNEURON_NATIVE_OP("aten::eye.m_out");

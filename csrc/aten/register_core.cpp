@@ -1,7 +1,17 @@
 // Registrations of the core native kernels (storage, copies, first arithmetic) and of the
 // host fallback for every op without a native kernel. Each kernel family has its own
 // register_<family>.cpp beside this file.
+#include <ATen/ops/_coalesced_native.h>
+#include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nnz_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_values_native.h>
+#include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/indices_native.h>
+#include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/values_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
@@ -101,6 +111,23 @@ TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
 TORCH_LIBRARY_IMPL(aten, Negative, m) {
   m.impl("_copy_from", torch::CppFunction::makeFallthrough());
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+// A sparse COO tensor whose indices and values are device tensors: PyTorch's own
+// device-generic constructor and accessors (metadata only, the parts alias). No sparse
+// kernels: other ops on it raise NotImplementedError naming the op and the sparse key.
+TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
+         TORCH_FN(at::native::new_with_dims_and_tensor_sparse_symint));
+  m.impl("_indices", TORCH_FN(at::native::_indices_sparse));
+  m.impl("_values", TORCH_FN(at::native::_values_sparse));
+  m.impl("indices", TORCH_FN(at::native::indices_sparse));
+  m.impl("values", TORCH_FN(at::native::values_sparse));
+  m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse));
+  m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse));
+  m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse));
+  m.impl("is_coalesced", TORCH_FN(at::native::is_coalesced_sparse));
+  m.impl("_coalesced_", TORCH_FN(at::native::_coalesced_sparse_));
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

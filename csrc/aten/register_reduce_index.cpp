@@ -105,6 +105,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("repeat", TORCH_FN(repeat));
   m.impl("arange.start_out", TORCH_FN(arange_start_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("logspace.out", TORCH_FN(logspace_out));
   m.impl("eye.out", TORCH_FN(eye_out));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
   m.impl("tril", TORCH_FN(tril));
