@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "aten/host_access.h"
 #include "aten/runtime_errors.h"
 #include "aten/tensor_views.h"
 #include "kernels/shape/indexing.h"
@@ -34,9 +35,7 @@ std::optional<int64_t> first_index_outside(const at::Tensor& index, int64_t lo, 
   if (index.is_privateuseone() && deferred_checks().load(std::memory_order_relaxed)) {
     return std::nullopt;
   }
-  // The kernels read up to kMaxDims dims; a flat copy keeps the row-major order for more.
-  const at::Tensor readable = index.dim() > kernels::kMaxDims ? index.reshape({-1}) : index;
-  if (readable.is_privateuseone()) OPENNEURON_RUNTIME_CALL(stream_for(readable).synchronize());
+  const at::Tensor readable = readable_on_host(index);
   const int64_t* skipped = skip.has_value() ? &*skip : nullptr;
   int64_t found = 0;
   if (kernels::find_index_outside(view_of(readable), lo, hi, skipped, &found)) return found;

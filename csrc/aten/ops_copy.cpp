@@ -1,10 +1,10 @@
 // Copies between host and device and within the device, with dtype conversion and
 // broadcasting, and reading a single value back to the host.
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/adaptive_recording.h"
+#include "aten/host_access.h"
 #include "aten/op_tracking.h"
 #include "aten/ops.h"
 #include "aten/runtime_errors.h"
@@ -38,18 +38,6 @@ bool kernel_copyable(const at::Tensor& tensor) {
       return tensor.scalar_type() == at::kDouble || is_native_compute_dtype(tensor.scalar_type()) ||
              tensor.scalar_type() == at::kFloat8_e4m3fn || tensor.scalar_type() == at::kFloat8_e5m2;
   }
-}
-
-// A CPU tensor aliasing device memory (with the same conjugate/negative view bits), for
-// copies the kernels do not handle. The caller has synchronised the stream, so the host may
-// touch the bytes directly. CPU tensors are returned as they are.
-at::Tensor host_alias(const at::Tensor& tensor) {
-  if (!tensor.is_privateuseone()) return tensor;
-  at::Tensor alias = at::from_blob(tensor.data_ptr(), tensor.sizes(), tensor.strides(),
-                                   tensor.options().device(at::kCPU));
-  alias._set_conj(tensor.is_conj());
-  alias._set_neg(tensor.is_neg());
-  return alias;
 }
 
 bool has_math_bits(const at::Tensor& tensor) { return tensor.is_conj() || tensor.is_neg(); }

@@ -12,6 +12,7 @@
 
 #include "aten/adaptive_recording.h"
 #include "aten/fallback.h"
+#include "aten/host_access.h"
 #include "aten/op_helpers.h"
 #include "aten/ops_elementwise_common.h"
 #include "aten/runtime_errors.h"
@@ -48,9 +49,7 @@ void check_integer_divisor(PointwiseOp op, at::ScalarType compute,
   if (!divides || operands.size() != 2 || !at::isIntegralType(compute, /*includeBool=*/false)) {
     return;
   }
-  const at::Tensor& divisor = operands[1];
-  const at::Tensor readable = divisor.dim() > kernels::kMaxDims ? divisor.reshape({-1}) : divisor;
-  if (readable.is_privateuseone()) OPENNEURON_RUNTIME_CALL(stream_for(readable).synchronize());
+  const at::Tensor readable = readable_on_host(operands[1]);
   TORCH_CHECK(kernels::count_nonzero(view_of(readable)) == readable.numel(), "ZeroDivisionError");
 }
 
@@ -123,15 +122,14 @@ bool masked_fill_shared_elements(const c10::FunctionSchema& schema, torch::jit::
   if (at::has_internal_overlap(self) != at::MemOverlap::Yes || !self.is_privateuseone()) {
     return false;
   }
-  const auto on_host = [](const at::Tensor& t) {
-    if (!t.is_privateuseone()) return t;
-    const c10::DeviceGuard guard(t.device());
-    OPENNEURON_RUNTIME_CALL(stream_for(t).synchronize());
-    return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
-  };
-  const at::Tensor mask = on_host(args[1].toTensor());
+  const at::Tensor mask = args[1].toTensor();
   const at::Scalar value = args[2].isTensor() ? args[2].toTensor().item() : args[2].toScalar();
-  on_host(self).masked_fill_(mask, value);
+  for (const at::Tensor* t : {&mask, &self}) {
+    if (!t->is_privateuseone()) continue;
+    const c10::DeviceGuard guard(t->device());
+    OPENNEURON_RUNTIME_CALL(stream_for(*t).synchronize());
+  }
+  host_alias(self).masked_fill_(host_alias(mask), value);
   torch::jit::drop(*stack, 3);
   torch::jit::push(*stack, self);
   return true;
