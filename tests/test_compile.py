@@ -80,6 +80,58 @@ def test_forward_and_backward_equal_eager_bitwise(dtype):
     assert metrics["lowering_fallbacks"] == {}
 
 
+class ConvBlock(torch.nn.Module):
+    """A convolution with its bias, relu and a residual add: one conv epilogue forward."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_conv_epilogue_equals_eager_bitwise(dtype):
+    torch.manual_seed(0)
+    model = ConvBlock().to("neuron", dtype)
+    x = torch.randn(4, 8, 20, 20, device="neuron", dtype=dtype, requires_grad=True)
+    eager = forward_and_grads(model, model, x)
+    compiled = forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    assert_bitwise(eager, compiled)
+    metrics = openneuron.compile_metrics()
+    assert metrics["conv_epilogues"] == 1  # the forward's conv + bias, relu and residual add
+    assert metrics["lowering_fallbacks"] == {}
+
+
+def attention_scores(q, k, v, mask):
+    """Attention written out: matmul lowers to bmm, whose scale and mask add (softmax's input)
+    fuse into it."""
+    scores = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5) + mask
+    return scores.softmax(-1) @ v
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bmm_epilogue_equals_eager_bitwise(dtype):
+    torch.manual_seed(0)
+    q, k, v = (
+        torch.randn(2, 4, 24, 16, device="neuron", dtype=dtype, requires_grad=True)
+        for _ in range(3)
+    )
+    mask = torch.randn(2, 1, 24, 24, device="neuron", dtype=dtype)
+
+    def run(fn):
+        q.grad = k.grad = v.grad = None
+        y = fn(q, k, v, mask)
+        (y.float() * y.float()).sum().backward()
+        return [y.detach().cpu(), q.grad.cpu(), k.grad.cpu(), v.grad.cpu()]
+
+    eager = run(attention_scores)
+    compiled = run(torch.compile(attention_scores, backend="neuron"))
+    assert_bitwise(eager, compiled)
+    assert openneuron.compile_metrics()["bmm_epilogues"] >= 1  # the scores' scale and mask add
+
+
 def spelled_out_norms(x, weight):
     """An RMS norm and a softmax written with sum/mean/amax: reductions with pointwise producers."""
     h = x.float()
