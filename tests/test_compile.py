@@ -80,6 +80,98 @@ def test_forward_and_backward_equal_eager_bitwise(dtype):
     assert metrics["lowering_fallbacks"] == {}
 
 
+class ConvBlock(torch.nn.Module):
+    """A convolution with its bias, relu and a residual add: one conv epilogue forward."""
+
+    def __init__(self, channels=8):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_conv_epilogue_equals_eager_bitwise(dtype):
+    torch.manual_seed(0)
+    model = ConvBlock().to("neuron", dtype)
+    x = torch.randn(4, 8, 20, 20, device="neuron", dtype=dtype, requires_grad=True)
+    eager = forward_and_grads(model, model, x)
+    compiled = forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    assert_bitwise(eager, compiled)
+    metrics = openneuron.compile_metrics()
+    # Training: the conv (its bias inside) and relu; relu's result is saved for the backward
+    # (through a detach, an extern), which ends the elementwise group before the residual add.
+    assert metrics["conv_epilogues"] == 1
+    assert metrics["lowering_fallbacks"] == {}
+    # Inference: the epilogue holds relu and the residual add.
+    torch._dynamo.reset()
+    openneuron.reset_compile_metrics()
+    with torch.no_grad():
+        assert_bitwise([model(x).cpu()], [torch.compile(model, backend="neuron")(x).cpu()])
+    assert openneuron.compile_metrics()["conv_epilogues"] == 1
+
+
+def test_cnn_workload_inference_with_folded_batch_norm_fuses_its_convolutions():
+    """The CNN workload's model for inference, each batch norm folded into its convolution: the
+    first convolution runs with its relu fused; the second's relu joins the average pool's mean
+    (an epilogue ends in no reduction) unless reductions stay unfused. (In training, the
+    workload's convolutions feed batch norm, which is no elementwise op and needs the
+    convolution's result saved, so nothing fuses there.)"""
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = WORKLOADS["cnn"].build("neuron")
+        for _ in range(2):  # running statistics that are not the initial ones
+            built.step(0)
+    features = built.model.features.eval()
+    features[0] = fuse_conv_bn_eval(features[0], features[1])
+    features[1] = torch.nn.Identity()
+    features[4] = fuse_conv_bn_eval(features[4], features[5])
+    features[5] = torch.nn.Identity()
+    model = built.model.eval()
+    x = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(5)).to("neuron")
+    with torch.no_grad():
+        expected = model(x).cpu()
+        got = torch.compile(model, backend="neuron")(x).cpu()
+        assert_bitwise([expected], [got])
+        assert openneuron.compile_metrics()["conv_epilogues"] == 1
+        torch._dynamo.reset()
+        openneuron.reset_compile_metrics()
+        got = torch.compile(model, backend="neuron", options={"reductions": False})(x).cpu()
+        assert_bitwise([expected], [got])
+        assert openneuron.compile_metrics()["conv_epilogues"] == 2
+
+
+def attention_scores(q, k, v, mask):
+    """Attention written out: matmul lowers to bmm, whose scale and mask add (softmax's input)
+    fuse into it."""
+    scores = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5) + mask
+    return scores.softmax(-1) @ v
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bmm_epilogue_equals_eager_bitwise(dtype):
+    torch.manual_seed(0)
+    q, k, v = (
+        torch.randn(2, 4, 24, 16, device="neuron", dtype=dtype, requires_grad=True)
+        for _ in range(3)
+    )
+    mask = torch.randn(2, 1, 24, 24, device="neuron", dtype=dtype)
+
+    def run(fn):
+        q.grad = k.grad = v.grad = None
+        y = fn(q, k, v, mask)
+        (y.float() * y.float()).sum().backward()
+        return [y.detach().cpu(), q.grad.cpu(), k.grad.cpu(), v.grad.cpu()]
+
+    eager = run(attention_scores)
+    compiled = run(torch.compile(attention_scores, backend="neuron"))
+    assert_bitwise(eager, compiled)
+    assert openneuron.compile_metrics()["bmm_epilogues"] >= 1  # the scores' scale and mask add
+
+
 def spelled_out_norms(x, weight):
     """An RMS norm and a softmax written with sum/mean/amax: reductions with pointwise producers."""
     h = x.float()
@@ -188,7 +280,8 @@ def test_workloads_compiled_equal_eager(name):
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] >= 1 and metrics["fused_kernels"] > 0
     assert metrics["lowering_fallbacks"] == {}
-    # Every linear layer's consumer fuses into its GEMM (the CNN's convolutions do not).
+    # Every linear layer's consumer fuses into its GEMM (the CNN's convolutions feed batch norm,
+    # which is not elementwise: no conv epilogue there).
     assert metrics["gemm_epilogues"] > 0 or name == "cnn"
 
 

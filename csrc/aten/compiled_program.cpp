@@ -485,47 +485,81 @@ struct FusedReductionStep final : ProgramStep {
   }
 };
 
-// ---- GEMMs with a fused epilogue ----
+// ---- GEMMs, batched GEMMs and convolutions with a fused epilogue ----
 
 struct GemmEpilogueStep final : ProgramStep {
+  enum class Kind { Gemm, Bmm, Conv };
   std::shared_ptr<const compiler::FusedKernel> kernel;
   std::shared_ptr<const std::string> name;
+  Kind kind = Kind::Gemm;
   std::vector<int> inputs;  // a, b[, bias], then the body's other inputs
   size_t operands = 2;
   double alpha = 1.0;
   double beta = 0.0;
+  kernels::Conv2dParams conv;
   std::vector<int> outputs;
   std::vector<at::ScalarType> output_dtypes;
   std::vector<std::vector<int>> dim_orders;
-  std::vector<int64_t> static_shape;  // the iteration shape; empty: the product's [M, N]
+  std::vector<int64_t> static_shape;  // the iteration shape; empty: the product's shape
   int product_into = -1;              // the output that holds the product, or -1: a buffer
+
+  // The product's shape, as eager's mm/bmm/convolution computes it, with eager's checks.
+  at::DimVector product_shape(const at::Tensor& a, const at::Tensor& b) const {
+    if (kind == Kind::Conv) {
+      TORCH_CHECK(a.dim() == 4 && b.dim() == 4 && a.size(1) == b.size(1) * conv.groups &&
+                      b.size(0) % conv.groups == 0,
+                  "a fused convolution of input ", a.sizes(), " by weight ", b.sizes(),
+                  " with groups=", conv.groups, " does not fit");
+      at::DimVector shape = {a.size(0), b.size(0)};
+      for (int d = 0; d < 2; ++d) {
+        const int64_t extent = conv.dilation[d] * (b.size(d + 2) - 1) + 1;
+        const int64_t size = (a.size(d + 2) + 2 * conv.padding[d] - extent) / conv.stride[d] + 1;
+        TORCH_CHECK(size > 0, "Calculated output size is too small (input ", a.sizes(), ", kernel ",
+                    b.sizes(), ")");
+        shape.push_back(size);
+      }
+      return shape;
+    }
+    const int64_t rank = kind == Kind::Bmm ? 3 : 2;
+    TORCH_CHECK(a.dim() == rank && b.dim() == rank && a.size(-1) == b.size(-2) &&
+                    (rank == 2 || a.size(0) == b.size(0)),
+                "mat1 and mat2 shapes cannot be multiplied (", a.sizes(), " and ", b.sizes(), ")");
+    if (rank == 3) return {a.size(0), a.size(1), b.size(2)};
+    return {a.size(0), b.size(1)};
+  }
 
   void run(std::vector<c10::IValue>& slots) const override {
     const at::Tensor a = slots[inputs[0]].toTensor();
     const at::Tensor b = slots[inputs[1]].toTensor();
-    const bool has_bias = operands == 3 && beta != 0.0;  // beta == 0 ignores bias, as addmm does
-    TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
-                "mat1 and mat2 shapes cannot be multiplied (", a.sizes(), " and ", b.sizes(), ")");
+    // beta == 0 ignores bias, as addmm does; a convolution's bias is always added.
+    const bool has_bias = operands == 3 && (kind == Kind::Conv || beta != 0.0);
     const at::ScalarType dtype = a.scalar_type();
     TORCH_CHECK(b.scalar_type() == dtype &&
                     (dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf),
-                "a fused GEMM needs two float32, bfloat16 or float16 operands of one dtype, got ",
+                "a fused product needs two float32, bfloat16 or float16 operands of one dtype, "
+                "got ",
                 a.scalar_type(), " and ", b.scalar_type());
-    const int64_t m = a.size(0);
-    const int64_t n = b.size(1);
+    const at::DimVector product_sizes = product_shape(a, b);
+    const int64_t numel = c10::multiply_integers(product_sizes);
     at::Tensor bias;
     if (has_bias) {
       bias = slots[inputs[2]].toTensor();
-      TORCH_CHECK(bias.scalar_type() == dtype, "addmm: bias of dtype ", bias.scalar_type(),
+      TORCH_CHECK(bias.scalar_type() == dtype, "a bias of dtype ", bias.scalar_type(),
                   " against operands of dtype ", dtype);
-      TORCH_CHECK(at::is_expandable_to(bias.sizes(), {m, n}), "addmm: bias of shape ", bias.sizes(),
-                  " does not broadcast to ", c10::IntArrayRef{m, n});
+      if (kind == Kind::Conv) {
+        TORCH_CHECK(bias.dim() == 1 && bias.size(0) == b.size(0), "a convolution bias of shape ",
+                    bias.sizes(), " for ", b.size(0), " output channels");
+      } else {
+        TORCH_CHECK(at::is_expandable_to(bias.sizes(), product_sizes), "addmm: bias of shape ",
+                    bias.sizes(), " does not broadcast to ", c10::IntArrayRef(product_sizes));
+      }
     }
     at::DimVector shape(static_shape.begin(), static_shape.end());
-    if (shape.empty()) shape = {m, n};
-    TORCH_CHECK(c10::multiply_integers(shape) == m * n && shape.back() == n,
-                "a fused GEMM's product of ", m, "x", n, " does not reshape to ",
-                c10::IntArrayRef(shape));
+    if (shape.empty()) shape = product_sizes;
+    TORCH_CHECK(c10::multiply_integers(shape) == numel && shape.back() == product_sizes.back() &&
+                    (kind != Kind::Conv || shape == product_sizes),
+                "a fused product of shape ", c10::IntArrayRef(product_sizes),
+                " does not reshape to ", c10::IntArrayRef(shape));
     std::vector<at::Tensor> in;
     for (size_t k = operands; k < inputs.size(); ++k) {
       in.push_back(slots[inputs[k]].toTensor());
@@ -539,20 +573,22 @@ struct GemmEpilogueStep final : ProgramStep {
       out[k] = at::empty_strided(shape, dense_strides_in(shape, dim_orders[k]),
                                  at::TensorOptions().dtype(output_dtypes[k]).device(device));
     }
-    if (m * n > 0) {
+    if (numel > 0) {
       // The product is written into an output the plan allows (the body then runs in place),
       // else into a device buffer. Queued work holds views only, never tensors: a tensor freed
       // on the stream's thread may need the GIL that a synchronizing caller holds. The buffer
       // is released here on the host, after the work in stream order (the allocator is).
       const bool into_output = product_into >= 0 && out[product_into].scalar_type() == dtype &&
                                out[product_into].is_contiguous();
-      const at::Tensor buffer = into_output ? at::Tensor() : at::empty({m, n}, a.options());
+      const at::Tensor buffer = into_output ? at::Tensor() : at::empty(product_sizes, a.options());
       kernels::TensorView product = view_of(into_output ? out[product_into] : buffer);
-      product.ndim = 2;
-      product.sizes[0] = m;
-      product.sizes[1] = n;
-      product.strides[0] = n;
-      product.strides[1] = 1;
+      product.ndim = static_cast<int>(product_sizes.size());
+      int64_t stride = 1;
+      for (int d = product.ndim - 1; d >= 0; --d) {
+        product.sizes[d] = product_sizes[d];
+        product.strides[d] = stride;
+        stride *= product_sizes[d];
+      }
       std::vector<kernels::TensorView> views;  // outputs, inputs, then a, b, product[, bias]
       views.reserve(out.size() + in.size() + 4);
       for (const at::Tensor& t : out) views.push_back(view_of(t));
@@ -560,15 +596,24 @@ struct GemmEpilogueStep final : ProgramStep {
       views.push_back(view_of(a));
       views.push_back(view_of(b));
       views.push_back(product);
-      if (has_bias) views.push_back(broadcast_view(bias, {m, n}));
+      if (has_bias) {
+        views.push_back(kind == Kind::Conv ? view_of(bias) : broadcast_view(bias, product_sizes));
+      }
       auto work = [kernel = kernel, views = std::move(views), outs = out.size(), ins = in.size(),
-                   has_bias, alpha = alpha, beta = beta]() {
+                   has_bias, conv_kind = kind == Kind::Conv, conv = conv, alpha = alpha,
+                   beta = beta]() {
         const kernels::TensorView* operand = views.data() + outs + ins;
-        compiler::run_gemm_epilogue(*kernel, operand[0], operand[1],
-                                    has_bias ? &operand[3] : nullptr, alpha, beta, operand[2],
-                                    views.data(), views.data() + outs);
+        const kernels::TensorView* bias_view = has_bias ? &operand[3] : nullptr;
+        if (conv_kind) {
+          compiler::run_conv_epilogue(*kernel, operand[0], operand[1], bias_view, conv, operand[2],
+                                      views.data(), views.data() + outs);
+        } else {
+          compiler::run_gemm_epilogue(*kernel, operand[0], operand[1], bias_view, alpha, beta,
+                                      operand[2], views.data(), views.data() + outs);
+        }
       };
-      enqueue_sized(stream_for(out.front()), name->c_str(), m * n * a.size(1), std::move(work));
+      const int64_t depth = kind == Kind::Conv ? b.numel() / b.size(0) : a.size(-1);
+      enqueue_sized(stream_for(out.front()), name->c_str(), numel * depth, std::move(work));
     }
     for (size_t k = 0; k < outputs.size(); ++k) slots[outputs[k]] = std::move(out[k]);
   }
@@ -693,7 +738,12 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
             std::make_shared<const compiler::FusedKernel>(compiler::build_fused_kernel(*node.body));
         gemm->name = std::make_shared<const std::string>(label);
         gemm->inputs = node.inputs;
-        gemm->operands = node.string_attr("gemm") == "addmm" ? 3 : 2;
+        const std::string kind = node.string_attr("gemm");
+        gemm->kind = kind == "conv"  ? GemmEpilogueStep::Kind::Conv
+                     : kind == "bmm" ? GemmEpilogueStep::Kind::Bmm
+                                     : GemmEpilogueStep::Kind::Gemm;
+        gemm->operands = compiler::epilogue_operands(node);
+        if (gemm->kind == GemmEpilogueStep::Kind::Conv) gemm->conv = compiler::conv_params_of(node);
         const Attr* alpha = node.attr("alpha");
         const Attr* beta = node.attr("beta");
         gemm->alpha = alpha ? alpha->f : 1.0;
@@ -710,6 +760,8 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
         fused_ops_ += static_cast<int>(gemm->kernel->instrs.size());
         ++fused_kernels_;
         ++gemm_epilogues_;
+        bmm_epilogues_ += gemm->kind == GemmEpilogueStep::Kind::Bmm;
+        conv_epilogues_ += gemm->kind == GemmEpilogueStep::Kind::Conv;
         step = std::move(gemm);
       } else if (node.op == compiler::ops::kSym) {
         auto sym = std::make_unique<SymStep>();
@@ -772,8 +824,14 @@ std::string CompiledProgram::kernel_listing() const {
           << (reduction->kernel->has_elementwise ? reduction->kernel->elementwise.listing() : "")
           << "\n";
     } else if (const auto* gemm = dynamic_cast<const GemmEpilogueStep*>(step.get())) {
-      out << "# " << step->label << ": %0 = " << (gemm->operands == 3 ? "addmm" : "mm")
-          << " (alpha " << gemm->alpha << ", beta " << gemm->beta << ") into "
+      using Kind = GemmEpilogueStep::Kind;
+      const char* product = gemm->kind == Kind::Conv
+                                ? (gemm->operands == 3 ? "conv2d+bias" : "conv2d")
+                            : gemm->kind == Kind::Bmm ? "bmm"
+                            : gemm->operands == 3     ? "addmm"
+                                                      : "mm";
+      out << "# " << step->label << ": %0 = " << product << " (alpha " << gemm->alpha << ", beta "
+          << gemm->beta << ") into "
           << (gemm->product_into >= 0 ? "output " + std::to_string(gemm->product_into)
                                       : std::string("a buffer"))
           << ", then\n"

@@ -40,7 +40,9 @@ class CompiledProgram {
   int extern_calls() const { return extern_calls_; }
   int fused_ops() const { return fused_ops_; }
   // GEMMs that run with a fused epilogue (counted among fused_kernels too).
-  int gemm_epilogues() const { return gemm_epilogues_; }
+  int gemm_epilogues() const { return gemm_epilogues_; }  // all kinds, bmm and conv among them
+  int bmm_epilogues() const { return bmm_epilogues_; }
+  int conv_epilogues() const { return conv_epilogues_; }
   // Fused kernels that end in a reduction (counted among fused_kernels too).
   int fused_reductions() const { return fused_reductions_; }
   // The fused kernels' instruction listings, in program order.
@@ -55,6 +57,8 @@ class CompiledProgram {
   int extern_calls_ = 0;
   int fused_ops_ = 0;
   int gemm_epilogues_ = 0;
+  int bmm_epilogues_ = 0;
+  int conv_epilogues_ = 0;
   int fused_reductions_ = 0;
   mutable std::string last_failure_;
 };

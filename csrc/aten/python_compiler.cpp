@@ -137,7 +137,7 @@ struct PyCompiledGraph {
 };
 
 PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_passes, bool fuse,
-                             bool gemm_epilogues) {
+                             bool gemm_epilogues, bool bmm_epilogues, bool conv_epilogues) {
   const auto start = std::chrono::steady_clock::now();
   PyCompiledGraph result;
   compiler::Graph graph;
@@ -153,6 +153,8 @@ PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_
       compiler::PipelineOptions options;
       options.fuse = fuse;
       options.gemm_epilogues = gemm_epilogues;
+      options.bmm_epilogues = bmm_epilogues;
+      options.conv_epilogues = conv_epilogues;
       compiler::run_pipeline(graph, observer, options);
     } else {
       compiler::verify(graph, "loading");
@@ -188,12 +190,15 @@ void register_compiler_bindings(py::module& m) {
         stats["fused_ops"] = g.program->fused_ops();
         stats["extern_calls"] = g.program->extern_calls();
         stats["gemm_epilogues"] = g.program->gemm_epilogues();
+        stats["bmm_epilogues"] = g.program->bmm_epilogues();
+        stats["conv_epilogues"] = g.program->conv_epilogues();
         stats["fused_reductions"] = g.program->fused_reductions();
         return stats;
       });
   // run_passes=false loads an already optimised graph (a disk cache entry).
   m.def("_compiler_compile", &compile_text, py::arg("text"), py::arg("keep_dumps") = false,
-        py::arg("run_passes") = true, py::arg("fuse") = true, py::arg("gemm_epilogues") = true);
+        py::arg("run_passes") = true, py::arg("fuse") = true, py::arg("gemm_epilogues") = true,
+        py::arg("bmm_epilogues") = true, py::arg("conv_epilogues") = true);
 }
 
 }  // namespace openneuron::bridge

@@ -15,11 +15,15 @@
 //       outputs (all outputs have one shape); every input broadcasts to it. A body may end with
 //       one reduce node: the iteration shape is then the reduce's input shape, which every
 //       output but the reduce's has.
-//   gemm_epilogue[gemm="mm"|"addmm", alpha=a, beta=b](x, y[, bias], inputs...) {body}
-//       P = alpha * (x @ y) (+ beta * bias for addmm), as kernels::gemm computes it; then the
-//       body evaluated like a fused body, with body input 0 bound to P read at the body's output
-//       shape (P's rows and columns in row-major order; a rank-2 product is [M, N] itself) and
-//       body inputs 1.. bound to `inputs`.
+//   gemm_epilogue[gemm="mm"|"addmm"|"bmm", alpha=a, beta=b](x, y[, bias], inputs...) {body}
+//   gemm_epilogue[gemm="conv", bias=0|1, stride=[s, s], padding=[p, p], dilation=[d, d],
+//                 groups=g](x, w[, bias], inputs...) {body}
+//       P = alpha * (x @ y) (+ beta * bias for addmm), as kernels::gemm computes it (bmm: a
+//       batch of [M, K] @ [K, N]), or P = the 2-D convolution of x [N, C, H, W] by w (+ bias
+//       when bias=1), as kernels::conv2d_forward computes it, NCHW; then the body evaluated like
+//       a fused body, with body input 0 bound to P read at the body's output shape (P's
+//       elements in row-major order; a product read directly has P's own shape) and body
+//       inputs 1.. bound to `inputs`.
 //   extern[target="aten::name", overload="o", args=[...], impure=0|1](inputs...)
 //       calls the ATen operator with `args` (Ref attrs point at inputs); impure ops (random,
 //       in-place on graph inputs) are never removed, merged or reordered.

@@ -9,6 +9,9 @@ namespace openneuron::compiler {
 void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOptions& options) {
   const bool fuse = options.fuse;
   const bool epilogues = options.fuse && options.gemm_epilogues;
+  EpilogueProducers producers;
+  producers.bmm = options.bmm_epilogues;
+  producers.conv = options.conv_epilogues;
   verify(graph, "input");
   if (observer) observer("input", graph);
   const std::pair<const char*, std::function<void(Graph&)>> passes[] = {
@@ -18,8 +21,8 @@ void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOpti
       {"eliminate_dead_code", eliminate_dead_code},
       {"fuse_elementwise", [fuse](Graph& g) { fuse_elementwise(g, fuse); }},
       {"fuse_gemm_epilogue",
-       [epilogues](Graph& g) {
-         if (epilogues) fuse_gemm_epilogue(g);
+       [epilogues, producers](Graph& g) {
+         if (epilogues) fuse_gemm_epilogue(g, producers);
        }},
       {"plan_memory", plan_memory},
   };

@@ -15,6 +15,8 @@ using PassObserver = std::function<void(const std::string& pass, const Graph& gr
 struct PipelineOptions {
   bool fuse = true;            // false: every elementwise node is a fused node of its own
   bool gemm_epilogues = true;  // fuse elementwise consumers into mm/addmm (needs fuse)
+  bool bmm_epilogues = true;   // ... into bmm (needs gemm_epilogues)
+  bool conv_epilogues = true;  // ... into 2-D convolutions (needs gemm_epilogues)
 };
 
 // Verifies `graph`, then runs eliminate_views, fold_constants, eliminate_common_subexpressions,

@@ -6,8 +6,10 @@
 #include <unordered_map>
 
 #include "compiler/elementwise_params.h"
+#include "compiler/gemm_epilogue.h"
 #include "compiler/ops.h"
 #include "compiler/scalar_eval.h"
+#include "kernels/matmul/conv.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/pointwise/pointwise.h"
@@ -68,25 +70,41 @@ std::vector<int64_t> broadcast_shape(const std::vector<const HostTensor*>& input
   return shape;
 }
 
-// A gemm_epilogue's product: the whole matrix through kernels::gemm, shaped as its body reads it.
+// A gemm_epilogue's product: the whole product through kernels::gemm (a matrix or a batch of
+// them) or kernels::conv2d_forward, shaped as its body reads it.
 HostTensor gemm_product(const Node& node, const std::vector<const HostTensor*>& args) {
   HostTensor a = *args[0];
   HostTensor b = *args[1];
-  if (a.shape.size() != 2 || b.shape.size() != 2) {
-    throw std::invalid_argument("reference interpreter: gemm_epilogue operands are matrices");
+  const std::string gemm = node.string_attr("gemm");
+  const size_t rank = gemm == "conv" ? 4 : gemm == "bmm" ? 3 : 2;
+  if (a.shape.size() != rank || b.shape.size() != rank) {
+    throw std::invalid_argument("reference interpreter: gemm_epilogue operands of the wrong rank");
   }
-  const int64_t m = a.shape[0];
-  const int64_t n = b.shape[1];
-  HostTensor product(a.dtype, {m, n});
-  const Attr* alpha = node.attr("alpha");
-  const Attr* beta = node.attr("beta");
-  const double beta_value = beta ? beta->f : 0.0;
-  const bool has_bias = node.string_attr("gemm") == "addmm" && beta_value != 0.0;
+  const bool has_bias = epilogue_operands(node) == 3 &&
+                        (gemm == "conv" || (node.attr("beta") && node.attr("beta")->f != 0.0));
   HostTensor bias = has_bias ? *args[2] : HostTensor();
-  const kernels::TensorView bias_view =
-      has_bias ? bias.broadcast_to({m, n}) : kernels::TensorView{};
-  kernels::gemm(product.view(), a.view(), b.view(), has_bias ? &bias_view : nullptr,
-                alpha ? alpha->f : 1.0, beta_value);
+  HostTensor product;
+  if (gemm == "conv") {
+    const kernels::Conv2dParams p = conv_params_of(node);
+    std::vector<int64_t> shape = {a.shape[0], b.shape[0]};
+    for (int d = 0; d < 2; ++d) {
+      const int64_t extent = p.dilation[d] * (b.shape[2 + d] - 1) + 1;
+      shape.push_back((a.shape[2 + d] + 2 * p.padding[d] - extent) / p.stride[d] + 1);
+    }
+    product = HostTensor(a.dtype, shape);
+    const kernels::TensorView bias_view = has_bias ? bias.view() : kernels::TensorView{};
+    kernels::conv2d_forward(product.view(), a.view(), b.view(), has_bias ? &bias_view : nullptr, p);
+  } else {
+    std::vector<int64_t> shape = a.shape;
+    shape.back() = b.shape.back();
+    product = HostTensor(a.dtype, shape);
+    const Attr* alpha = node.attr("alpha");
+    const double beta = has_bias ? node.attr("beta")->f : 0.0;
+    const kernels::TensorView bias_view =
+        has_bias ? bias.broadcast_to(shape) : kernels::TensorView{};
+    kernels::gemm(product.view(), a.view(), b.view(), has_bias ? &bias_view : nullptr,
+                  alpha ? alpha->f : 1.0, beta);
+  }
   const Value& shaped = node.body->values[node.body->inputs[0]];
   bool known = true;
   for (const Dim& d : shaped.shape) known &= !d.is_symbolic();
@@ -147,7 +165,7 @@ std::vector<HostTensor> interpret(const Graph& graph, const std::vector<HostTens
     }
     if (node.op == ops::kGemmEpilogue) {
       std::vector<HostTensor> body_inputs = {gemm_product(node, args)};
-      const size_t operands = node.string_attr("gemm") == "addmm" ? 3 : 2;
+      const size_t operands = epilogue_operands(node);
       for (size_t k = operands; k < args.size(); ++k) body_inputs.push_back(*args[k]);
       std::vector<HostTensor> results = interpret(*node.body, body_inputs);
       for (size_t k = 0; k < node.outputs.size(); ++k) env[node.outputs[k]] = std::move(results[k]);

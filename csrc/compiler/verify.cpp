@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "compiler/gemm_epilogue.h"
 #include "compiler/names.h"
 #include "compiler/ops.h"
 
@@ -112,9 +113,10 @@ class Verifier {
 
   void gemm_epilogue(int index, const Node& n) const {
     const std::string gemm = n.string_attr("gemm");
-    check(gemm == "mm" || gemm == "addmm", index, "gemm_epilogue needs gemm=\"mm\" or \"addmm\"");
-    const size_t operands = gemm == "addmm" ? 3 : 2;
-    check(n.inputs.size() >= operands, index, "gemm_epilogue reads its GEMM's operands first");
+    check(gemm == "mm" || gemm == "addmm" || gemm == "bmm" || gemm == "conv", index,
+          "gemm_epilogue needs gemm=\"mm\", \"addmm\", \"bmm\" or \"conv\"");
+    const size_t operands = epilogue_operands(n);
+    check(n.inputs.size() >= operands, index, "gemm_epilogue reads its product's operands first");
     check(n.body != nullptr, index, "gemm_epilogue needs a body");
     const Graph& body = *n.body;
     check(!body.inputs.empty() && body.inputs.size() == n.inputs.size() - operands + 1, index,
@@ -122,14 +124,28 @@ class Verifier {
     const Value& a = g_.values[n.inputs[0]];
     const Value& b = g_.values[n.inputs[1]];
     const Value& product = body.values[body.inputs[0]];
-    check(a.shape.size() == 2 && b.shape.size() == 2 && a.dtype == b.dtype, index,
-          "gemm_epilogue multiplies two matrices of one dtype");
-    check(product.dtype == a.dtype && !product.shape.empty() && product.shape.back() == b.shape[1],
-          index, "gemm_epilogue's product has the operands' dtype and the last dim of y");
-    const bool known = std::none_of(product.shape.begin(), product.shape.end(),
-                                    [](const Dim& d) { return d.is_symbolic(); });
-    check(known || product.shape.size() == 2, index,
-          "a gemm_epilogue product read through a reshape has known sizes");
+    const size_t rank = gemm == "conv" ? 4 : gemm == "bmm" ? 3 : 2;
+    check(a.shape.size() == rank && b.shape.size() == rank && a.dtype == b.dtype, index,
+          "gemm_epilogue's operands have its product's rank and one dtype");
+    if (gemm == "conv") {
+      for (const char* list : {"stride", "padding", "dilation"}) {
+        const Attr* attr = n.attr(list);
+        check(attr && attr->kind == Attr::Kind::List && attr->list.size() == 2, index,
+              std::string("a conv epilogue needs a 2-element ") + list);
+      }
+      check(n.int_attr("groups", 0) >= 1, index, "a conv epilogue needs groups >= 1");
+      check(product.dtype == a.dtype && product.shape.size() == 4 &&
+                product.shape[0] == a.shape[0] && product.shape[1] == b.shape[0],
+            index, "a conv epilogue's product is [N, O, OH, OW] of the operands' dtype");
+    } else {
+      check(product.dtype == a.dtype && !product.shape.empty() &&
+                product.shape.back() == b.shape[rank - 1],
+            index, "gemm_epilogue's product has the operands' dtype and the last dim of y");
+      const bool known = std::none_of(product.shape.begin(), product.shape.end(),
+                                      [](const Dim& d) { return d.is_symbolic(); });
+      check(known || product.shape.size() == rank, index,
+            "a gemm_epilogue product read through a reshape has known sizes");
+    }
     elementwise_body(index, n);
     check(product.shape == body.values[body.outputs[0]].shape, index,
           "gemm_epilogue's body reads the product at its output shape");

@@ -30,10 +30,17 @@ void eliminate_views(Graph& graph);
 // elementwise node becomes a fused node of its own (fusion off, same program structure).
 void fuse_elementwise(Graph& graph, bool join = true);
 
-// Turns a fused node that reads an mm/addmm product (directly or through one reshaping view)
-// that nothing else reads into a gemm_epilogue node computing the product and the body
-// together (see fuse_gemm_epilogue.cpp for the legality rules).
-void fuse_gemm_epilogue(Graph& graph);
+// The products whose elementwise consumer fuse_gemm_epilogue may fuse.
+struct EpilogueProducers {
+  bool mm = true;    // aten::mm, aten::addmm
+  bool bmm = true;   // aten::bmm
+  bool conv = true;  // aten::convolution (2-D)
+};
+
+// Turns a fused node that reads an mm/addmm/bmm product (directly or through one reshaping view)
+// or a convolution's result that nothing else reads into a gemm_epilogue node computing the
+// product and the body together (see fuse_gemm_epilogue.cpp for the legality rules).
+void fuse_gemm_epilogue(Graph& graph, const EpilogueProducers& producers = {});
 
 // Annotates every node with free=[...]: the values whose last reader (or, if unread, whose
 // definition) is that node and that the graph does not return; and fused nodes with

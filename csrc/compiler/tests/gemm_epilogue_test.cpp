@@ -1,6 +1,6 @@
-// GEMM epilogues against the reference interpreter, bit for bit: bias broadcast, a product read
-// through a reshape, a residual add, a cast, bf16, the product held by an output or a buffer,
-// and a body large enough to be tiled across threads.
+// GEMM, bmm and convolution epilogues against the reference interpreter, bit for bit: bias
+// broadcast, a product read through a reshape, a residual add, a scale and mask, a cast, bf16,
+// the product held by an output or a buffer, and a body large enough to be tiled across threads.
 #include "compiler/gemm_epilogue.h"
 
 #include <gtest/gtest.h>
@@ -24,7 +24,8 @@ HostTensor random_tensor(DType dtype, std::vector<int64_t> shape, std::mt19937& 
   return testing::random_tensor(dtype, std::move(shape), rng, 1.0f);
 }
 
-// Runs the compiled graph's single gemm_epilogue node through run_gemm_epilogue.
+// Runs the compiled graph's single gemm_epilogue node through run_gemm_epilogue (mm, addmm,
+// bmm) or run_conv_epilogue.
 std::vector<HostTensor> run_epilogue(const Graph& graph, const std::vector<HostTensor>& inputs) {
   EXPECT_EQ(graph.nodes.size(), 1u) << print_graph(graph);
   const Node& node = graph.nodes.at(0);
@@ -32,12 +33,15 @@ std::vector<HostTensor> run_epilogue(const Graph& graph, const std::vector<HostT
   std::vector<HostTensor> env(graph.values.size());
   for (size_t k = 0; k < inputs.size(); ++k) env[graph.inputs[k]] = inputs[k];
   const FusedKernel kernel = build_fused_kernel(*node.body);
-  const size_t operands = node.string_attr("gemm") == "addmm" ? 3 : 2;
+  const std::string gemm = node.string_attr("gemm");
+  const size_t operands = epilogue_operands(node);
   HostTensor& a = env[node.inputs[0]];
   HostTensor& b = env[node.inputs[1]];
-  const int64_t m = a.shape[0], n = b.shape[1];
   std::vector<int64_t> shape;
   for (const Dim& d : graph.values[node.outputs[0]].shape) shape.push_back(d.size);
+  std::vector<int64_t> product_shape = shape;  // a convolution's product is read directly
+  if (gemm == "bmm") product_shape = {a.shape[0], a.shape[1], b.shape[2]};
+  if (gemm == "mm" || gemm == "addmm") product_shape = {a.shape[0], b.shape[1]};
   std::vector<TensorView> outs, ins;
   for (int output : node.outputs) {
     env[output] = HostTensor(graph.values[output].dtype, shape);
@@ -47,21 +51,21 @@ std::vector<HostTensor> run_epilogue(const Graph& graph, const std::vector<HostT
     ins.push_back(env[node.inputs[k]].broadcast_to(shape));
   }
   const int into = static_cast<int>(node.int_attr("product_into", -1));
-  HostTensor buffer(a.dtype, {m, n});
+  HostTensor buffer(a.dtype, product_shape);
   TensorView product = buffer.view();
-  if (into >= 0) {
-    product = env[node.outputs[into]].view();
-    product.ndim = 2;
-    product.sizes[0] = m;
-    product.sizes[1] = n;
-    product.strides[0] = n;
-    product.strides[1] = 1;
+  if (into >= 0) product.data = env[node.outputs[into]].view().data;
+  if (gemm == "conv") {
+    const TensorView bias = operands == 3 ? env[node.inputs[2]].view() : TensorView{};
+    run_conv_epilogue(kernel, a.view(), b.view(), operands == 3 ? &bias : nullptr,
+                      conv_params_of(node), product, outs.data(), ins.data());
+  } else {
+    const Attr* beta = node.attr("beta");
+    const bool has_bias = operands == 3 && beta && beta->f != 0.0;
+    const TensorView bias =
+        has_bias ? env[node.inputs[2]].broadcast_to(product_shape) : TensorView{};
+    run_gemm_epilogue(kernel, a.view(), b.view(), has_bias ? &bias : nullptr, node.attr("alpha")->f,
+                      has_bias ? beta->f : 0.0, product, outs.data(), ins.data());
   }
-  const Attr* beta = node.attr("beta");
-  const bool has_bias = operands == 3 && beta && beta->f != 0.0;
-  const TensorView bias = has_bias ? env[node.inputs[2]].broadcast_to({m, n}) : TensorView{};
-  run_gemm_epilogue(kernel, a.view(), b.view(), has_bias ? &bias : nullptr, node.attr("alpha")->f,
-                    has_bias ? beta->f : 0.0, product, outs.data(), ins.data());
   std::vector<HostTensor> results;
   for (int output : graph.outputs) results.push_back(env[output]);
   return results;
@@ -118,6 +122,58 @@ TEST(GemmEpilogueKernel, MatchesTheInterpreterBitwise) {
 )",
        {{DType::Float32, {33, 17}}, {DType::Float32, {17, 29}}, {DType::Float32, {33, 29}}},
        true},
+      // Attention scores: bmm read through a view, a scale and a broadcast mask add.
+      {R"(graph(%0: f32[12, 40, 16], %1: f32[12, 16, 40], %2: f32[3, 1, 40, 40]) {
+  %3: f32[12, 40, 40] = extern[args=[%0, %1], overload="default", target="aten::bmm"](%0, %1)
+  %4: f32[3, 4, 40, 40] = extern[args=[%3, [3, 4, 40, 40]], overload="default", target="aten::_unsafe_view"](%3)
+  %5: f32[] = scalar[value=0.25]()
+  %6: f32[3, 4, 40, 40] = pointwise[compute="f32", fn="Mul"](%4, %5)
+  %7: f32[3, 4, 40, 40] = pointwise[compute="f32", fn="AddAlpha", p0=1](%6, %2)
+  return (%7)
+}
+)",
+       {{DType::Float32, {12, 40, 16}},
+        {DType::Float32, {12, 16, 40}},
+        {DType::Float32, {3, 1, 40, 40}}},
+       true},
+      // bf16 bmm cast to fp32 (the product lives in a buffer).
+      {R"(graph(%0: bf16[5, 9, 24], %1: bf16[5, 24, 11]) {
+  %2: bf16[5, 9, 11] = extern[args=[%0, %1], overload="default", target="aten::bmm"](%0, %1)
+  %3: bf16[5, 9, 11] = pointwise[compute="bf16", fn="Gelu", p0=0](%2)
+  %4: f32[5, 9, 11] = cast(%3)
+  return (%4)
+}
+)",
+       {{DType::BFloat16, {5, 9, 24}}, {DType::BFloat16, {5, 24, 11}}},
+       false},
+      // A convolution with its bias, batch norm's scale and shift as elementwise ops, relu and a
+      // residual add; 4 x 16 x 32 x 32 outputs, so the body is tiled across threads.
+      {R"(graph(%0: f32[4, 8, 32, 32], %1: f32[16, 8, 3, 3], %2: f32[16], %3: f32[16, 1, 1], %4: f32[16, 1, 1], %5: f32[4, 16, 32, 32]) {
+  %6: f32[4, 16, 32, 32] = extern[args=[%0, %1, %2, [1, 1], [1, 1], [1, 1], false, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1, %2)
+  %7: f32[4, 16, 32, 32] = pointwise[compute="f32", fn="Mul"](%6, %3)
+  %8: f32[4, 16, 32, 32] = pointwise[compute="f32", fn="AddAlpha", p0=1](%7, %4)
+  %9: f32[4, 16, 32, 32] = pointwise[compute="f32", fn="Relu"](%8)
+  %10: f32[4, 16, 32, 32] = pointwise[compute="f32", fn="AddAlpha", p0=1](%9, %5)
+  return (%10)
+}
+)",
+       {{DType::Float32, {4, 8, 32, 32}},
+        {DType::Float32, {16, 8, 3, 3}},
+        {DType::Float32, {16}},
+        {DType::Float32, {16, 1, 1}},
+        {DType::Float32, {16, 1, 1}},
+        {DType::Float32, {4, 16, 32, 32}}},
+       true},
+      // bf16, no bias, stride 2, dilation 2, two groups, SiLU and a cast (a buffer).
+      {R"(graph(%0: bf16[2, 6, 17, 15], %1: bf16[4, 3, 3, 3]) {
+  %2: bf16[2, 4, 8, 6] = extern[args=[%0, %1, none, [2, 2], [1, 0], [2, 2], false, [0, 0], 2], overload="default", target="aten::convolution"](%0, %1)
+  %3: bf16[2, 4, 8, 6] = pointwise[compute="bf16", fn="Silu"](%2)
+  %4: f32[2, 4, 8, 6] = cast(%3)
+  return (%4)
+}
+)",
+       {{DType::BFloat16, {2, 6, 17, 15}}, {DType::BFloat16, {4, 3, 3, 3}}},
+       false},
   };
   std::mt19937 rng(7);
   for (const Case& c : cases) {
@@ -149,6 +205,13 @@ TEST(GemmEpilogueKernel, RejectsShapesThatDoNotFit) {
   const TensorView out_view = out.view();
   EXPECT_THROW(run_gemm_epilogue(kernel, a.view(), b.view(), nullptr, 1.0, 0.0, product.view(),
                                  &out_view, nullptr),
+               std::invalid_argument);
+  // A convolution's iteration shape must be its product's shape.
+  HostTensor input(DType::Float32, {1, 2, 5, 5}), weight(DType::Float32, {3, 2, 3, 3});
+  HostTensor conv_product(DType::Float32, {1, 3, 3, 3}), conv_out(DType::Float32, {1, 3, 3, 4});
+  const TensorView conv_out_view = conv_out.view();
+  EXPECT_THROW(run_conv_epilogue(kernel, input.view(), weight.view(), nullptr, {},
+                                 conv_product.view(), &conv_out_view, nullptr),
                std::invalid_argument);
 }
 

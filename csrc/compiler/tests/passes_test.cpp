@@ -372,6 +372,128 @@ TEST(GemmEpilogue, LeavesBroadcastReadsReturnedProductsAndImpureNodesBetween) {
   EXPECT_EQ(reduced.find("gemm_epilogue"), std::string::npos) << reduced;
 }
 
+// A convolution with its bias, then a per-channel scale and shift (batch norm in inference, as
+// elementwise ops), relu and a residual add; a second convolution that is also returned.
+constexpr const char* kConvBlock =
+    R"(graph(%0: f32[2, 3, 8, 8], %1: f32[4, 3, 3, 3], %2: f32[4], %3: f32[4, 1, 1], %4: f32[4, 1, 1], %5: f32[2, 4, 8, 8]) {
+  %6: f32[2, 4, 8, 8] = extern[args=[%0, %1, %2, [1, 1], [1, 1], [1, 1], false, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1, %2)
+  %7: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="Mul"](%6, %3)
+  %8: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%7, %4)
+  %9: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="Relu"](%8)
+  %10: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%9, %5)
+  %11: f32[2, 4, 4, 4] = extern[args=[%0, %1, none, [2, 2], [1, 1], [1, 1], false, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1)
+  %12: f32[2, 4, 4, 4] = pointwise[compute="f32", fn="Silu"](%11)
+  return (%10, %12, %11)
+}
+)";
+
+TEST(GemmEpilogue, FusesAConvolutionsElementwiseConsumer) {
+  EXPECT_EQ(
+      after(
+          [](Graph& g) {
+            fuse_elementwise(g);
+            fuse_gemm_epilogue(g);
+          },
+          kConvBlock),
+      R"(graph(%0: f32[2, 3, 8, 8], %1: f32[4, 3, 3, 3], %2: f32[4], %3: f32[4, 1, 1], %4: f32[4, 1, 1], %5: f32[2, 4, 8, 8]) {
+  %6: f32[2, 4, 8, 8] = gemm_epilogue[bias=1, dilation=[1, 1], gemm="conv", groups=1, padding=[1, 1], stride=[1, 1]](%0, %1, %2, %3, %4, %5) {
+    graph(%0: f32[2, 4, 8, 8], %1: f32[4, 1, 1], %2: f32[4, 1, 1], %3: f32[2, 4, 8, 8]) {
+      %4: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="Mul"](%0, %1)
+      %5: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%4, %2)
+      %6: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="Relu"](%5)
+      %7: f32[2, 4, 8, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%6, %3)
+      return (%7)
+    }
+  }
+  %7: f32[2, 4, 4, 4] = extern[args=[%0, %1, none, [2, 2], [1, 1], [1, 1], false, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1)
+  %8: f32[2, 4, 4, 4] = fused(%7) {
+    graph(%0: f32[2, 4, 4, 4]) {
+      %1: f32[2, 4, 4, 4] = pointwise[compute="f32", fn="Silu"](%0)
+      return (%1)
+    }
+  }
+  return (%6, %8, %7)
+}
+)");
+}
+
+// Attention scores written out: matmul lowered to bmm and a view back to [batch, heads, ...],
+// then the scale and the mask add (softmax's input); the scores of a bmm read broadcast are not.
+constexpr const char* kAttentionScores =
+    R"(graph(%0: f32[6, 5, 8], %1: f32[6, 8, 5], %2: f32[2, 1, 5, 5]) {
+  %3: f32[6, 5, 5] = extern[args=[%0, %1], overload="default", target="aten::bmm"](%0, %1)
+  %4: f32[2, 3, 5, 5] = extern[args=[%3, [2, 3, 5, 5]], overload="default", target="aten::_unsafe_view"](%3)
+  %5: f32[] = scalar[value=0.35355339059327373]()
+  %6: f32[2, 3, 5, 5] = pointwise[compute="f32", fn="Mul"](%4, %5)
+  %7: f32[2, 3, 5, 5] = pointwise[compute="f32", fn="AddAlpha", p0=1](%6, %2)
+  return (%7)
+}
+)";
+
+TEST(GemmEpilogue, FusesABatchedProductsScaleAndMask) {
+  const std::string out = after(
+      [](Graph& g) {
+        fuse_elementwise(g);
+        fuse_gemm_epilogue(g);
+      },
+      kAttentionScores);
+  EXPECT_EQ(out, R"(graph(%0: f32[6, 5, 8], %1: f32[6, 8, 5], %2: f32[2, 1, 5, 5]) {
+  %3: f32[2, 3, 5, 5] = gemm_epilogue[alpha=1.0, beta=0.0, gemm="bmm"](%0, %1, %2) {
+    graph(%0: f32[2, 3, 5, 5], %1: f32[2, 1, 5, 5]) {
+      %2: f32[] = scalar[value=0.35355339059327373]()
+      %3: f32[2, 3, 5, 5] = pointwise[compute="f32", fn="Mul"](%0, %2)
+      %4: f32[2, 3, 5, 5] = pointwise[compute="f32", fn="AddAlpha", p0=1](%3, %1)
+      return (%4)
+    }
+  }
+  return (%3)
+}
+)");
+}
+
+TEST(GemmEpilogue, LeavesTransposedFloat64AndViewedConvolutionsAndOptedOutKinds) {
+  const auto fused = [](const std::string& text, EpilogueProducers producers = {}) {
+    return after(
+        [producers](Graph& g) {
+          fuse_elementwise(g);
+          fuse_gemm_epilogue(g, producers);
+        },
+        text);
+  };
+  // Transposed: eager runs it on the host.
+  const std::string transposed = fused(R"(graph(%0: f32[2, 4, 8, 8], %1: f32[4, 3, 3, 3]) {
+  %2: f32[2, 3, 10, 10] = extern[args=[%0, %1, none, [1, 1], [0, 0], [1, 1], true, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1)
+  %3: f32[2, 3, 10, 10] = pointwise[compute="f32", fn="Relu"](%2)
+  return (%3)
+}
+)");
+  EXPECT_EQ(transposed.find("gemm_epilogue"), std::string::npos) << transposed;
+  // float64: not a matmul dtype.
+  const std::string f64 = fused(R"(graph(%0: f64[2, 3, 8, 8], %1: f64[4, 3, 3, 3]) {
+  %2: f64[2, 4, 6, 6] = extern[args=[%0, %1, none, [1, 1], [0, 0], [1, 1], false, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1)
+  %3: f64[2, 4, 6, 6] = pointwise[compute="f64", fn="Relu"](%2)
+  return (%3)
+}
+)");
+  EXPECT_EQ(f64.find("gemm_epilogue"), std::string::npos) << f64;
+  // A convolution read through a view (only GEMM products are).
+  const std::string viewed = fused(R"(graph(%0: f32[2, 3, 8, 8], %1: f32[4, 3, 3, 3]) {
+  %2: f32[2, 4, 6, 6] = extern[args=[%0, %1, none, [1, 1], [0, 0], [1, 1], false, [0, 0], 1], overload="default", target="aten::convolution"](%0, %1)
+  %3: f32[8, 36] = extern[args=[%2, [8, 36]], overload="default", target="aten::view"](%2)
+  %4: f32[8, 36] = pointwise[compute="f32", fn="Relu"](%3)
+  return (%4)
+}
+)");
+  EXPECT_EQ(viewed.find("gemm_epilogue"), std::string::npos) << viewed;
+  // The options that leave bmm and convolutions out.
+  EpilogueProducers no_bmm;
+  no_bmm.bmm = false;
+  EXPECT_EQ(fused(kAttentionScores, no_bmm).find("gemm_epilogue"), std::string::npos);
+  EpilogueProducers no_conv;
+  no_conv.conv = false;
+  EXPECT_EQ(fused(kConvBlock, no_conv).find("gemm_epilogue"), std::string::npos);
+}
+
 TEST(MemoryPlan, PutsAGemmProductIntoAnOutputThatCanHoldIt) {
   Graph g = parse_graph(kLinearGelu);
   run_pipeline(g);

@@ -26,7 +26,9 @@ from openneuron.compile.lower import LoweringError, lower_graph
 KNOWN_OPTIONS = {
     "fuse": "bool, default True: fuse elementwise ops (False keeps one kernel per op)",
     "cache": "bool, default True: use the on-disk cache of compiled graphs",
-    "gemm_epilogue": "bool, default True: fuse elementwise consumers into mm/addmm",
+    "gemm_epilogue": "bool, default True: fuse elementwise consumers into mm/addmm/bmm/conv",
+    "bmm_epilogue": "bool, default True: include bmm in gemm_epilogue",
+    "conv_epilogue": "bool, default True: include 2-D convolutions in gemm_epilogue",
     "reductions": "bool, default True: fuse sum/mean/amax with their elementwise producers",
 }
 _graph_counter = itertools.count()
@@ -82,6 +84,8 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 run_passes=True,
                 fuse=options.get("fuse", True),
                 gemm_epilogues=options.get("gemm_epilogue", True),
+                bmm_epilogues=options.get("bmm_epilogue", True),
+                conv_epilogues=options.get("conv_epilogue", True),
             )
             if options.get("cache", True):
                 cache.disk_put(key, compiled.ir)
@@ -94,6 +98,8 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 run_passes=True,
                 fuse=options.get("fuse", True),
                 gemm_epilogues=options.get("gemm_epilogue", True),
+                bmm_epilogues=options.get("bmm_epilogue", True),
+                conv_epilogues=options.get("conv_epilogue", True),
             )
         _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
     stats = compiled.stats

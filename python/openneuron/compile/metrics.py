@@ -34,8 +34,9 @@ def compile_metrics() -> dict:
     ``cache_hits_memory`` / ``cache_hits_disk`` / ``cache_errors``; ``compile_ms`` (total, ours:
     lowering, passes and program building; Dynamo and AOTAutograd tracing are not included);
     ``fused_kernels``, ``fused_ops`` (elementwise ops inside them), ``extern_calls`` (ATen
-    calls in compiled programs), ``gemm_epilogues`` (matrix products that run with their
-    elementwise consumer fused, counted among ``fused_kernels``), ``fused_reductions``
+    calls in compiled programs), ``gemm_epilogues`` (matrix products and convolutions that run
+    with their elementwise consumer fused, counted among ``fused_kernels``; ``bmm_epilogues`` and
+    ``conv_epilogues`` count the bmm and convolution ones among them), ``fused_reductions``
     (sum/mean/amax fused with their elementwise producers, also among ``fused_kernels``);
     ``lowering_fallbacks``:
     graphs run uncompiled, by reason;
@@ -52,6 +53,8 @@ def compile_metrics() -> dict:
         result.setdefault("cache_hits_disk", 0)
         result.setdefault("cache_errors", 0)
         result.setdefault("gemm_epilogues", 0)
+        result.setdefault("bmm_epilogues", 0)
+        result.setdefault("conv_epilogues", 0)
         result.setdefault("fused_reductions", 0)
         result["compile_ms"] = sum(_compile_ms)
         result["lowering_fallbacks"] = dict(_lowering_fallbacks)
