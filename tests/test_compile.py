@@ -641,3 +641,15 @@ def test_random_programs_fixed_seed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert fuzz(graphs=40, seed=20261201) == []
+
+
+def test_readme_documents_every_option():
+    """The README's table of options lists exactly the keys the backend honours."""
+    import re
+
+    from openneuron.compile import KNOWN_OPTIONS
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    section = readme.split("## Compiling a model", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+    assert documented == set(KNOWN_OPTIONS)
