@@ -78,6 +78,9 @@ def test_forward_and_backward_equal_eager_bitwise(dtype):
     assert metrics["fused_kernels"] > 0 and metrics["fused_ops"] > metrics["fused_kernels"]
     assert metrics["gemm_epilogues"] >= 1  # the linear layer's gelu, scale and residual add
     assert metrics["lowering_fallbacks"] == {}
+    # Every ATen result had the strides its meta kernel promised: no copy hid a stride bug.
+    assert metrics["layout_repairs"] == 0
+    assert metrics["compile_ms"] > 0
 
 
 class ConvBlock(torch.nn.Module):
@@ -263,7 +266,7 @@ def test_default_backend_routes_neuron_graphs_to_ours():
     assert openneuron.compile_metrics()["graphs"] == 1
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt2", "llama", "bert-bf16"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt2", "llama", "bert-fp32", "bert-bf16"])
 def test_workloads_compiled_equal_eager(name):
     """Ten training steps (forward passes for BERT) compiled give eager's losses, bit for bit."""
     steps = 10
@@ -280,6 +283,7 @@ def test_workloads_compiled_equal_eager(name):
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] >= 1 and metrics["fused_kernels"] > 0
     assert metrics["lowering_fallbacks"] == {}
+    assert metrics["layout_repairs"] == 0
     # Every linear layer's consumer fuses into its GEMM (the CNN's convolutions feed batch norm,
     # which is not elementwise: no conv epilogue there).
     assert metrics["gemm_epilogues"] > 0 or name == "cnn"
@@ -303,14 +307,18 @@ def test_mark_dynamic_and_automatic_dynamic():
         for n in (4, 6, 9, 11):  # the second size makes Dynamo's automatic dynamic kick in
             x = torch.randn(n, 7, 32, device="neuron")
             assert torch.equal(compiled(x).cpu(), model(x).cpu())
-        assert openneuron.compile_metrics()["graphs"] == 2
+        metrics = openneuron.compile_metrics()
+        assert metrics["graphs"] == 2
+        assert metrics["recompiles"] == 1  # size 6 recompiles the frame dynamic; 9 and 11 reuse it
         torch._dynamo.reset()
         x = torch.randn(5, 7, 32, device="neuron")
         torch._dynamo.mark_dynamic(x, 0)
         compiled = torch.compile(model, backend="neuron")
         compiled(x)
         compiled(torch.randn(12, 7, 32, device="neuron"))
-    assert openneuron.compile_metrics()["graphs"] == 3
+    metrics = openneuron.compile_metrics()
+    assert metrics["graphs"] == 3
+    assert metrics["recompiles"] == 1  # a marked dimension compiles dynamic the first time
 
 
 def test_eager_kernels_leave_torch_thread_count_alone():
@@ -334,6 +342,7 @@ def test_graph_breaks_compile_subgraphs_and_fullgraph_raises():
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] == 2
     assert sum(metrics["graph_breaks"].values()) >= 1
+    assert any("`print`" in reason for reason in metrics["graph_breaks"])  # names the cause
     torch._dynamo.reset()
     with pytest.raises(torch._dynamo.exc.Unsupported):
         torch.compile(fn, backend="neuron", fullgraph=True)(x)
@@ -421,6 +430,35 @@ def test_read_only_cache_directory_degrades_to_memory(tmp_path):
     assert out.device.type == "neuron"
 
 
+def test_refused_cache_write_degrades_to_memory(tmp_path, monkeypatch):
+    """What a read-only directory does to a user without root, for any user: the cache's write
+    (a temporary file in the directory, then a rename) is refused."""
+    import tempfile
+
+    directory = tmp_path / "cache"
+    real = tempfile.NamedTemporaryFile
+
+    def refuse(*args, **kwargs):
+        if kwargs.get("dir") == directory:
+            raise PermissionError(13, "Permission denied", str(directory))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cache.tempfile, "NamedTemporaryFile", refuse)
+    model, x = block_and_input()
+    with torch.no_grad():
+        expected = model(x).cpu()
+        with pytest.warns(RuntimeWarning, match="memory only"):
+            out = torch.compile(model, backend="neuron")(x).cpu()
+        assert torch.equal(out, expected)
+        assert not list(directory.glob("*"))
+        torch._dynamo.reset()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # reported once, not on every graph
+            again = torch.compile(model, backend="neuron")(x).cpu()
+    assert torch.equal(again, expected)
+    assert openneuron.compile_metrics()["cache_hits_memory"] == 1
+
+
 def test_unwritable_cache_path_degrades_to_memory(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
@@ -448,6 +486,72 @@ def test_options_and_modes():
         torch._dynamo.reset()
         out = torch.compile(model, backend="neuron", mode="max-autotune")(x)
         assert torch.equal(out.cpu(), expected)
+
+
+def test_cache_option_off_writes_no_entry(tmp_path):
+    model, x = block_and_input()
+    with torch.no_grad():
+        out = torch.compile(model, backend="neuron", options={"cache": False})(x).cpu()
+        assert torch.equal(out, model(x).cpu())
+    assert openneuron.compile_metrics()["graphs"] == 1
+    assert not list((tmp_path / "cache").glob("*.ir"))
+
+
+def test_unknown_mode_raises_naming_it():
+    model, x = block_and_input()
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="unknown mode 'fastest'"):
+        torch.compile(model, backend="neuron", mode="fastest")(x)
+
+
+def test_unknown_option_is_warned_about_once():
+    model, x = block_and_input()
+    options = {"fuse": True, "epilogue_fusion": True}
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = torch.compile(model, backend="neuron", options=options)(x).cpu()
+        torch._dynamo.reset()
+        second = torch.compile(model, backend="neuron", options=options)(x).cpu()
+    assert torch.equal(first, second)
+    unknown = [w for w in caught if "unknown option" in str(w.message)]
+    assert len(unknown) == 1
+    assert "'epilogue_fusion'" in str(unknown[0].message)
+    assert openneuron.compile_metrics()["graphs"] == 2
+
+
+def complex_rotary(x, freqs):
+    """Rotary embedding in complex arithmetic (as in Meta's Llama reference): the IR has no
+    complex dtype, so the lowering refuses these graphs."""
+    pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * freqs).flatten(-2).type_as(x)
+
+
+def test_a_graph_the_lowering_cannot_express_runs_uncompiled_warned_once():
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 16, device="neuron", requires_grad=True)
+    angles = torch.outer(torch.arange(8.0), torch.rand(8))
+    freqs = torch.polar(torch.ones_like(angles), angles).to("neuron")
+
+    def run(fn):
+        x.grad = None
+        y = fn(x, freqs)
+        (y * y).sum().backward()
+        return [y.detach().cpu(), x.grad.cpu()]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # complex multiplication runs on the host fallback
+        expected = run(complex_rotary)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(torch.compile(complex_rotary, backend="neuron"))
+    assert_bitwise(expected, got)
+    uncompiled = [w for w in caught if "runs uncompiled" in str(w.message)]
+    assert len(uncompiled) == 1  # forward and backward fail alike: one warning
+    assert "complex64" in str(uncompiled[0].message)
+    metrics = openneuron.compile_metrics()
+    assert metrics["lowering_fallbacks"] == {
+        "tensors of dtype torch.complex64 are not expressible": 2
+    }
+    assert metrics["graphs"] == 0
 
 
 def test_debug_dir_dumps_each_stage(tmp_path, monkeypatch):
@@ -479,6 +583,48 @@ def test_errors_name_the_graph_node_and_source_line():
     assert torch.ones(2, device="neuron").sum().item() == 2  # the process stays usable
 
 
+def test_extern_errors_name_the_graph_node_and_source_line():
+    def fn(x, index):
+        return torch.index_select(x * 2, 0, index) + 1  # an ATen call in the program
+
+    line = fn.__code__.co_firstlineno + 1
+    x = torch.randn(10, 4, device="neuron")
+    with pytest.raises(IndexError, match="out of bounds") as info:
+        torch.compile(fn, backend="neuron")(x, torch.tensor([1, 100], device="neuron"))
+    text = str(info.value) + "".join(getattr(info.value, "__notes__", []))
+    assert "(aten::index_select)" in text and f"test_compile.py:{line}" in text
+    assert "graph node" in text
+    torch._dynamo.reset()
+    index = torch.tensor([1, 9], device="neuron")
+    assert torch.equal(torch.compile(fn, backend="neuron")(x, index).cpu(), fn(x, index).cpu())
+
+
+def test_a_wrong_stride_kernel_is_repaired_and_counted():
+    """The layout-repair counter has teeth: a cumsum kernel that returns its result column-major
+    (its meta kernel promises row-major) is copied into the promised layout and counted."""
+
+    def fn(x):
+        return torch.cumsum(x, 1) * 2
+
+    x = torch.randn(6, 5, device="neuron")
+    expected = fn(x).cpu()
+
+    def column_major_cumsum(t, dim, dtype=None):
+        result = torch.ops.aten.cumsum.default(t.cpu(), dim, dtype=dtype)
+        return result.t().contiguous().t().to(t.device)
+
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        library.impl("cumsum", column_major_cumsum, "PrivateUse1")
+    try:
+        got = torch.compile(fn, backend="neuron")(x).cpu()
+    finally:
+        del library
+    assert torch.equal(got, expected)
+    assert openneuron.compile_metrics()["layout_repairs"] == 1
+
+
 def test_an_op_without_a_native_kernel_runs_counted_inside_the_program():
     def fn(x):
         return torch.special.i0(x) * 2  # i0 has no native kernel: the host fallback runs it
@@ -495,3 +641,15 @@ def test_random_programs_fixed_seed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert fuzz(graphs=40, seed=20261201) == []
+
+
+def test_readme_documents_every_option():
+    """The README's table of options lists exactly the keys the backend honours."""
+    import re
+
+    from openneuron.compile import KNOWN_OPTIONS
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    section = readme.split("## Compiling a model", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+    assert documented == set(KNOWN_OPTIONS)
