@@ -181,7 +181,10 @@ TEST(FastPaths, ActivationsEqualTheReferenceOnEveryIsa) {
                             -1e30f,
                             std::numeric_limits<float>::infinity(),
                             -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN()};
+                            std::numeric_limits<float>::quiet_NaN(),
+                            2.2e7f,  // · 0.75 on either side of 2^24, where sin and cos
+                            2.3e7f,  // change to libm's
+                            -2.3e7f};
   for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); ++i) values[i * 7] = specials[i];
   for (bool avx2 : {false, true}) {
     force_avx2(avx2);
@@ -203,6 +206,21 @@ TEST(FastPaths, ActivationsEqualTheReferenceOnEveryIsa) {
       act.dst2 = b.ap(sum, {p, 1});
       b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {b.ap(y, {p, f})});
       b.add(Opcode::kDmaCopy, b.ap(out, {p, 1}, p * f), {b.ap(sum, {p, 1})});
+      run_both(b, {{x, values}}, out);
+    }
+    // In place (the destination is the source), where sin and cos revisit their inputs.
+    for (auto function :
+         {ActivationFunction::kSin, ActivationFunction::kCos, ActivationFunction::kTanh}) {
+      SCOPED_TRACE(activation_name(function));
+      ProgramBuilder b;
+      const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+      const int32_t out = b.hbm("out", DType::kFloat32, p * f, false);
+      const auto tile = load(b, x, p, f);
+      Instruction& act = b.add(Opcode::kActivation, tile, {tile});
+      act.function = function;
+      act.imm0 = 0.75f;
+      act.imm1 = 0.125f;
+      b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {tile});
       run_both(b, {{x, values}}, out);
     }
   }
