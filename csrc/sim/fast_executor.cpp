@@ -482,14 +482,16 @@ void tensor_tensor(CoreState& state, const Instruction& ins) {
   state.mark_written(ins.dst);
 }
 
-// r = r op s (reverse: s op r) for one per-partition scalar s.
+// r = x op s (reverse: s op x) for one per-partition scalar s; r may be x itself.
 template <typename Op>
-void scalar_pass(Op op, bool reverse, float s, float* r, int64_t n) {
+void scalar_pass(Op op, bool reverse, float s, const float* x, float* r, int64_t n) {
   const AluOp alu = op_value(op);
   if (reverse) {
-    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, s, r[i]);
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, s, x[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, r[i], s);
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, x[i], s);
   }
 }
 
@@ -506,11 +508,11 @@ void tensor_scalar(CoreState& state, const Instruction& ins) {
   stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
     const float* x = load_chunk(in[0], a.dtype, n, xa);
     float* r = output_chunk(out, ins.dst.dtype, result);
-    if (r != x) std::memcpy(r, x, static_cast<size_t>(n) * sizeof(float));
     const int64_t partition = in[0].partition();
-    with_alu(ins.alu0, [&](auto op) { scalar_pass(op, ins.reverse0, s0[partition], r, n); });
+    // The first operation reads the source and writes the result, with no copy between.
+    with_alu(ins.alu0, [&](auto op) { scalar_pass(op, ins.reverse0, s0[partition], x, r, n); });
     if (ins.alu1 != AluOp::kBypass) {
-      with_alu(ins.alu1, [&](auto op) { scalar_pass(op, ins.reverse1, s1[partition], r, n); });
+      with_alu(ins.alu1, [&](auto op) { scalar_pass(op, ins.reverse1, s1[partition], r, r, n); });
     }
     store_chunk(out, ins.dst.dtype, r, n);
   });

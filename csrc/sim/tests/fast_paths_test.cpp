@@ -227,6 +227,42 @@ TEST(FastPaths, ActivationsEqualTheReferenceOnEveryIsa) {
   force_avx2(false);
 }
 
+// Streamed tensor_scalar over wide tiles: per-partition scalars, both operations, reversed
+// operands, in place and into another tile (fp32 and bf16), on each ISA.
+TEST(FastPaths, StreamedTensorScalarEqualsTheReferenceOnEveryIsa) {
+  const int64_t p = 16, f = 1100;  // more than one chunk per partition
+  for (bool avx2 : {false, true}) {
+    force_avx2(avx2);
+    SCOPED_TRACE(vector_isa_name());
+    for (bool in_place : {false, true}) {
+      for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+        if (in_place && dtype != DType::kFloat32) continue;
+        ProgramBuilder b;
+        const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+        const int32_t c = b.hbm("c", DType::kFloat32, p, true);
+        const int32_t out = b.hbm("out", DType::kFloat32, p * f, false);
+        const auto tile = load(b, x, p, f);
+        const auto scalars = load(b, c, p, 1);
+        const int32_t y = b.tile("y", Memory::kSbuf, dtype, p, f);
+        const AccessPattern dst = in_place ? tile : b.ap(y, {p, f});
+        Instruction& first = b.add(Opcode::kTensorScalar, dst, {tile, scalars});
+        first.alu0 = AluOp::kSubtract;  // c - x, then (c - x) / 3
+        first.reverse0 = true;
+        first.alu1 = AluOp::kDivide;
+        first.imm1 = 3.0f;
+        Instruction& second = b.add(Opcode::kTensorScalar, dst, {dst});
+        second.alu0 = AluOp::kMax;  // max(v, 0.5) alone
+        second.imm0 = 0.5f;
+        const int32_t back = b.tile("back", Memory::kSbuf, DType::kFloat32, p, f);
+        b.add(Opcode::kTensorCopy, b.ap(back, {p, f}), {dst});
+        b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {b.ap(back, {p, f})});
+        run_both(b, {{x, random_floats(p * f, 21)}, {c, random_floats(p, 22)}}, out);
+      }
+    }
+  }
+  force_avx2(false);
+}
+
 // Single-column ([P, 1]) operands take a gather-compute-scatter path: columns inside wider
 // tiles, partition offsets, bf16 and casts, per-partition scalars, reversed operands and a
 // destination that is also a source, all as the reference computes them.
