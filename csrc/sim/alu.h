@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "sim/activation_math.h"
 #include "sim/isa.h"
 
 namespace openneuron::sim {
@@ -101,42 +102,6 @@ inline float reduce_step(AluOp op, float accumulator, float value) {
   return apply_alu(op == AluOp::kSubtract ? AluOp::kAdd : op, accumulator, value);
 }
 
-// The float with value 2^n, for -126 ≤ n ≤ 127. Shifted as unsigned: a NaN input's n is out of
-// that range (its result is discarded), and shifting a negative int is undefined.
-__attribute__((always_inline)) inline float power_of_two(int32_t n) {
-  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-// e^x in fp32 to about 1 ulp, written without branches or table lookups so loops over it
-// vectorise (the interpreter and the fast executor both call it, so they agree bit for bit):
-// x = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6 polynomial, then 2^n applied in two halves
-// so results near overflow and underflow round like any product.
-// Always inlined: an outlined call per element keeps the activation loops scalar.
-__attribute__((always_inline)) inline float exp_f32(float x) {
-  // Comparisons rather than fmin/fmax (library calls that keep loops scalar); NaN passes
-  // through both and is restored at the end.
-  float clamped = x < -104.0f ? -104.0f : x;
-  clamped = clamped > 88.8f ? 88.8f : clamped;
-  // Round to the nearest integer by adding and removing 1.5 * 2^23.
-  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = std::fma(n, -0.693145751953125f, clamped);  // ln2 split in two for exactness
-  r = std::fma(n, -1.428606765330187045e-06f, r);
-  float p = 1.0f / 720.0f;
-  p = std::fma(p, r, 1.0f / 120.0f);
-  p = std::fma(p, r, 1.0f / 24.0f);
-  p = std::fma(p, r, 1.0f / 6.0f);
-  p = std::fma(p, r, 0.5f);
-  p = std::fma(p, r, 1.0f);
-  p = std::fma(p, r, 1.0f);
-  const auto whole = static_cast<int32_t>(n);
-  const int32_t half = whole >> 1;
-  const float result = p * power_of_two(half) * power_of_two(whole - half);
-  return x != x ? x : result;
-}
-
 // Reductions with an identity fold in eight lanes: element j of a row goes to lane j mod 8, and
 // the lanes combine as ((0,1),(2,3)),((4,5),(6,7)). The order is part of the definition (the
 // reference interpreter and the fast executor both follow it); it lets the fast executor keep
@@ -167,8 +132,9 @@ inline float reduce_row(AluOp op, const float* values, int64_t count) {
   return combine_lanes(op, lanes);
 }
 
-// The sigmoid family (sigmoid, silu, their derivatives, gelu's sigmoid form) is built on
-// exp_f32, so its loops vectorise; activation_accuracy_test.cpp bounds each against float64.
+// Every function but sin and cos of |x| ≥ 2^24 (libm's sinf/cosf) is built on
+// activation_math.h, so its loops vectorise; activation_accuracy_test.cpp bounds each against
+// float64.
 __attribute__((always_inline)) inline float apply_activation(ActivationFunction function, float x) {
   switch (function) {
     case ActivationFunction::kCopy:
@@ -176,18 +142,18 @@ __attribute__((always_inline)) inline float apply_activation(ActivationFunction 
     case ActivationFunction::kExp:
       return exp_f32(x);
     case ActivationFunction::kLog:
-      return std::log(x);
+      return log_f32(x);
     case ActivationFunction::kTanh:
-      return std::tanh(x);
+      return tanh_f32(x);
     case ActivationFunction::kSigmoid:
       return 1.0f / (1.0f + exp_f32(-x));
     case ActivationFunction::kRelu:
       return x > 0.0f ? x : (std::isnan(x) ? x : 0.0f);
     case ActivationFunction::kGelu:
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+      return 0.5f * x * (1.0f + erf_f32(x * 0.70710678118654752f));
     case ActivationFunction::kGeluTanh: {
       const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-      return 0.5f * x * (1.0f + std::tanh(inner));
+      return 0.5f * x * (1.0f + tanh_f32(inner));
     }
     case ActivationFunction::kSilu:
       return x / (1.0f + exp_f32(-x));
@@ -202,23 +168,21 @@ __attribute__((always_inline)) inline float apply_activation(ActivationFunction 
     case ActivationFunction::kAbs:
       return std::fabs(x);
     case ActivationFunction::kSin:
-      return std::sin(x);
+      return sin_cos_reducible(x) ? sin_cos_f32(x, false) : std::sin(x);
     case ActivationFunction::kCos:
-      return std::cos(x);
+      return sin_cos_reducible(x) ? sin_cos_f32(x, true) : std::cos(x);
     case ActivationFunction::kSoftplus:
-      return x > 20.0f ? x : std::log1p(std::exp(x));
+      return softplus_f32(x);
     case ActivationFunction::kErf:
-      return std::erf(x);
+      return erf_f32(x);
     case ActivationFunction::kSign:
       return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
     case ActivationFunction::kNegate:
       return -x;
-    case ActivationFunction::kMish: {
-      const float softplus = x > 20.0f ? x : std::log1p(std::exp(x));
-      return x * std::tanh(softplus);
-    }
+    case ActivationFunction::kMish:
+      return mish_f32(x);
     case ActivationFunction::kArctan:
-      return std::atan(x);
+      return atan_f32(x);
     case ActivationFunction::kGeluSigmoid:
       return x / (1.0f + exp_f32(-1.702f * x));
     case ActivationFunction::kGeluSigmoidDx: {

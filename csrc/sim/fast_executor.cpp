@@ -482,14 +482,16 @@ void tensor_tensor(CoreState& state, const Instruction& ins) {
   state.mark_written(ins.dst);
 }
 
-// r = r op s (reverse: s op r) for one per-partition scalar s.
+// r = x op s (reverse: s op x) for one per-partition scalar s; r may be x itself.
 template <typename Op>
-void scalar_pass(Op op, bool reverse, float s, float* r, int64_t n) {
+void scalar_pass(Op op, bool reverse, float s, const float* x, float* r, int64_t n) {
   const AluOp alu = op_value(op);
   if (reverse) {
-    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, s, r[i]);
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, s, x[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, r[i], s);
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_alu(alu, x[i], s);
   }
 }
 
@@ -506,11 +508,11 @@ void tensor_scalar(CoreState& state, const Instruction& ins) {
   stream(state, ins.dst, &a, 1, [&](int64_t n, RunCursor& out, RunCursor* in) {
     const float* x = load_chunk(in[0], a.dtype, n, xa);
     float* r = output_chunk(out, ins.dst.dtype, result);
-    if (r != x) std::memcpy(r, x, static_cast<size_t>(n) * sizeof(float));
     const int64_t partition = in[0].partition();
-    with_alu(ins.alu0, [&](auto op) { scalar_pass(op, ins.reverse0, s0[partition], r, n); });
+    // The first operation reads the source and writes the result, with no copy between.
+    with_alu(ins.alu0, [&](auto op) { scalar_pass(op, ins.reverse0, s0[partition], x, r, n); });
     if (ins.alu1 != AluOp::kBypass) {
-      with_alu(ins.alu1, [&](auto op) { scalar_pass(op, ins.reverse1, s1[partition], r, n); });
+      with_alu(ins.alu1, [&](auto op) { scalar_pass(op, ins.reverse1, s1[partition], r, r, n); });
     }
     store_chunk(out, ins.dst.dtype, r, n);
   });
@@ -536,6 +538,19 @@ void with_function(ActivationFunction function, F&& f) {
     ON_FUNCTION(kSiluDx)
     ON_FUNCTION(kGeluSigmoid)
     ON_FUNCTION(kGeluSigmoidDx)
+    ON_FUNCTION(kLog)
+    ON_FUNCTION(kTanh)
+    ON_FUNCTION(kGelu)
+    ON_FUNCTION(kGeluTanh)
+    ON_FUNCTION(kSin)
+    ON_FUNCTION(kCos)
+    ON_FUNCTION(kSoftplus)
+    ON_FUNCTION(kErf)
+    ON_FUNCTION(kMish)
+    ON_FUNCTION(kArctan)
+    ON_FUNCTION(kAbs)
+    ON_FUNCTION(kSign)
+    ON_FUNCTION(kNegate)
 #undef ON_FUNCTION
     default:
       return f(function);
@@ -551,23 +566,43 @@ ActivationFunction function_value(Fn fn) {
   }
 }
 
-// r[i] = f(x[i] · scale + bias), the same expression on each ISA (so the same bytes): the
-// AVX-512 copy lets the compiler use 16-lane vectors for the functions written without calls.
+// r[i] = f(x[i] · scale + bias), the same expression on each ISA (so the same bytes). sin and
+// cos: the loop computes the reduced form everywhere, then the rare elements beyond
+// sin_cos_reducible take libm's, as apply_activation does (in blocks, as r may be x itself).
+template <typename Fn>
+__attribute__((always_inline)) inline void activate_body(Fn fn, const float* x, float scale,
+                                                         float bias, float* r, int64_t n) {
+  const ActivationFunction function = function_value(fn);
+  if (function != ActivationFunction::kSin && function != ActivationFunction::kCos) {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+    return;
+  }
+  const bool cosine = function == ActivationFunction::kCos;
+  constexpr int64_t kBlock = 256;
+  float t[kBlock];
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t count = std::min(kBlock, n - start);
+    for (int64_t i = 0; i < count; ++i) t[i] = std::fma(x[start + i], scale, bias);
+    for (int64_t i = 0; i < count; ++i) r[start + i] = sin_cos_f32(t[i], cosine);
+    for (int64_t i = 0; i < count; ++i) {
+      if (!sin_cos_reducible(t[i])) r[start + i] = cosine ? std::cos(t[i]) : std::sin(t[i]);
+    }
+  }
+}
+
 template <typename Fn>
 void activate(Fn fn, const float* x, float scale, float bias, float* r, int64_t n) {
-  const ActivationFunction function = function_value(fn);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+  activate_body(fn, x, scale, bias, r, n);
 }
 
 namespace isa_avx512 {  // the project's marker for code that needs AVX-512
 
+// The AVX-512 copy lets the compiler use 16-lane vectors.
 template <typename Fn>
 OPENNEURON_SIM_AVX512 void activate_avx512(Fn fn, const float* x, float scale, float bias, float* r,
                                            int64_t n) {
-  const ActivationFunction function = function_value(fn);
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) r[i] = apply_activation(function, std::fma(x[i], scale, bias));
+  activate_body(fn, x, scale, bias, r, n);
 }
 
 }  // namespace isa_avx512

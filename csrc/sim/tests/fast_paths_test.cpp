@@ -181,7 +181,10 @@ TEST(FastPaths, ActivationsEqualTheReferenceOnEveryIsa) {
                             -1e30f,
                             std::numeric_limits<float>::infinity(),
                             -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN()};
+                            std::numeric_limits<float>::quiet_NaN(),
+                            2.2e7f,  // · 0.75 on either side of 2^24, where sin and cos
+                            2.3e7f,  // change to libm's
+                            -2.3e7f};
   for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); ++i) values[i * 7] = specials[i];
   for (bool avx2 : {false, true}) {
     force_avx2(avx2);
@@ -204,6 +207,57 @@ TEST(FastPaths, ActivationsEqualTheReferenceOnEveryIsa) {
       b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {b.ap(y, {p, f})});
       b.add(Opcode::kDmaCopy, b.ap(out, {p, 1}, p * f), {b.ap(sum, {p, 1})});
       run_both(b, {{x, values}}, out);
+    }
+    // In place (the destination is the source), where sin and cos revisit their inputs.
+    for (auto function :
+         {ActivationFunction::kSin, ActivationFunction::kCos, ActivationFunction::kTanh}) {
+      SCOPED_TRACE(activation_name(function));
+      ProgramBuilder b;
+      const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+      const int32_t out = b.hbm("out", DType::kFloat32, p * f, false);
+      const auto tile = load(b, x, p, f);
+      Instruction& act = b.add(Opcode::kActivation, tile, {tile});
+      act.function = function;
+      act.imm0 = 0.75f;
+      act.imm1 = 0.125f;
+      b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {tile});
+      run_both(b, {{x, values}}, out);
+    }
+  }
+  force_avx2(false);
+}
+
+// Streamed tensor_scalar over wide tiles: per-partition scalars, both operations, reversed
+// operands, in place and into another tile (fp32 and bf16), on each ISA.
+TEST(FastPaths, StreamedTensorScalarEqualsTheReferenceOnEveryIsa) {
+  const int64_t p = 16, f = 1100;  // more than one chunk per partition
+  for (bool avx2 : {false, true}) {
+    force_avx2(avx2);
+    SCOPED_TRACE(vector_isa_name());
+    for (bool in_place : {false, true}) {
+      for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+        if (in_place && dtype != DType::kFloat32) continue;
+        ProgramBuilder b;
+        const int32_t x = b.hbm("x", DType::kFloat32, p * f, true);
+        const int32_t c = b.hbm("c", DType::kFloat32, p, true);
+        const int32_t out = b.hbm("out", DType::kFloat32, p * f, false);
+        const auto tile = load(b, x, p, f);
+        const auto scalars = load(b, c, p, 1);
+        const int32_t y = b.tile("y", Memory::kSbuf, dtype, p, f);
+        const AccessPattern dst = in_place ? tile : b.ap(y, {p, f});
+        Instruction& first = b.add(Opcode::kTensorScalar, dst, {tile, scalars});
+        first.alu0 = AluOp::kSubtract;  // c - x, then (c - x) / 3
+        first.reverse0 = true;
+        first.alu1 = AluOp::kDivide;
+        first.imm1 = 3.0f;
+        Instruction& second = b.add(Opcode::kTensorScalar, dst, {dst});
+        second.alu0 = AluOp::kMax;  // max(v, 0.5) alone
+        second.imm0 = 0.5f;
+        const int32_t back = b.tile("back", Memory::kSbuf, DType::kFloat32, p, f);
+        b.add(Opcode::kTensorCopy, b.ap(back, {p, f}), {dst});
+        b.add(Opcode::kDmaCopy, b.ap(out, {p, f}), {b.ap(back, {p, f})});
+        run_both(b, {{x, random_floats(p * f, 21)}, {c, random_floats(p, 22)}}, out);
+      }
     }
   }
   force_avx2(false);
