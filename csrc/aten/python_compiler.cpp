@@ -137,7 +137,8 @@ struct PyCompiledGraph {
 };
 
 PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_passes, bool fuse,
-                             bool gemm_epilogues, bool bmm_epilogues, bool conv_epilogues) {
+                             bool gemm_epilogues, bool bmm_epilogues, bool conv_epilogues,
+                             bool eliminate_layouts) {
   const auto start = std::chrono::steady_clock::now();
   PyCompiledGraph result;
   compiler::Graph graph;
@@ -155,6 +156,7 @@ PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_
       options.gemm_epilogues = gemm_epilogues;
       options.bmm_epilogues = bmm_epilogues;
       options.conv_epilogues = conv_epilogues;
+      options.eliminate_layouts = eliminate_layouts;
       compiler::run_pipeline(graph, observer, options);
     } else {
       compiler::verify(graph, "loading");
@@ -198,7 +200,8 @@ void register_compiler_bindings(py::module& m) {
   // run_passes=false loads an already optimised graph (a disk cache entry).
   m.def("_compiler_compile", &compile_text, py::arg("text"), py::arg("keep_dumps") = false,
         py::arg("run_passes") = true, py::arg("fuse") = true, py::arg("gemm_epilogues") = true,
-        py::arg("bmm_epilogues") = true, py::arg("conv_epilogues") = true);
+        py::arg("bmm_epilogues") = true, py::arg("conv_epilogues") = true,
+        py::arg("eliminate_layouts") = true);
 }
 
 }  // namespace openneuron::bridge

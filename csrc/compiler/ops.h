@@ -24,9 +24,11 @@
 //       a fused body, with body input 0 bound to P read at the body's output shape (P's
 //       elements in row-major order; a product read directly has P's own shape) and body
 //       inputs 1.. bound to `inputs`.
-//   extern[target="aten::name", overload="o", args=[...], impure=0|1](inputs...)
+//   extern[target="aten::name", overload="o", args=[...], impure=0|1, view=0|1](inputs...)
 //       calls the ATen operator with `args` (Ref attrs point at inputs); impure ops (random,
-//       in-place on graph inputs) are never removed, merged or reordered.
+//       in-place on graph inputs) are never removed, merged or reordered; view=1 marks an op
+//       whose result may alias an input (a view, or an in-place op returning its argument);
+//       without it the result is a new buffer.
 //   sym[fn="size", dim=d](x) | sym[fn="add"|"sub"|"mul"|"floordiv"|"mod"](a, b) | sym[fn="neg"](a)
 //   | sym[fn="const", value=v]
 //       host integer arithmetic on sizes (dynamic shapes).

@@ -8,6 +8,7 @@ namespace openneuron::compiler {
 
 void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOptions& options) {
   const bool fuse = options.fuse;
+  const bool layouts = options.eliminate_layouts;
   const bool epilogues = options.fuse && options.gemm_epilogues;
   EpilogueProducers producers;
   producers.bmm = options.bmm_epilogues;
@@ -16,6 +17,10 @@ void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOpti
   if (observer) observer("input", graph);
   const std::pair<const char*, std::function<void(Graph&)>> passes[] = {
       {"eliminate_views", eliminate_views},
+      {"eliminate_layouts",
+       [layouts](Graph& g) {
+         if (layouts) eliminate_layouts(g);
+       }},
       {"fold_constants", fold_constants},
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"eliminate_dead_code", eliminate_dead_code},

@@ -11,18 +11,20 @@ namespace openneuron::compiler {
 
 using PassObserver = std::function<void(const std::string& pass, const Graph& graph)>;
 
-// Which fusions run (the other passes always do).
+// Which fusions run, and whether layout elimination does (the other passes always do).
 struct PipelineOptions {
-  bool fuse = true;            // false: every elementwise node is a fused node of its own
-  bool gemm_epilogues = true;  // fuse elementwise consumers into mm/addmm (needs fuse)
-  bool bmm_epilogues = true;   // ... into bmm (needs gemm_epilogues)
-  bool conv_epilogues = true;  // ... into 2-D convolutions (needs gemm_epilogues)
+  bool eliminate_layouts = true;  // false: keep every copy that changes nothing
+  bool fuse = true;               // false: every elementwise node is a fused node of its own
+  bool gemm_epilogues = true;     // fuse elementwise consumers into mm/addmm (needs fuse)
+  bool bmm_epilogues = true;      // ... into bmm (needs gemm_epilogues)
+  bool conv_epilogues = true;     // ... into 2-D convolutions (needs gemm_epilogues)
 };
 
-// Verifies `graph`, then runs eliminate_views, fold_constants, eliminate_common_subexpressions,
-// eliminate_dead_code, fuse_elementwise, fuse_gemm_epilogue and plan_memory, verifying after each.
-// Throws VerifyError naming the pass after which a rule broke. `observer` (if set) is called with
-// "input" first and then each pass's name. Passes that `options` turn off leave the graph as is.
+// Verifies `graph`, then runs eliminate_views, eliminate_layouts, fold_constants,
+// eliminate_common_subexpressions, eliminate_dead_code, fuse_elementwise, fuse_gemm_epilogue and
+// plan_memory, verifying after each. Throws VerifyError naming the pass after which a rule broke.
+// `observer` (if set) is called with "input" first and then each pass's name. Passes that `options`
+// turn off leave the graph as is.
 void run_pipeline(Graph& graph, const PassObserver& observer = {},
                   const PipelineOptions& options = {});
 

@@ -22,6 +22,16 @@ void fold_constants(Graph& graph);
 // graph returns (callers may rely on it being a distinct view).
 void eliminate_views(Graph& graph);
 
+// Removes copies that change nothing: same-dtype casts and aten::clone / aten::_to_copy externs
+// (same device, strided, not pinned; preserve or contiguous memory format) whose result has the
+// input's dtype, shape and dim order, when the input is a buffer the program allocates (the
+// output of a pointwise, cast, reduce, fused or gemm_epilogue node; never a graph input or an
+// extern's result, whose strides the IR does not fully describe). Kept when an impure extern
+// (the only in-place writer) reads either side or a value that may alias it (through externs
+// with view=1 or impure=1), and when both sides may alias a graph input or output (a returned
+// copy must not become one of the graph's inputs or another of its outputs).
+void eliminate_layouts(Graph& graph);
+
 // Groups pointwise/cast nodes of one shape that feed each other into `fused` nodes (scalar
 // constants copied into their bodies); every elementwise node ends up in some fused node.
 // A reduce joins the group that produces its (row-major) input at that shape and ends it;

@@ -104,6 +104,96 @@ TEST(Views, RemovesIdentityViewsAndCancellingTransposes) {
 )");
 }
 
+TEST(Layouts, RemovesCopiesOfAllocatedValuesThatChangeNothing) {
+  // A same-type cast, a clone that is returned, a contiguous clone of a row-major value and a
+  // _to_copy to its own dtype: all four go.
+  EXPECT_EQ(after(eliminate_layouts, R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4, 8] = cast(%1)
+  %3: f32[4, 8] = extern[args=[%2, "memory_format:contiguous_format"], overload="default", target="aten::clone"](%2)
+  %4: f32[4, 8] = extern[args=[%3, "dtype:Float", none, none, false, false, none], overload="default", target="aten::_to_copy"](%3)
+  %5: f32[4, 8] = pointwise[compute="f32", fn="Neg"](%4)
+  %6: f32[4, 8] = extern[args=[%5, none], overload="default", target="aten::clone"](%5)
+  return (%6)
+}
+)"),
+            R"(graph(%0: f32[4, 8]) {
+  %1: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4, 8] = pointwise[compute="f32", fn="Neg"](%1)
+  return (%2)
+}
+)");
+}
+
+TEST(Layouts, KeepsCopiesThatChangeSomethingOrCopyWhatTheIRCannotSee) {
+  // A dtype change, a layout change, a copy to another device, a pinned copy, and copies of a
+  // graph input and of an extern's result (whose strides the IR does not fully describe).
+  const std::string graph = R"(graph(%0: f32[4, 8], %1: f32[8, 4]) {
+  %2: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %3: bf16[4, 8] = cast(%2)
+  %4: f32[4, 8]{1, 0} = extern[args=[%2, "memory_format:channels_last"], overload="default", target="aten::clone"](%2)
+  %5: f32[4, 8] = extern[args=[%2, none, none, "device:cpu", none, false, none], overload="default", target="aten::_to_copy"](%2)
+  %6: f32[4, 8] = extern[args=[%2, none, none, none, true, false, none], overload="default", target="aten::_to_copy"](%2)
+  %7: f32[4, 8] = cast(%0)
+  %8: f32[4, 4] = extern[args=[%2, %1], overload="default", target="aten::mm"](%2, %1)
+  %9: f32[4, 4] = cast(%8)
+  return (%3, %4, %5, %6, %7, %9)
+}
+)";
+  EXPECT_EQ(after(eliminate_layouts, graph), graph);
+}
+
+TEST(Layouts, KeepsCopiesWhoseBufferMustStayDistinct) {
+  // %4: its input is returned too; %5: a copy of a graph input that is returned; %7: its input
+  // is later written in place through a view; %11: the copy itself is written in place; %14:
+  // returned while a view of its input is returned as well.
+  const std::string graph = R"(graph(%0: f32[4, 8], %1: f32[4, 8], %2: f32[32]) {
+  %3: f32[4, 8] = pointwise[compute="f32", fn="Exp"](%0)
+  %4: f32[4, 8] = cast(%3)
+  %5: f32[4, 8] = extern[args=[%0, none], overload="default", target="aten::clone"](%0)
+  %6: f32[4, 8] = pointwise[compute="f32", fn="Sin"](%0)
+  %7: f32[4, 8] = cast(%6)
+  %8: f32[32] = extern[args=[%6, [32]], overload="default", target="aten::view", view=1](%6)
+  %9: f32[32] = extern[args=[%8, %2], impure=1, overload="default", target="aten::copy_", view=1](%8, %2)
+  %10: f32[4, 8] = pointwise[compute="f32", fn="Cos"](%0)
+  %11: f32[4, 8] = cast(%10)
+  %12: f32[4, 8] = extern[args=[%11, %1], impure=1, overload="default", target="aten::copy_", view=1](%11, %1)
+  %13: f32[4, 8] = pointwise[compute="f32", fn="Tanh"](%0)
+  %14: f32[4, 8] = cast(%13)
+  %15: f32[32] = extern[args=[%13, [32]], overload="default", target="aten::view", view=1](%13)
+  %16: f32[4, 8] = pointwise[compute="f32", fn="AddAlpha", p0=1](%7, %12)
+  return (%3, %4, %5, %16, %14, %15)
+}
+)";
+  EXPECT_EQ(after(eliminate_layouts, graph), graph);
+}
+
+TEST(Layouts, OffInThePipelineKeepsTheCopy) {
+  const std::string graph = R"(graph(%0: f32[4]) {
+  %1: f32[4] = pointwise[compute="f32", fn="Exp"](%0)
+  %2: f32[4] = cast(%1)
+  %3: f32[4] = extern[args=[%2], overload="default", target="aten::relu"](%2)
+  return (%3)
+}
+)";
+  auto casts = [&](bool on) {
+    Graph g = parse_graph(graph);
+    PipelineOptions options;
+    options.eliminate_layouts = on;
+    int count = 0;
+    run_pipeline(
+        g,
+        [&](const std::string& pass, const Graph& after_pass) {
+          if (pass != "eliminate_layouts") return;
+          for (const Node& node : after_pass.nodes) count += node.op == "cast";
+        },
+        options);
+    return count;
+  };
+  EXPECT_EQ(casts(true), 0);
+  EXPECT_EQ(casts(false), 1);
+}
+
 TEST(Fusion, GroupsAChainAndStopsAtAnOutsideReader) {
   EXPECT_EQ(after([](Graph& g) { fuse_elementwise(g); }, R"(graph(%0: f32[4, 8], %1: f32[8]) {
   %2: f32[] = scalar[value=0.5]()
@@ -645,7 +735,7 @@ TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
 )");
   std::vector<std::string> seen;
   run_pipeline(g, [&](const std::string& pass, const Graph&) { seen.push_back(pass); });
-  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_EQ(seen.size(), 9u);
   EXPECT_EQ(seen.front(), "input");
   EXPECT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op, "fused");

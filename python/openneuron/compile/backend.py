@@ -20,6 +20,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 
 from openneuron import _C
 from openneuron.compile import cache, metrics
+from openneuron.compile.decompositions import decomposition_table
 from openneuron.compile.lower import LoweringError, lower_graph
 
 # Options of torch.compile(..., options={...}) the backend honours.
@@ -30,6 +31,8 @@ KNOWN_OPTIONS = {
     "bmm_epilogue": "bool, default True: include bmm in gemm_epilogue",
     "conv_epilogue": "bool, default True: include 2-D convolutions in gemm_epilogue",
     "reductions": "bool, default True: fuse sum/mean/amax with their elementwise producers",
+    "eliminate_layouts": "bool, default True: remove clones and copies that change nothing",
+    "decompose": "bool, default True: decompose ops with no native kernel (decompositions.py)",
 }
 _graph_counter = itertools.count()
 _warn_once = cache.warn_once
@@ -86,6 +89,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 gemm_epilogues=options.get("gemm_epilogue", True),
                 bmm_epilogues=options.get("bmm_epilogue", True),
                 conv_epilogues=options.get("conv_epilogue", True),
+                eliminate_layouts=options.get("eliminate_layouts", True),
             )
             if options.get("cache", True):
                 cache.disk_put(key, compiled.ir)
@@ -100,6 +104,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 gemm_epilogues=options.get("gemm_epilogue", True),
                 bmm_epilogues=options.get("bmm_epilogue", True),
                 conv_epilogues=options.get("conv_epilogue", True),
+                eliminate_layouts=options.get("eliminate_layouts", True),
             )
         _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
     stats = compiled.stats
@@ -163,6 +168,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
         fw_compiler=forward,
         bw_compiler=backward,
         inference_compiler=inference,
+        # Ops our kernels lack are decomposed into ones they have rather than run on the host.
+        decompositions=decomposition_table() if options.get("decompose", True) else None,
         keep_inference_input_mutations=True,
     )(gm, example_inputs)
 

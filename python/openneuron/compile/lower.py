@@ -373,6 +373,12 @@ class _Lowerer:
         }
         if impure:
             attrs["impure"] = "1"
+        # _unsafe_view aliases its input without saying so in its schema.
+        if (
+            any(r.alias_info is not None for r in schema.returns)
+            or schema.name == "aten::_unsafe_view"
+        ):
+            attrs["view"] = "1"
         self.emit(", ".join(defs) if defs else "", "extern", attrs, refs, node)
         self.extern_ops += 1
 
