@@ -1,0 +1,52 @@
+"""Dynamo on neuron tensors: what PyTorch's own Dynamo tests (tests/upstream/run_dynamo.py)
+found, each checked against the same function on CPU tensors (frame and op counts, results).
+"""
+
+import pytest
+import torch
+import torch._dynamo
+import torch._dynamo.testing
+
+import openneuron  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _counts(fn, device):
+    """(frame_count, op_count, results) of fn compiled with a CompileCounter on `device`."""
+    torch._dynamo.reset()
+    a = torch.ones(10, device=device)
+    b = torch.ones(10, device=device) * -2.0
+    counter = torch._dynamo.testing.CompileCounter()
+    compiled = torch._dynamo.optimize(counter)(fn)
+    results = [compiled(a, b).cpu(), compiled(b, a).cpu()]
+    return counter.frame_count, counter.op_count, results
+
+
+def _print_first(a, b):
+    print(a)
+    x = a + b
+    return x + 2.0
+
+
+def _print_between(a, b):
+    x = (a + b) / 2.0
+    print(x)
+    return x + 2.0
+
+
+@pytest.mark.parametrize("fn", [_print_first, _print_between])
+def test_printing_after_a_graph_break_captures_no_frame(fn, capsys):
+    # Printing formats a host copy in openneuron.printing; Dynamo compiled those frames as
+    # graphs of their own (7 frames for test_subgraphs.py's test_start1 where the CPU has 1).
+    neuron_frames, neuron_ops, neuron_results = _counts(fn, "neuron")
+    cpu_frames, cpu_ops, cpu_results = _counts(fn, "cpu")
+    assert (neuron_frames, neuron_ops) == (cpu_frames, cpu_ops)
+    for got, want in zip(neuron_results, cpu_results):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert "device='neuron:0'" in capsys.readouterr().out
