@@ -50,3 +50,25 @@ def test_printing_after_a_graph_break_captures_no_frame(fn, capsys):
     for got, want in zip(neuron_results, cpu_results):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert "device='neuron:0'" in capsys.readouterr().out
+
+
+def _addcdiv_(a, b, c):
+    return a.clone().addcdiv_(b, c, value=5.0)
+
+
+def _addcmul_(a, b, c):
+    return a.clone().addcmul_(b, c, value=0.3)
+
+
+@pytest.mark.parametrize("fn", [_addcdiv_, _addcmul_])
+def test_in_place_addcdiv_and_addcmul_with_a_value_compile(fn):
+    # Dynamo writes these as Inductor's prims.fma(product, 5.0, self), whose Python number
+    # could not be passed for its Tensor argument (test_functions.py's test_addcdiv_); the
+    # backend now runs it as the prim's eager kernel does, product * value + self, so the
+    # result equals the CPU's through AOTAutograd bit for bit.
+    torch.manual_seed(0)
+    inputs = [torch.randn(64) for _ in range(3)]
+    want = torch.compile(fn, backend="aot_eager")(*inputs)
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend="neuron")(*[t.to("neuron") for t in inputs])
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
