@@ -72,3 +72,15 @@ def test_in_place_addcdiv_and_addcmul_with_a_value_compile(fn):
     torch._dynamo.reset()
     got = torch.compile(fn, backend="neuron")(*[t.to("neuron") for t in inputs])
     torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
+def test_default_backend_routes_a_graph_that_only_makes_neuron_tensors():
+    # No tensor input, but values on the device (test_repros.py's
+    # test_odict_get_item_index_name under the default device): Inductor was chosen, as for a
+    # CPU graph, and failed with KeyError 'neuron'; now ours compiles it.
+    def fn(x, dtype):
+        return torch.zeros(5, dtype=dtype, device="neuron") + 1, x * 2
+
+    got = torch.compile(fn)(3, torch.float16)
+    assert got[0].device.type == "neuron" and got[1] == 6
+    torch.testing.assert_close(got[0].cpu(), torch.ones(5, dtype=torch.float16), rtol=0, atol=0)

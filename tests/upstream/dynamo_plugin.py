@@ -17,8 +17,8 @@ does when PYTORCH_TESTING_DEVICE_ONLY_FOR=neuron:
   `CompileCounter` (which counts and returns the graph to run as is) compiles it with
   `backend="neuron"` too, after counting: its frame and op counts are Dynamo's, unchanged, and
   the compiled result is what the test compares with eager. "eager" stays eager: its tests check
-  Dynamo's capture, which the device premise already covers. A graph whose inputs are all on
-  the CPU (a test that says `device="cpu"`) keeps the original backend.
+  Dynamo's capture, which the device premise already covers. A graph with no value on neuron
+  (a test that says `device="cpu"`) keeps the original backend.
 
 With PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu nothing is changed but the names below: the same files
 with PyTorch's own backends on CPU tensors, the baseline the runner compares with. A
@@ -116,18 +116,18 @@ def _imports(module: str) -> bool:
     return True
 
 
-def _has_neuron_inputs(example_inputs) -> bool:
-    from openneuron.compile.backend import has_neuron_inputs
+def _uses_neuron(gm, example_inputs) -> bool:
+    from openneuron.compile.backend import uses_neuron
 
-    return has_neuron_inputs(example_inputs)
+    return uses_neuron(gm, example_inputs)
 
 
 def _routed(name: str, original):
-    """`original` for graphs without neuron inputs, `backend="neuron"` for the others."""
+    """`original` for graphs that compute nothing on neuron, `backend="neuron"` for the others."""
 
     @functools.wraps(original)
     def backend(gm, example_inputs, **kwargs):
-        if _has_neuron_inputs(example_inputs):
+        if _uses_neuron(gm, example_inputs):
             from openneuron.compile import neuron_backend
 
             return neuron_backend(gm, example_inputs)
@@ -155,7 +155,7 @@ def _compile_counter_compiles_with(backend_name: str) -> None:
 
     def call(self, gm, example_inputs):
         count(self, gm, example_inputs)
-        if backend_name == "neuron" and not _has_neuron_inputs(example_inputs):
+        if backend_name == "neuron" and not _uses_neuron(gm, example_inputs):
             return gm.forward
         if backend_name == "neuron":
             from openneuron.compile import neuron_backend
