@@ -84,3 +84,22 @@ def test_default_backend_routes_a_graph_that_only_makes_neuron_tensors():
     got = torch.compile(fn)(3, torch.float16)
     assert got[0].device.type == "neuron" and got[1] == 6
     torch.testing.assert_close(got[0].cpu(), torch.ones(5, dtype=torch.float16), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("other", [4, 2.5, True])
+def test_a_python_number_where_an_aten_call_takes_a_tensor(other):
+    # aten.add.Tensor(ones, 4) in the graph (test_misc.py's test_is_tensor_like): the extern
+    # call passed the int to the Tensor argument and failed ("Expected Tensor but got Int");
+    # it now passes a wrapped-number scalar tensor, as PyTorch's argument parser does, so the
+    # result dtype is the scalar promotion's.
+    def fn(x):
+        if torch.overrides.is_tensor_like(x):
+            return (x * 2,)
+        return (torch.ones(10, dtype=torch.float16, device="neuron") + x,)
+
+    compiled = torch.compile(fn, backend="neuron", fullgraph=True)
+    x = torch.randn(10, device="neuron")
+    torch.testing.assert_close(compiled(x)[0].cpu(), fn(x)[0].cpu(), rtol=0, atol=0)
+    got, want = compiled(other)[0], fn(other)[0]
+    assert got.dtype == want.dtype == torch.float16
+    torch.testing.assert_close(got.cpu(), want.cpu(), rtol=0, atol=0)
