@@ -86,8 +86,8 @@ def _route_default_compile_backend() -> None:
     """``torch.compile(m)`` with Inductor on neuron inputs compiles with our backend instead.
 
     Inductor has no code generator for this device. A graph with a neuron tensor among its
-    inputs or its values goes to ``backend="neuron"`` (Inductor-only ``options`` do not apply); CPU graphs
-    still go to Inductor. ``backend="neuron"`` itself is found through the
+    inputs or its values goes to ``backend="neuron"`` (Inductor-only ``options`` do not
+    apply); CPU graphs still go to Inductor. ``backend="neuron"`` itself is found through the
     ``torch_dynamo_backends`` entry point.
     """
     wrapper = torch._TorchCompileInductorWrapper

@@ -178,6 +178,5 @@ def uses_neuron(gm: torch.fx.GraphModule, example_inputs) -> bool:
     if has_neuron_inputs(example_inputs):
         return True
     return any(
-        _on_neuron(node.meta.get("example_value", node.meta.get("val")))
-        for node in gm.graph.nodes
+        _on_neuron(node.meta.get("example_value", node.meta.get("val"))) for node in gm.graph.nodes
     )
