@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test test-upstream conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-upstream test-upstream-dynamo conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -103,6 +103,11 @@ test-python:
 # (PYTORCH_SRC=/path/to/pytorch), on neuron and on cpu; see tests/upstream/README.md.
 test-upstream: build
 	$(PYTHON) -m tests.upstream.run --pytorch-src "$(PYTORCH_SRC)"
+
+# Not in make test: PyTorch's own test/dynamo files on neuron (default device, our backend)
+# and on cpu; see tests/upstream/README.md.
+test-upstream-dynamo: build
+	$(PYTHON) -m tests.upstream.run_dynamo --pytorch-src "$(PYTORCH_SRC)"
 
 # Not in make test: the full OpInfo/ModuleInfo sweep; writes docs/op_coverage.md and .json.
 conformance: build

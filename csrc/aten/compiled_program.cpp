@@ -2,6 +2,7 @@
 #include "aten/compiled_program.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -61,6 +62,15 @@ at::ScalarType scalar_type_of(kernels::DType dtype) {
 
 // ---- ATen calls ----
 
+// A number where the schema takes a Tensor (an FX graph's aten.add.Tensor(x, 4), or a SymInt
+// input there): what PyTorch's argument parser passes for it, a CPU scalar tensor marked as a
+// wrapped number, so that it promotes like a scalar.
+at::Tensor wrapped_number(const c10::Scalar& s) {
+  at::Tensor t = at::scalar_to_tensor(s);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
 // One argument of an ATen call: a constant, a slot, or a list mixing both.
 struct ArgBuilder {
   enum class Kind { Const, Slot, TensorList, OptionalTensorList, IntList, FloatList } kind;
@@ -75,6 +85,9 @@ struct ArgBuilder {
         return constant;
       case Kind::Slot:
         if (tensor && slots[slot].isNone()) return at::Tensor();
+        if (tensor && (slots[slot].isInt() || slots[slot].isDouble() || slots[slot].isBool())) {
+          return wrapped_number(slots[slot].toScalar());
+        }
         return slots[slot];
       case Kind::TensorList: {
         c10::List<at::Tensor> list;
@@ -189,6 +202,10 @@ c10::IValue constant_for(const Attr& a, const c10::TypePtr& type) {
       if (a.kind == Kind::Bool) return c10::Scalar(a.i != 0);
       if (a.kind == Kind::Float) return c10::Scalar(a.f);
       return c10::Scalar(a.i);
+    case c10::TypeKind::TensorType:
+      if (a.kind == Kind::Float) return wrapped_number(a.f);
+      if (a.kind == Kind::Bool) return wrapped_number(a.i != 0);
+      return wrapped_number(a.i);
     default:
       break;
   }

@@ -86,8 +86,8 @@ def _route_default_compile_backend() -> None:
     """``torch.compile(m)`` with Inductor on neuron inputs compiles with our backend instead.
 
     Inductor has no code generator for this device. A graph with a neuron tensor among its
-    inputs goes to ``backend="neuron"`` (Inductor-only ``options`` do not apply); CPU graphs
-    still go to Inductor. ``backend="neuron"`` itself is found through the
+    inputs or its values goes to ``backend="neuron"`` (Inductor-only ``options`` do not
+    apply); CPU graphs still go to Inductor. ``backend="neuron"`` itself is found through the
     ``torch_dynamo_backends`` entry point.
     """
     wrapper = torch._TorchCompileInductorWrapper
@@ -96,9 +96,9 @@ def _route_default_compile_backend() -> None:
     inductor_call = wrapper.__call__
 
     def call(self, model_, inputs_, **kwargs):
-        from openneuron.compile.backend import has_neuron_inputs, neuron_backend
+        from openneuron.compile.backend import neuron_backend, uses_neuron
 
-        if has_neuron_inputs(inputs_):
+        if uses_neuron(model_, inputs_):
             return neuron_backend(model_, inputs_)
         return inductor_call(self, model_, inputs_, **kwargs)
 

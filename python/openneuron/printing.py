@@ -43,5 +43,18 @@ def _neuron_str(self: torch.Tensor, *, tensor_contents=None) -> str:
     return f"{_PREFIX}{data}, device='{self.device}'{rest}"
 
 
+def _run_uncompiled_under_dynamo(fn) -> None:
+    """Dynamo compiles every Python frame a compiled function's eager part runs, except
+    PyTorch's own: so `print(x)` after a graph break would capture `fn`'s host copy as new
+    graphs (extra frames for every backend, as no CPU tensor's printing does). Marking its code
+    skipped, with everything it calls, keeps printing eager; the C-level mark needs no
+    `torch._dynamo` import and no `torch._dynamo.reset()` clears it."""
+    from torch._C._dynamo import eval_frame
+
+    skip = eval_frame._FrameAction.SKIP
+    eval_frame.set_code_exec_strategy(fn.__code__, eval_frame._FrameExecStrategy(skip, skip))
+
+
 def install() -> None:
     tensor_str._str = _neuron_str
+    _run_uncompiled_under_dynamo(_neuron_str)

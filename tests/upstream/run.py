@@ -83,13 +83,19 @@ def xml_path(out_dir: Path, file: str, device: str) -> Path:
     return out_dir / f"{file.replace('/', '_')}.{device}.xml"
 
 
-def run_file(src: Path, file: str, device: str, out_dir: Path, extra: list[str], timeout):
-    """One pytest process; returns {"collected", "passed", "failed", "skipped", "tests"}."""
+PLUGIN = "tests.upstream.neuron_test_base"
+
+
+def run_file(
+    src: Path, file: str, device: str, out_dir: Path, extra: list[str], timeout, plugin=PLUGIN
+):
+    """One pytest process with the plugin `plugin`; returns {"collected", "passed", "failed",
+    "skipped", "tests"}."""
     xml = xml_path(out_dir, file, device)
     xml.unlink(missing_ok=True)
     cmd = [
-        sys.executable, "-m", "pytest", str(src / "test" / file), "-p",
-        "tests.upstream.neuron_test_base", "-q", "-p", "no:cacheprovider", "--noconftest",
+        sys.executable, "-m", "pytest", str(src / "test" / file), "-p", plugin, "-q", "-p",
+        "no:cacheprovider", "--noconftest",
         f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra,
     ]  # fmt: skip
     env = {
@@ -119,12 +125,22 @@ def neuron_only_failures(neuron: dict, cpu: dict | None) -> list[str]:
     )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(
+    argv=None,
+    *,
+    description=__doc__,
+    default_files=DEFAULT_FILES,
+    known_failures=KNOWN_FAILURES,
+    plugin=PLUGIN,
+    default_json=REPO / "build" / "upstream" / "results.json",
+) -> int:
+    """The runner; tests.upstream.run_dynamo calls it with its own files, known failures,
+    plugin and output."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
     parser.add_argument("--pytorch-src", type=Path, default=os.environ.get("PYTORCH_SRC"))
-    parser.add_argument("--files", nargs="+", default=list(DEFAULT_FILES))
+    parser.add_argument("--files", nargs="+", default=list(default_files))
     parser.add_argument("--devices", nargs="+", default=["neuron", "cpu"])
-    parser.add_argument("--json", type=Path, default=REPO / "build" / "upstream" / "results.json")
+    parser.add_argument("--json", type=Path, default=default_json)
     parser.add_argument("-k", dest="keyword", help="pytest -k expression")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per file and device")
     parser.add_argument(
@@ -139,7 +155,7 @@ def main(argv=None) -> int:
     args.json = args.json.resolve()  # pytest runs in the checkout's test/ folder
     out_dir = args.json.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    known = json.loads(KNOWN_FAILURES.read_text()) if KNOWN_FAILURES.exists() else {}
+    known = json.loads(known_failures.read_text()) if known_failures.exists() else {}
 
     results: dict[str, dict[str, dict]] = {}
     for file in args.files:
@@ -149,7 +165,7 @@ def main(argv=None) -> int:
             if args.reuse_xml and xml.exists():
                 r = _summary(read_results(xml, device), "from an earlier run's XML", 0)
             else:
-                r = run_file(args.pytorch_src, file, device, out_dir, extra, args.timeout)
+                r = run_file(args.pytorch_src, file, device, out_dir, extra, args.timeout, plugin)
             results[file][device] = r
             print(
                 f"{file} {device}: {r['collected']} collected, {r['passed']} passed, "

@@ -174,5 +174,22 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     )(gm, example_inputs)
 
 
+def _on_neuron(value) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_on_neuron(v) for v in value)
+    return isinstance(value, torch.Tensor) and value.device.type == "neuron"
+
+
 def has_neuron_inputs(example_inputs) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.device.type == "neuron" for t in example_inputs)
+    return any(_on_neuron(t) for t in example_inputs)
+
+
+def uses_neuron(gm: torch.fx.GraphModule, example_inputs) -> bool:
+    """Whether a Dynamo graph computes on neuron: a neuron input, or a value the graph makes
+    on the device (``torch.zeros(5, device="neuron")`` or the default device) though none of
+    its inputs is."""
+    if has_neuron_inputs(example_inputs):
+        return True
+    return any(
+        _on_neuron(node.meta.get("example_value", node.meta.get("val"))) for node in gm.graph.nodes
+    )

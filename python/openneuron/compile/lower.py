@@ -447,12 +447,50 @@ class _Lowerer:
         )
 
 
+def _fma_targets() -> tuple:
+    prims = getattr(torch.ops, "prims", None)
+    fma = getattr(prims, "fma", None) if prims is not None else None
+    return (fma.default,) if fma is not None else ()
+
+
+def _expand_fma(gm: GraphModule) -> None:
+    """Dynamo writes ``t.addcdiv_(a, b, value=v)``, ``t.addcmul_(a, b, value=v)`` and
+    ``t.add_(x, alpha=tensor)`` as Inductor's ``prims.fma(p, v, t)``, whose eager kernel is
+    ``p * v + t`` (two roundings) and whose ``v`` may be a Python number, which a boxed call
+    cannot pass for its Tensor argument. Each becomes that ``mul`` and ``add`` (``mul.Scalar`` for
+    a number), so compiled results equal eager ones and the pair fuses."""
+    targets = _fma_targets()
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in targets or node.kwargs:
+            continue
+        a, b, c = node.args
+        mul = torch.ops.aten.mul.Tensor if isinstance(b, Node) else torch.ops.aten.mul.Scalar
+        with gm.graph.inserting_before(node):
+            product = gm.graph.call_function(mul, (a, b))
+            total = gm.graph.call_function(torch.ops.aten.add.Tensor, (product, c))
+        a_val = a.meta.get("val")
+        b_val = b.meta.get("val") if isinstance(b, Node) else b
+        if isinstance(a_val, torch.Tensor):
+            product.meta["val"] = mul(a_val, b_val)
+        total.meta["val"] = node.meta.get("val")
+        for key in ("stack_trace", "source_fn_stack", "nn_module_stack"):
+            if key in node.meta:
+                product.meta[key] = total.meta[key] = node.meta[key]
+        node.replace_all_uses_with(total)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.recompile()
+
+
 def lower_graph(gm: GraphModule, reductions: bool = True) -> tuple[str, dict, list[torch.Tensor]]:
     """Returns the IR text of ``gm``, counts of its pointwise and extern nodes, and the tensor
     constants (``get_attr``) the program takes after the graph's own inputs. With
     ``reductions=False`` sum/mean/amax stay ATen calls."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+    _expand_fma(gm)
     lowerer = _Lowerer(gm, reductions)
     with unset_fake_temporarily():  # stand-in tensors for planning must be real (and empty)
         text = lowerer.lower()
