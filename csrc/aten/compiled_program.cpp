@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <sstream>
 
 #include "aten/tensor_views.h"
@@ -194,6 +195,16 @@ c10::IValue constant_for(const Attr& a, const c10::TypePtr& type) {
     TORCH_CHECK(false, "unsupported list argument of type ", type->str());
   }
   switch (t->kind()) {
+    case c10::TypeKind::TensorType: {
+      // A Python number where the schema takes a tensor (FX keeps `x * 3` as mul.Tensor): the
+      // wrapped-number tensor eager's dispatch makes, so type promotion treats it as a scalar.
+      const c10::Scalar number = a.kind == Kind::Float  ? c10::Scalar(a.f)
+                                 : a.kind == Kind::Bool ? c10::Scalar(a.i != 0)
+                                                        : c10::Scalar(a.i);
+      at::Tensor wrapped = at::scalar_to_tensor(number);
+      wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+      return wrapped;
+    }
     case c10::TypeKind::FloatType:
       return a.kind == Kind::Float ? a.f : static_cast<double>(a.i);
     case c10::TypeKind::BoolType:
@@ -701,6 +712,8 @@ std::vector<int> refs_of(const Node& node, const char* name) {
 }  // namespace
 
 CompiledProgram::CompiledProgram(const Graph& graph) {
+  const char* submission = std::getenv("OPENNEURON_GRAPH_SUBMISSION");
+  gather_ = submission == nullptr || std::string(submission) != "per_kernel";
   num_slots_ = graph.values.size();
   input_slots_ = graph.inputs;
   output_slots_ = graph.outputs;
@@ -802,12 +815,44 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
 
 CompiledProgram::~CompiledProgram() = default;
 
+namespace {
+
+// The current stream of the device of the first neuron tensor among the inputs, if any.
+runtime::Stream* first_device_stream(const std::vector<c10::IValue>& slots,
+                                     const std::vector<int>& input_slots) {
+  for (int slot : input_slots) {
+    if (slots[slot].isTensor() && slots[slot].toTensor().is_privateuseone()) {
+      return &stream_for(slots[slot].toTensor());
+    }
+  }
+  return nullptr;
+}
+
+// The program's kernels on one stream reach it as one submission (runtime::Stream gathering);
+// whatever the program reads on the host submits what it has gathered so far first.
+class GatheredSubmission {
+ public:
+  explicit GatheredSubmission(runtime::Stream* stream)
+      : stream_(stream != nullptr && stream->begin_gather() ? stream : nullptr) {}
+  ~GatheredSubmission() {
+    if (stream_ != nullptr) stream_->end_gather();
+  }
+  GatheredSubmission(const GatheredSubmission&) = delete;
+  GatheredSubmission& operator=(const GatheredSubmission&) = delete;
+
+ private:
+  runtime::Stream* stream_;
+};
+
+}  // namespace
+
 std::vector<c10::IValue> CompiledProgram::run(std::vector<c10::IValue> inputs) const {
   TORCH_CHECK(inputs.size() == input_slots_.size(), "the compiled graph takes ",
               input_slots_.size(), " inputs, got ", inputs.size());
   std::vector<c10::IValue> slots(num_slots_);
   for (size_t k = 0; k < inputs.size(); ++k) slots[input_slots_[k]] = std::move(inputs[k]);
   inputs.clear();
+  GatheredSubmission submission(gather_ ? first_device_stream(slots, input_slots_) : nullptr);
   for (const auto& step : steps_) {
     try {
       step->run(slots);

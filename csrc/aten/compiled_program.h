@@ -27,6 +27,9 @@ class CompiledProgram {
   // Runs the program on `inputs` (one per graph input: tensors, ints, floats or None) and returns
   // one value per graph output. Errors raised by a step name the graph node and, when the IR
   // records it, the user's source line; queued kernel errors surface at the next synchronize.
+  // The kernels it queues on the first neuron input's current stream reach that stream as one
+  // submission while the stream is busy (runtime::Stream gathering): handed over early only
+  // where the program reads on the host or the stream would otherwise sit idle.
   std::vector<c10::IValue> run(std::vector<c10::IValue> inputs) const;
 
   // The step that raised the last error from run() (empty if none did).
@@ -53,6 +56,8 @@ class CompiledProgram {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   size_t num_slots_ = 0;
+  // One submission to the stream per run (OPENNEURON_GRAPH_SUBMISSION=per_kernel: one per kernel).
+  bool gather_ = true;
   int fused_kernels_ = 0;
   int extern_calls_ = 0;
   int fused_ops_ = 0;

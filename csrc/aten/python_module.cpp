@@ -97,6 +97,10 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     OPENNEURON_RUNTIME_CALL(Runtime::get().device(device).synchronize());
   });
+  m.def(
+      "_stream_submissions",
+      [](int device) { return runtime::current_stream(device).submissions(); },
+      "Tasks handed to the device's current stream so far (a gathered batch counts once).");
   m.def("_config", [] {
     const auto& config = Runtime::get().config();
     py::dict result;

@@ -36,6 +36,7 @@ void Event::block(Stream& stream) const {
 }
 
 bool Event::query() const {
+  Stream::submit_gathered();  // the mark may sit in the caller's gathered batch
   auto mark = latest_mark();
   if (!mark) return true;
   std::lock_guard<std::mutex> lock(mark->mutex);
@@ -43,6 +44,7 @@ bool Event::query() const {
 }
 
 void Event::synchronize() const {
+  Stream::submit_gathered();
   auto mark = latest_mark();
   if (!mark) return;
   std::unique_lock<std::mutex> lock(mark->mutex);

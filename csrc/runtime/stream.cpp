@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
 
 #include "runtime/errors.h"
 
@@ -35,6 +36,10 @@ void Stream::record_activity(const char* op_name, const TraceInfo& trace, uint64
 
 void Stream::enqueue(const char* op_name, std::function<void()> work, TraceInfo trace) {
   flush_pending();
+  if (gathering_ == this) {
+    gather(op_name, std::move(work), trace, /*small=*/false);
+    return;
+  }
   const bool traced = tracer::enabled();
   if (launch_blocking_) {
     const int64_t start_ns = traced ? tracer::now_ns() : 0;
@@ -63,9 +68,11 @@ void Stream::enqueue(const char* op_name, std::function<void()> work, TraceInfo 
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
+    queue_batch_locked();  // another thread's gathered work came first
     queue_.push_back(
         Task{op_name, std::move(work), trace, traced ? tracer::current_correlation() : 0, traced});
     queued_.store(queue_.size(), std::memory_order_release);
+    submissions_.fetch_add(1, std::memory_order_relaxed);
     wake = worker_sleeping_;
   }
   if (wake) work_ready_.notify_one();
@@ -85,9 +92,95 @@ bool Stream::spin_for_work() {
 
 bool Stream::begin_inline() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (busy() || stopping_ || !queue_.empty()) return false;
+  if (busy() || stopping_ || !queue_.empty() || !batch_.empty()) return false;
   running_.store(true, std::memory_order_release);
+  submissions_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+bool Stream::begin_gather() {
+  if (launch_blocking_ || gathering_ != nullptr) return false;
+  gathering_ = this;
+  return true;
+}
+
+void Stream::gather(const char* op_name, std::function<void()> work, TraceInfo trace, bool small) {
+  const bool traced = tracer::enabled();
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    batch_.push_back(
+        Task{op_name, std::move(work), trace, traced ? tracer::current_correlation() : 0, traced});
+    batch_small_ = batch_small_ && small;
+    // A device with nothing to do would wait for the rest of the program: hand it what there is.
+    if (!small && queue_.empty() && !busy()) wake = queue_batch_locked();
+  }
+  if (wake) work_ready_.notify_one();
+}
+
+bool Stream::queue_batch_locked() {
+  if (batch_.empty()) return false;
+  if (!worker_.joinable()) worker_ = std::thread([this] { run_worker(); });
+  auto items = std::make_shared<std::vector<Task>>(std::move(batch_));
+  batch_.clear();
+  batch_small_ = true;
+  // Items record their own failures and activities; the task around them records neither.
+  queue_.push_back(Task{"gathered work", [this, items] { run_items(*items); }, {}, 0, false});
+  queued_.store(queue_.size(), std::memory_order_release);
+  submissions_.fetch_add(1, std::memory_order_relaxed);
+  return worker_sleeping_;
+}
+
+void Stream::queue_batch() {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake = queue_batch_locked();
+  }
+  if (wake) work_ready_.notify_one();
+}
+
+void Stream::submit_gathered() {
+  if (gathering_ != nullptr) gathering_->queue_batch();
+}
+
+void Stream::end_gather() {
+  if (gathering_ != this) return;
+  gathering_ = nullptr;
+  std::vector<Task> items;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (batch_.empty()) return;
+    if (batch_small_ && !busy() && !stopping_ && queue_.empty()) {
+      items = std::move(batch_);  // small work on an idle stream: run it here, as enqueue_small
+      batch_.clear();
+      running_.store(true, std::memory_order_release);
+      submissions_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      wake = queue_batch_locked();
+    }
+  }
+  if (wake) work_ready_.notify_one();
+  if (!items.empty()) {
+    run_items(items);
+    end_inline();
+  }
+}
+
+void Stream::run_items(std::vector<Task>& items) {
+  for (Task& item : items) {
+    const int64_t start_ns = item.traced ? tracer::now_ns() : 0;
+    try {
+      item.work();
+    } catch (const std::exception& e) {
+      record_failure(item.op_name, e.what());
+    } catch (...) {
+      record_failure(item.op_name, "unknown exception");
+    }
+    if (item.traced) record_activity(item.op_name, item.trace, item.correlation, start_ns);
+    item.work = nullptr;  // release captured state as each item finishes
+  }
 }
 
 void Stream::end_inline() {
@@ -146,7 +239,9 @@ void Stream::run_worker() {
 }
 
 void Stream::wait_idle() {
+  submit_gathered();
   flush_pending();
+  queue_batch();
   spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
@@ -179,7 +274,9 @@ void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
 }
 
 void Stream::synchronize() {
+  submit_gathered();
   flush_pending();
+  queue_batch();
   spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
@@ -193,6 +290,7 @@ void Stream::synchronize() {
 bool Stream::halt(std::chrono::milliseconds timeout) {
   pending_.store(nullptr, std::memory_order_release);  // held-back work is dropped like queued work
   std::unique_lock<std::mutex> lock(mutex_);
+  batch_.clear();  // and so is gathered work
   halted_ = true;
   if (worker_.joinable() && worker_.get_id() == std::this_thread::get_id()) return true;
   work_ready_.notify_all();
@@ -201,7 +299,9 @@ bool Stream::halt(std::chrono::milliseconds timeout) {
 
 bool Stream::query() const {
   // Held-back work counts as queued: flushing it is what enqueue would have done already.
+  submit_gathered();
   const_cast<Stream*>(this)->flush_pending();
+  const_cast<Stream*>(this)->queue_batch();
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.empty() && !busy();
 }

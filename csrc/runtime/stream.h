@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "runtime/tracer.h"
 
@@ -66,6 +67,10 @@ class Stream {
   template <typename Work>
   void enqueue_small(const char* op_name, Work&& work, TraceInfo trace = {}) {
     flush_pending();
+    if (gathering_ == this) {
+      gather(op_name, std::function<void()>(std::forward<Work>(work)), trace, /*small=*/true);
+      return;
+    }
     if (!launch_blocking_ && begin_inline()) {
       const bool traced = tracer::enabled();
       const int64_t start_ns = traced ? tracer::now_ns() : 0;
@@ -82,6 +87,25 @@ class Stream {
     }
     enqueue(op_name, std::function<void()>(std::forward<Work>(work)), trace);
   }
+
+  // Gathering, so that a compiled program's kernels reach the stream as one submission: from
+  // begin_gather() to end_gather(), the calling thread's enqueue() and enqueue_small() calls on
+  // this stream append to a batch instead of queuing. end_gather() queues the batch as one task
+  // (run at once on the caller when the stream is idle and every item was small work). So that
+  // the device never waits for the host to finish the program, an item other than small work
+  // that arrives while the stream is idle is handed over at once with the batch so far. Anything
+  // that waits (synchronize, query, wait_idle, an event's synchronize or query, on any stream)
+  // and another thread's enqueue here submit the batch gathered so far first, so stream order,
+  // host reads and each item's error and trace are as if queued one by one. False (nothing
+  // gathered) with launch_blocking or while the thread already gathers.
+  bool begin_gather();
+  void end_gather();
+
+  // Tasks handed to the stream so far (a gathered batch counts once), for tests.
+  uint64_t submissions() const { return submissions_.load(std::memory_order_relaxed); }
+
+  // Submits the calling thread's gathered batch, if any; every wait calls this first.
+  static void submit_gathered();
 
   // Blocks until every queued item has run, then throws the first error captured since
   // the last synchronize(), if any (and forgets it, so the stream stays usable).
@@ -112,6 +136,15 @@ class Stream {
   static constexpr std::chrono::microseconds kSynchronizeSpin{500};
   // Marks the stream busy if it is idle with nothing queued; false if it is not.
   bool begin_inline();
+  // Appends to the batch of the gathering thread.
+  void gather(const char* op_name, std::function<void()> work, TraceInfo trace, bool small);
+  // Moves the gathered batch, if any, to the back of the queue as one task; true if the worker
+  // needs waking. Called with mutex_ held.
+  bool queue_batch_locked();
+  // queue_batch_locked() under the lock, waking the worker if needed.
+  void queue_batch();
+  // Runs gathered items in order as the worker runs tasks (errors kept, activities recorded).
+  void run_items(std::vector<Task>& items);
   void end_inline();
   bool busy() const { return running_.load(std::memory_order_acquire); }
   void run_worker();
@@ -142,7 +175,12 @@ class Stream {
   std::atomic<bool> running_{false};
   std::string first_error_;
   std::atomic<PendingWork*> pending_{nullptr};
-  std::thread worker_;  // started by the first enqueue()
+  std::thread worker_;       // started by the first enqueue()
+  std::vector<Task> batch_;  // gathered, not yet queued; guarded by mutex_
+  bool batch_small_ = true;  // every gathered item was small work
+  std::atomic<uint64_t> submissions_{0};
+  // The stream the calling thread gathers for (at most one at a time).
+  static inline thread_local Stream* gathering_ = nullptr;
 };
 
 // Ops on at most this many elements take about as long as handing them to the stream's worker.
