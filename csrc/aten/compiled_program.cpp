@@ -195,16 +195,6 @@ c10::IValue constant_for(const Attr& a, const c10::TypePtr& type) {
     TORCH_CHECK(false, "unsupported list argument of type ", type->str());
   }
   switch (t->kind()) {
-    case c10::TypeKind::TensorType: {
-      // A Python number where the schema takes a tensor (FX keeps `x * 3` as mul.Tensor): the
-      // wrapped-number tensor eager's dispatch makes, so type promotion treats it as a scalar.
-      const c10::Scalar number = a.kind == Kind::Float  ? c10::Scalar(a.f)
-                                 : a.kind == Kind::Bool ? c10::Scalar(a.i != 0)
-                                                        : c10::Scalar(a.i);
-      at::Tensor wrapped = at::scalar_to_tensor(number);
-      wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
-      return wrapped;
-    }
     case c10::TypeKind::FloatType:
       return a.kind == Kind::Float ? a.f : static_cast<double>(a.i);
     case c10::TypeKind::BoolType:
