@@ -20,17 +20,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.workloads import WORKLOADS  # noqa: E402
+from tests.compile_fixtures import fresh_compiler  # noqa: E402, F401
 from tests.compile_fuzz import fuzz  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def fresh_compiler(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
-    cache.clear_memory()
-    openneuron.reset_compile_metrics()
-    yield
-    torch._dynamo.reset()
 
 
 class Block(torch.nn.Module):

@@ -16,23 +16,13 @@ import torch
 import torch.nn.functional as F
 
 import openneuron
-from openneuron.compile import cache
 from openneuron.compile.decompositions import decomposition_table, has_native_kernel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.workloads import WORKLOADS  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def fresh_compiler(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
-    cache.clear_memory()
-    openneuron.reset_compile_metrics()
-    yield
-    torch._dynamo.reset()
+from tests.compile_fixtures import fresh_compiler  # noqa: E402, F401
 
 
 def glu_of_logaddexp(x, y):

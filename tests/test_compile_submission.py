@@ -2,20 +2,11 @@
 results and host reads as when each kernel is queued on its own (errors of gathered items:
 csrc/runtime/tests/stream_gather_test.cpp)."""
 
-import pytest
 import torch
 
 import openneuron
 from openneuron.compile import cache
-
-
-@pytest.fixture(autouse=True)
-def fresh_compiler(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
-    cache.clear_memory()
-    yield
-    torch._dynamo.reset()
+from tests.compile_fixtures import fresh_compiler  # noqa: F401
 
 
 def layers(x, w):

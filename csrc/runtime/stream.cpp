@@ -168,19 +168,21 @@ void Stream::end_gather() {
   }
 }
 
-void Stream::run_items(std::vector<Task>& items) {
-  for (Task& item : items) {
-    const int64_t start_ns = item.traced ? tracer::now_ns() : 0;
-    try {
-      item.work();
-    } catch (const std::exception& e) {
-      record_failure(item.op_name, e.what());
-    } catch (...) {
-      record_failure(item.op_name, "unknown exception");
-    }
-    if (item.traced) record_activity(item.op_name, item.trace, item.correlation, start_ns);
-    item.work = nullptr;  // release captured state as each item finishes
+void Stream::run_task(Task& task) {
+  const int64_t start_ns = task.traced ? tracer::now_ns() : 0;
+  try {
+    task.work();
+  } catch (const std::exception& e) {
+    record_failure(task.op_name, e.what());
+  } catch (...) {
+    record_failure(task.op_name, "unknown exception");
   }
+  if (task.traced) record_activity(task.op_name, task.trace, task.correlation, start_ns);
+  task.work = nullptr;  // release captured state as soon as the work is done
+}
+
+void Stream::run_items(std::vector<Task>& items) {
+  for (Task& item : items) run_task(item);
 }
 
 void Stream::end_inline() {
@@ -222,16 +224,7 @@ void Stream::run_worker() {
     queued_.store(queue_.size(), std::memory_order_release);
     running_.store(true, std::memory_order_release);
     lock.unlock();
-    const int64_t start_ns = task.traced ? tracer::now_ns() : 0;
-    try {
-      task.work();
-    } catch (const std::exception& e) {
-      record_failure(task.op_name, e.what());
-    } catch (...) {
-      record_failure(task.op_name, "unknown exception");
-    }
-    if (task.traced) record_activity(task.op_name, task.trace, task.correlation, start_ns);
-    task.work = nullptr;  // release captured state outside the lock
+    run_task(task);  // captured state is released outside the lock
     lock.lock();
     running_.store(false, std::memory_order_release);
     if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();

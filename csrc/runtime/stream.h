@@ -143,7 +143,9 @@ class Stream {
   bool queue_batch_locked();
   // queue_batch_locked() under the lock, waking the worker if needed.
   void queue_batch();
-  // Runs gathered items in order as the worker runs tasks (errors kept, activities recorded).
+  // Runs one task: its error is kept for synchronize(), its activity recorded when traced.
+  void run_task(Task& task);
+  // Runs gathered items in order, each as run_task() runs a task.
   void run_items(std::vector<Task>& items);
   void end_inline();
   bool busy() const { return running_.load(std::memory_order_acquire); }

@@ -15,14 +15,7 @@
 namespace openneuron::runtime {
 namespace {
 
-std::string synchronize_error(Stream& stream) {
-  try {
-    stream.synchronize();
-  } catch (const QueuedWorkError& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::synchronize_error;
 
 TEST(StreamGather, WorkGatheredWhileTheDeviceIsBusyIsOneSubmissionInOrder) {
   Stream stream(0, 0, false);

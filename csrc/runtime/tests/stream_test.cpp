@@ -15,19 +15,11 @@
 namespace openneuron::runtime {
 namespace {
 
+using testing::synchronize_error;
+
 using testing::becomes_true_within;
 using testing::Gate;
 using testing::OpenLater;
-
-// The QueuedWorkError message synchronize() raises, or "" when it raises nothing.
-std::string synchronize_error(Stream& stream) {
-  try {
-    stream.synchronize();
-  } catch (const QueuedWorkError& error) {
-    return error.what();
-  }
-  return "";
-}
 
 TEST(StreamTest, ReportsDeviceAndId) {
   Stream stream(1, 7, false);

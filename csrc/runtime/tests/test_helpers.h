@@ -1,5 +1,5 @@
 // Small tools the runtime suites share: gates that hold a stream back until the test lets
-// it go, bounded polling, and scoped environment variables.
+// it go, bounded polling, a stream's synchronize error as text, and scoped environment variables.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,9 @@
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "runtime/errors.h"
+#include "runtime/stream.h"
 
 namespace openneuron::runtime::testing {
 
@@ -87,6 +90,16 @@ inline bool becomes_true_within(const std::function<bool()>& condition,
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return condition();
+}
+
+// The QueuedWorkError message synchronize() raises, or "" when it raises nothing.
+inline std::string synchronize_error(Stream& stream) {
+  try {
+    stream.synchronize();
+  } catch (const QueuedWorkError& error) {
+    return error.what();
+  }
+  return "";
 }
 
 // Sets (or unsets, for std::nullopt) an environment variable and restores it on scope exit.

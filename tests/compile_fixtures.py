@@ -1,0 +1,18 @@
+"""The fixture every torch.compile test module uses: each test starts with empty caches (Dynamo's,
+ours in memory and a fresh disk cache directory) and zeroed compile metrics."""
+
+import pytest
+import torch
+
+import openneuron
+from openneuron.compile import cache
+
+
+@pytest.fixture(autouse=True)
+def fresh_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    cache.clear_memory()
+    openneuron.reset_compile_metrics()
+    yield
+    torch._dynamo.reset()
