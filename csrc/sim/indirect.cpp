@@ -78,6 +78,17 @@ AccessPattern row_of(const Program& program, const AccessPattern& ap, int64_t ro
   return result;
 }
 
+// Whether every element of the HBM pattern `ap` lies inside its tensor.
+bool inside_tensor(const Program& program, const AccessPattern& ap) {
+  int64_t low = ap.offset, high = ap.offset;
+  for (int d = 0; d < ap.rank; ++d) {
+    const int64_t span = (ap.dims[d].size - 1) * ap.dims[d].stride;
+    (span < 0 ? low : high) += span;
+  }
+  return low >= 0 &&
+         (high + 1) * dtype_size(ap.dtype) <= program.buffers[ap.buffer].bytes_per_partition;
+}
+
 }  // namespace
 
 AccessPattern at_index(const Instruction& ins, int64_t value) {
@@ -113,6 +124,18 @@ std::vector<Instruction> resolve_indirect(CoreState& state, const Instruction& i
     AccessPattern& moved = indirect.on_dst ? one.dst : one.src[0];
     AccessPattern& other = indirect.on_dst ? one.src[0] : one.dst;
     moved = at_index(ins, value);
+    if (!inside_tensor(program, moved)) {
+      if (indirect.skip_out_of_bounds) continue;
+      throw SimError(
+          rule::kOutOfBounds,
+          "dma_copy: run-time offset " + std::to_string(value) +
+              (indirect.kind == IndirectKind::kVector ? " (row " + std::to_string(row) + ")"
+                                                      : std::string()) +
+              " read from '" + program.buffers[indirect.index.buffer].name +
+              "' moves the access past the end of '" + program.buffers[moved.buffer].name + "' (" +
+              std::to_string(program.buffers[moved.buffer].bytes_per_partition) + " B)",
+          program.source, ins.line);
+    }
     if (indirect.kind == IndirectKind::kVector)
       other = row_of(program, other, static_cast<int64_t>(row));
     plain.push_back(one);

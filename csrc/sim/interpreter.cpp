@@ -182,6 +182,23 @@ struct RowAccess {
   }
 };
 
+// Reads `ap`, which may hold never-written elements (poison): their row-major positions go to
+// `*unwritten`. For instructions that carry such elements along instead of failing on them.
+template <typename Access>
+std::vector<float> read_carrying(CoreState& state, const Instruction& instruction,
+                                 const AccessPattern& ap, std::vector<int64_t>* unwritten) {
+  unwritten->clear();
+  if (state.all_written(ap)) return Access::read(state, instruction, ap);
+  const int64_t total = ap.elements();
+  for (int64_t n = 0; n < total; ++n) {
+    if (!state.element_written(ap, n)) unwritten->push_back(n);
+  }
+  state.mark_written(ap);  // exactly its footprint, undone element by element below
+  auto values = Access::read(state, instruction, ap);
+  for (const int64_t n : *unwritten) state.mark_element_unwritten(ap, n);
+  return values;
+}
+
 // The value per partition of an optional [P,1] operand, else the immediate.
 template <typename Access>
 std::vector<float> per_partition(CoreState& state, const Instruction& instruction,
@@ -471,15 +488,52 @@ void execute(CoreState& state, const Instruction& ins) {
       return;
     }
     case Opcode::kStreamShuffle: {
-      const auto x = Access::read(state, ins, a);
-      const int64_t f = a.free_size();
+      // Reads only the partitions some destination partition copies, all before any write; a
+      // moved element never written stays never written where it lands.
+      std::vector<std::vector<float>> rows(static_cast<size_t>(a.partitions()));
+      std::vector<std::vector<int64_t>> unwritten(rows.size());
+      for (int64_t d = 0; d < dst.partitions(); ++d) {
+        const int from = stream_shuffle_source(ins, d);
+        if (from < 0 || !rows[from].empty()) continue;
+        AccessPattern row_in = a;
+        row_in.start_partition += from;
+        row_in.dims[0].size = 1;
+        rows[from] = read_carrying<Access>(state, ins, row_in, &unwritten[from]);
+      }
       for (int64_t d = 0; d < dst.partitions(); ++d) {
         const int from = stream_shuffle_source(ins, d);
         if (from < 0) continue;  // 255: the partition keeps its contents
         AccessPattern row = dst;
         row.start_partition += static_cast<int32_t>(d);
         row.dims[0].size = 1;
-        Access::write(state, row, x.data() + from * f);
+        Access::write(state, row, rows[from].data());
+        for (const int64_t n : unwritten[from]) state.mark_element_unwritten(row, n);
+      }
+      return;
+    }
+    case Opcode::kNonzeroWithCount: {
+      const int64_t f = a.free_size();
+      std::vector<float> row_out(static_cast<size_t>(f + 1));
+      for (int64_t p = 0; p < a.partitions(); p += kPartitionsPerGpSimdCore) {
+        AccessPattern row_in = a;  // the only partition this core reads
+        row_in.start_partition += static_cast<int32_t>(p);
+        row_in.dims[0].size = 1;
+        std::vector<int64_t> unwritten;
+        const auto x = read_carrying<Access>(state, ins, row_in, &unwritten);
+        int64_t count = 0;
+        for (int64_t j = 0; j < f; ++j) {
+          if (x[j] != 0.0f || std::isnan(x[j])) row_out[count++] = static_cast<float>(j) + ins.imm0;
+        }
+        std::fill(row_out.begin() + count, row_out.begin() + f, ins.imm1);
+        row_out[f] = static_cast<float>(count);
+        AccessPattern row = dst;
+        row.start_partition += static_cast<int32_t>(p);
+        row.dims[0].size = 1;
+        Access::write(state, row, row_out.data());
+        // Compacting a partition that held never-written elements gives nothing defined.
+        if (!unwritten.empty()) {
+          for (int64_t j = 0; j <= f; ++j) state.mark_element_unwritten(row, j);
+        }
       }
       return;
     }
@@ -492,6 +546,33 @@ void execute(CoreState& state, const Instruction& ins) {
 
 void execute_reference(CoreState& state, const Instruction& instruction) {
   execute<ElementAccess, false>(state, instruction);
+}
+
+bool execute_move_carrying_unwritten(CoreState& state, const Instruction& instruction,
+                                     bool reference) {
+  const Opcode opcode = instruction.opcode;
+  if (opcode != Opcode::kTranspose && opcode != Opcode::kTensorCopy) return false;
+  const AccessPattern& src = instruction.src[0];
+  const AccessPattern& dst = instruction.dst;
+  // In place, marks of source and destination would mix: the strict check applies.
+  if (!src.valid() || src.buffer == dst.buffer || state.all_written(src)) return false;
+  std::vector<int64_t> unwritten;
+  const int64_t total = src.elements();
+  for (int64_t n = 0; n < total; ++n) {
+    if (!state.element_written(src, n)) unwritten.push_back(n);
+  }
+  state.mark_written(src);  // the footprint exactly: undone element by element below
+  if (reference) {
+    execute_reference(state, instruction);
+  } else {
+    execute_fast(state, instruction);
+  }
+  const int64_t p = src.partitions(), f = src.free_size();
+  for (const int64_t n : unwritten) {
+    state.mark_element_unwritten(src, n);
+    state.mark_element_unwritten(dst, opcode == Opcode::kTranspose ? (n % f) * p + n / f : n);
+  }
+  return true;
 }
 
 void report_unwritten(CoreState& state, const Instruction& instruction, const AccessPattern& ap) {

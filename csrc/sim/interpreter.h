@@ -20,6 +20,14 @@ void execute_fast(CoreState& state, const Instruction& instruction);
 // executor's general path.
 void execute_rows(CoreState& state, const Instruction& instruction);
 
+// Transposes and tensor copies carry never-written source elements along, as the hardware
+// moves whatever bits are there: the matching destination elements stay never written, and
+// whatever reads them later is reported. Runs `instruction` (on the reference interpreter or
+// the fast executor) and returns true when it is such a move and reads an unwritten element of
+// another buffer; otherwise does nothing and returns false.
+bool execute_move_carrying_unwritten(CoreState& state, const Instruction& instruction,
+                                     bool reference);
+
 // Throws SimError (uninitialized-read) naming the first element of `ap` never written.
 [[noreturn]] void report_unwritten(CoreState& state, const Instruction& instruction,
                                    const AccessPattern& ap);

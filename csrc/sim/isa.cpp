@@ -41,7 +41,8 @@ const char* opcode_name(Opcode opcode) {
                                        "dma_copy",
                                        "max8",
                                        "nc_find_index8",
-                                       "nc_stream_shuffle"};
+                                       "nc_stream_shuffle",
+                                       "nonzero_with_count"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);
 }
@@ -103,6 +104,7 @@ Engine default_engine(Opcode opcode) {
     case Opcode::kIota:
     case Opcode::kAffineSelect:
     case Opcode::kPartitionReduce:
+    case Opcode::kNonzeroWithCount:
       return Engine::kGpSimd;
     case Opcode::kDmaCopy:
       return Engine::kDma;

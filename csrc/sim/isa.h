@@ -10,6 +10,11 @@
 // dimensions walk elements inside each partition (`offset` + Σ index·stride, in elements of the
 // pattern's dtype). HBM buffers are flat; there every dimension's stride is in elements.
 //
+// Reading an element never written is an error (uninitialized-read), except that transposes,
+// tensor copies and stream shuffles carry such elements along to their destination, where they
+// stay never written, and nonzero_with_count leaves the partition it compacts from one never
+// written (the hardware moves whatever bits are there; what reads them later is reported).
+//
 // Arithmetic happens in fp32: every input element is read as fp32, the result is rounded once to
 // the destination's dtype. Which NaN (sign, payload) a result holds when NaNs meet is not
 // defined: any NaN is as good as another. Instructions, operand slots and semantics (P =
@@ -57,7 +62,14 @@
 //                   start of dst) = a partition 32q + mask[i] (from the start of a), i = 0..31;
 //                   mask[i] = 255 leaves that dst partition as it was. The 32 mask bytes are
 //                   `pattern` (byte i of the 32 in little-endian order). Same dtype, same free
-//                   size; a may span fewer partitions than dst (mask 0: a broadcast).
+//                   size; a may span fewer partitions than dst (mask 0: a broadcast). Only the
+//                   partitions of a that some dst partition copies are read.
+//   GpSimd engine (stream compaction)
+//   kNonzeroWithCount  on partitions 0, 16, 32, ... of a (from its start; each of GpSimd's eight
+//                   cores reads the first of its 16 partitions), with F free elements: dst's same
+//                   partition [F + 1] = the indices j + imm0 of the nonzero elements a[j] in
+//                   order, then imm1 up to index F - 1, then their count at index F. The other
+//                   partitions of dst are left as they were. NaN counts as nonzero.
 //   DMA
 //   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
 //                   order; casts between dtypes; HBM and SBUF only (never PSUM).
@@ -82,6 +94,9 @@ namespace openneuron::sim {
 enum class Memory : uint8_t { kHbm, kSbuf, kPsum };
 enum class Engine : uint8_t { kTensor, kVector, kScalar, kGpSimd, kDma, kCount };
 
+// GpSimd's eight cores each reach 16 contiguous partitions.
+constexpr int64_t kPartitionsPerGpSimdCore = 16;
+
 enum class Opcode : uint8_t {
   kMatmul,
   kTranspose,
@@ -102,6 +117,7 @@ enum class Opcode : uint8_t {
   kMax8,
   kFindIndex8,
   kStreamShuffle,
+  kNonzeroWithCount,
   kCount
 };
 

@@ -27,7 +27,7 @@ class Checker {
   void check(const Instruction& instruction) {
     current_ = &instruction;
     const char* name = opcode_name(instruction.opcode);
-    // An operand with a run-time offset is checked at index 0 here, at its bound below.
+    // An operand with a run-time offset is checked at index 0 here, at its values when it runs.
     const IndirectOffset& indirect = instruction.indirect;
     const bool moves_dst = indirect.active() && indirect.on_dst;
     const bool moves_src = indirect.active() && !indirect.on_dst;
@@ -149,6 +149,9 @@ class Checker {
       case Opcode::kStreamShuffle:
         check_stream_shuffle(instruction);
         break;
+      case Opcode::kNonzeroWithCount:
+        check_nonzero_with_count(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -179,6 +182,27 @@ class Checker {
                                      std::to_string(from) + " of src " + shape_text(src) +
                                      ", which it does not have");
       }
+    }
+  }
+
+  // nonzero_with_count: GpSimd, dst [P, F + 1] for src [P, F], indices held exactly.
+  void check_nonzero_with_count(const Instruction& instruction) {
+    require_inputs(instruction, 1);
+    if (instruction.engine != Engine::kGpSimd) {
+      fail(rule::kBadOperand, "runs on the GpSimd engine");
+    }
+    const AccessPattern& src = instruction.src[0];
+    const AccessPattern& dst = instruction.dst;
+    if (dst.partitions() != src.partitions() || dst.free_size() != src.free_size() + 1) {
+      fail(rule::kShapeMismatch, "writes [" + std::to_string(src.partitions()) + ", " +
+                                     std::to_string(src.free_size() + 1) +
+                                     "] (indices and count) for src " + shape_text(src) + ", got " +
+                                     shape_text(dst));
+    }
+    const DType out = dst.dtype;
+    if (out != DType::kInt32 && out != DType::kUInt32 && out != DType::kFloat32) {
+      fail(rule::kDtype,
+           std::string("writes int32, uint32 or float32 indices, got ") + dtype_name(out));
     }
   }
 
@@ -363,7 +387,8 @@ class Checker {
                                        std::to_string(rows) + " rows, got " + shape_text(other));
       }
     }
-    check_operand(at_index(instruction, indirect.bound - 1), slot);
+    // Offsets other than 0 are checked as they are read (resolve_indirect): a kernel may move
+    // an access by less than its bound allows, and only the values it reads must stay inside.
   }
 
   void require_inputs(const Instruction& instruction, int count) {

@@ -36,6 +36,8 @@ void Simulator::run(bool reference) {
         for (const Instruction& plain : resolve_indirect(core, instruction)) {
           reference ? execute_reference(core, plain) : execute_fast(core, plain);
         }
+      } else if (execute_move_carrying_unwritten(core, instruction, reference)) {
+        continue;
       } else if (reference) {
         execute_reference(core, instruction);
       } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace openneuron::sim {
 
@@ -131,10 +132,12 @@ void CoreState::mark_written(const AccessPattern& ap) {
       ap, [&](int64_t r0, int64_t r1, int64_t low, int64_t high) { map->mark(r0, r1, low, high); });
 }
 
-bool CoreState::element_written(const AccessPattern& ap, int64_t index) {
-  WrittenMap* map = written_[ap.buffer].get();
-  if (map == nullptr) return true;
-  const bool on_chip = program_.buffers[ap.buffer].memory != Memory::kHbm;
+namespace {
+
+// Row and byte offset of element `index` (row-major over `ap`).
+std::pair<int64_t, int64_t> element_place(const Program& program, const AccessPattern& ap,
+                                          int64_t index) {
+  const bool on_chip = program.buffers[ap.buffer].memory != Memory::kHbm;
   int64_t offset = ap.offset, row = 0;
   for (int d = ap.rank - 1; d >= 0; --d) {
     const int64_t i = index % ap.dims[d].size;
@@ -145,8 +148,23 @@ bool CoreState::element_written(const AccessPattern& ap, int64_t index) {
       offset += i * ap.dims[d].stride;
     }
   }
-  const int64_t size = dtype_size(ap.dtype);
-  return map->covered(row, row + 1, offset * size, (offset + 1) * size);
+  return {row, offset * dtype_size(ap.dtype)};
+}
+
+}  // namespace
+
+void CoreState::mark_element_unwritten(const AccessPattern& ap, int64_t index) {
+  WrittenMap* map = written_[ap.buffer].get();
+  if (map == nullptr) return;
+  const auto [row, byte] = element_place(program_, ap, index);
+  map->unmark(row, byte, byte + dtype_size(ap.dtype));
+}
+
+bool CoreState::element_written(const AccessPattern& ap, int64_t index) {
+  WrittenMap* map = written_[ap.buffer].get();
+  if (map == nullptr) return true;
+  const auto [row, byte] = element_place(program_, ap, index);
+  return map->covered(row, row + 1, byte, byte + dtype_size(ap.dtype));
 }
 
 }  // namespace openneuron::sim

@@ -328,6 +328,11 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
     case Opcode::kMemset:
       cycles = std::max(floor_cycles, free_elements(ins.dst)) + fixed;
       break;
+    case Opcode::kNonzeroWithCount:
+      // The eight GpSimd cores scan their partition at once, an element a cycle (no published
+      // figure), then write F + 1 values.
+      cycles = profile.iota_fixed_cycles + 2 * free_elements(a) + 1;
+      break;
     default:
       cycles = std::max(floor_cycles, free_elements(a.valid() ? a : ins.dst)) + fixed;
       break;

@@ -57,6 +57,13 @@ void WrittenMap::mark(int64_t first_row, int64_t last_row, int64_t low, int64_t 
   for (int64_t r = first_row; r < last_row; ++r) set_bits(r, low, high);
 }
 
+void WrittenMap::unmark(int64_t row, int64_t low, int64_t high) {
+  if (low >= high) return;
+  if (!bitmap_) to_bits();
+  uint64_t* words = bits_.data() + row * row_words_;
+  for (int64_t byte = low; byte < high; ++byte) words[byte / 64] &= ~(uint64_t{1} << (byte % 64));
+}
+
 bool WrittenMap::covered(int64_t first_row, int64_t last_row, int64_t low, int64_t high) {
   if (first_row >= last_row || low >= high) return true;
   if (!bitmap_) {

@@ -21,6 +21,8 @@ class WrittenMap {
   void mark(int64_t first_row, int64_t last_row, int64_t low, int64_t high);
   // Whether every byte [low, high) of rows [first_row, last_row) was written.
   bool covered(int64_t first_row, int64_t last_row, int64_t low, int64_t high);
+  // Marks bytes [low, high) of row `row` never written again.
+  void unmark(int64_t row, int64_t low, int64_t high);
   // Forgets everything (a new life of the buffer).
   void clear();
   // The byte ranges [low, high) of row `row` never written, in order.

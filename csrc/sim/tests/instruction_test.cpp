@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "sim/errors.h"
@@ -327,21 +328,75 @@ TEST(Instructions, DmaCastsAndWalksAccessPatterns) {
 
 TEST(Instructions, NewBuffersArePoisonedAndUnwrittenReadsAreErrors) {
   for (bool reference : {true, false}) {
-    ProgramBuilder b;
-    const int32_t out = b.hbm("out", DType::kFloat32, 8 * 8, false);
-    const int32_t tile = b.tile("never_written", Memory::kSbuf, DType::kFloat32, 8, 8);
-    const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 8, 8);
-    b.add(Opcode::kMemset, b.ap(tile, {8, 4}), {});  // only half of it
-    b.add(Opcode::kTensorCopy, b.ap(r, {8, 8}), {b.ap(tile, {8, 8})});
-    store(b, out, b.ap(r, {8, 8}), 8, 8);
-    Simulator simulator(b.program(), trn2());
-    try {
-      simulator.run(reference);
-      FAIL() << "expected an uninitialized-read error";
-    } catch (const SimError& error) {
-      EXPECT_EQ(error.rule, rule::kUninitializedRead);
-      EXPECT_EQ(error.line, 11);
-      EXPECT_NE(std::string(error.what()).find("never_written"), std::string::npos);
+    for (const Opcode reader : {Opcode::kTensorScalar, Opcode::kDmaCopy}) {
+      ProgramBuilder b;
+      const int32_t out = b.hbm("out", DType::kFloat32, 8 * 8, false);
+      const int32_t tile = b.tile("never_written", Memory::kSbuf, DType::kFloat32, 8, 8);
+      const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 8, 8);
+      b.add(Opcode::kMemset, b.ap(tile, {8, 4}), {});  // only half of it
+      if (reader == Opcode::kDmaCopy) {
+        b.add(Opcode::kDmaCopy, b.ap(out, {8, 8}), {b.ap(tile, {8, 8})});  // to HBM
+      } else {
+        b.add(Opcode::kTensorScalar, b.ap(r, {8, 8}), {b.ap(tile, {8, 8})});  // arithmetic
+        store(b, out, b.ap(r, {8, 8}), 8, 8);
+      }
+      Simulator simulator(b.program(), trn2());
+      try {
+        simulator.run(reference);
+        FAIL() << "expected an uninitialized-read error";
+      } catch (const SimError& error) {
+        EXPECT_EQ(error.rule, rule::kUninitializedRead);
+        EXPECT_EQ(error.line, 11);
+        EXPECT_NE(std::string(error.what()).find("never_written"), std::string::npos);
+      }
+    }
+  }
+}
+
+// A transpose or tensor copy moves never-written elements along (the hardware moves whatever
+// bits are there); they stay never written where they land, so only a later read of those
+// elements is an error, and reads of the written ones are not.
+TEST(Instructions, TransposesAndCopiesCarryUnwrittenElementsAlong) {
+  for (bool reference : {true, false}) {
+    for (const Opcode mover : {Opcode::kTranspose, Opcode::kTensorCopy}) {
+      for (const bool read_unwritten : {false, true}) {
+        ProgramBuilder b;
+        const int32_t in = b.hbm("in", DType::kFloat32, 8 * 4, true);
+        const int32_t out = b.hbm("out", DType::kFloat32, 8 * 4, false);
+        const int32_t half_tile = b.tile("half", Memory::kSbuf, DType::kFloat32, 8, 8);
+        b.add(Opcode::kDmaCopy, b.ap(half_tile, {8, 4}), {b.ap(in, {8, 4})});  // columns 0..3
+        const AccessPattern half = b.ap(half_tile, {8, 8});
+        const Memory where = mover == Opcode::kTranspose ? Memory::kPsum : Memory::kSbuf;
+        const int32_t moved = b.tile("moved", where, DType::kFloat32, 8, 8);
+        b.add(mover, b.ap(moved, {8, 8}), {half});
+        // The transpose's partitions 0..3 are the written columns of `half`, 4..7 never
+        // written ones; the copy's partitions hold columns 0..3 written, 4..7 not.
+        AccessPattern source = b.ap(moved, {mover == Opcode::kTranspose ? 4 : 8, 4});
+        if (read_unwritten) {
+          if (mover == Opcode::kTranspose) {
+            source.dims[0].size = 8;
+          } else {
+            source.offset = 4;
+          }
+        }
+        const int64_t rows = source.dims[0].size;
+        const int32_t row = b.tile("row", Memory::kSbuf, DType::kFloat32, 8, 4);
+        b.add(Opcode::kTensorCopy, b.ap(row, {rows, 4}), {source});
+        b.add(Opcode::kDmaCopy, b.ap(out, {rows, 4}), {b.ap(row, {rows, 4})});
+        Simulator simulator(b.program(), trn2());
+        testing::set_floats(simulator, in, random_floats(32, 41));
+        if (!read_unwritten) {
+          EXPECT_NO_THROW(simulator.run(reference)) << opcode_name(mover);
+          continue;
+        }
+        try {
+          simulator.run(reference);
+          ADD_FAILURE() << "expected an uninitialized-read error " << opcode_name(mover);
+        } catch (const SimError& error) {
+          EXPECT_EQ(error.rule, rule::kUninitializedRead) << error.what();
+          EXPECT_NE(std::string(error.what()).find("'row'"), std::string::npos) << error.what();
+        }
+      }
     }
   }
 }
@@ -498,6 +553,65 @@ TEST(Instructions, StreamShuffleBroadcastsOnePartitionAndChecksItsSource) {
   } catch (const SimError& error) {
     EXPECT_EQ(error.rule, rule::kOutOfBounds) << error.what();
   }
+}
+
+TEST(Instructions, NonzeroWithCountCompactsTheFirstPartitionOfEachGpSimdCore) {
+  const int64_t p = 128, f = 40;
+  ProgramBuilder b;
+  const int32_t in = b.hbm("in", DType::kFloat32, p * f, true);
+  const int32_t before = b.hbm("before", DType::kFloat32, p * (f + 1), true);
+  const int32_t out = b.hbm("out", DType::kFloat32, p * (f + 1), false);
+  const AccessPattern src = load(b, in, DType::kFloat32, p, f, "src");
+  const AccessPattern dst = load(b, before, DType::kFloat32, p, f + 1, "dst");
+  Instruction& nonzero = b.add(Opcode::kNonzeroWithCount, dst, {src});
+  nonzero.imm0 = 256.0f;  // index_offset
+  nonzero.imm1 = -1.0f;   // padding_val
+  store(b, out, dst, p, f + 1);
+  auto values = random_floats(p * f, 31);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i % 3 != 0) values[i] = 0.0f;  // about a third nonzero
+  }
+  values[16 * f + 5] = std::numeric_limits<float>::quiet_NaN();  // NaN is nonzero
+  values[16 * f + 6] = -0.0f;                                    // negative zero is zero
+  for (int64_t j = 0; j < f; ++j) values[32 * f + j] = 0.0f;     // a partition with none
+  const auto old = random_floats(p * (f + 1), 32);
+  const auto got = run_both(b, {{in, values}, {before, old}}, out);
+  for (int64_t d = 0; d < p; ++d) {
+    std::vector<float> want(old.begin() + d * (f + 1), old.begin() + (d + 1) * (f + 1));
+    if (d % 16 == 0) {
+      int64_t count = 0;
+      for (int64_t j = 0; j < f; ++j) {
+        const float v = values[d * f + j];
+        if (v != 0.0f || std::isnan(v)) want[count++] = static_cast<float>(j) + 256.0f;
+      }
+      for (int64_t j = count; j < f; ++j) want[j] = -1.0f;
+      want[f] = static_cast<float>(count);
+      if (d == 32) {
+        EXPECT_EQ(count, 0);
+      }
+    }
+    for (int64_t j = 0; j <= f; ++j) ASSERT_EQ(got[d * (f + 1) + j], want[j]) << d << "," << j;
+  }
+}
+
+TEST(Instructions, NonzeroWithCountNamesItsRules) {
+  const auto expect_rule = [](int64_t dst_free, DType dst_dtype, Engine engine,
+                              const char* expected) {
+    ProgramBuilder b;
+    const int32_t in = b.hbm("in", DType::kFloat32, 128 * 8, true);
+    const AccessPattern src = load(b, in, DType::kFloat32, 128, 8, "src");
+    const int32_t tile = b.tile("dst", Memory::kSbuf, dst_dtype, 128, dst_free);
+    b.add(Opcode::kNonzeroWithCount, b.ap(tile, {128, dst_free}), {src}).engine = engine;
+    try {
+      Simulator simulator(b.program(), trn2());
+      ADD_FAILURE() << "expected " << expected;
+    } catch (const SimError& error) {
+      EXPECT_EQ(error.rule, std::string(expected)) << error.what();
+    }
+  };
+  expect_rule(8, DType::kInt32, Engine::kGpSimd, rule::kShapeMismatch);  // no room for the count
+  expect_rule(9, DType::kBFloat16, Engine::kGpSimd, rule::kDtype);       // indices inexact
+  expect_rule(9, DType::kInt32, Engine::kVector, rule::kBadOperand);     // GpSimd only
 }
 
 }  // namespace

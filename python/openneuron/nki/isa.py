@@ -61,6 +61,18 @@ class reduce_cmd:
     idle, reset, reduce, reset_reduce = 0, 1, 2, 3
 
 
+class constants:
+    """The enums under ``nki.isa.constants`` (``from nki.isa import constants``), the same
+    classes as at the top of ``nki.isa``."""
+
+    engine = engine
+    nc_version = nc_version
+    dge_mode = dge_mode
+    oob_mode = oob_mode
+    matmul_perf_mode = matmul_perf_mode
+    reduce_cmd = reduce_cmd
+
+
 def _trace():
     return tr.current()
 
@@ -605,6 +617,21 @@ def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **_ignored):
     return emit(tr.STREAM_SHUFFLE, tr.VECTOR, dst=dst, src0=src, pattern=words)
 
 
+def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None, **_ignored):
+    """On partitions 0, 16, ..., 112 of src [P, F] (the one each GpSimd core reads): dst's
+    same partition [F + 1] = the indices (plus index_offset) of the nonzero elements in order,
+    padding_val up to F, then their count. dst's other partitions are left as they were."""
+    dst, src = _tensor(dst, "dst"), _tensor(src, "src")
+    return emit(
+        tr.NONZERO_WITH_COUNT,
+        tr.GPSIMD,
+        dst=dst,
+        src0=src,
+        imm0=float(index_offset),
+        imm1=float(padding_val),
+    )
+
+
 def core_barrier(data=None, cores=None, name=None, **_ignored):
     """Waits for the other cores of the launch. One program per launch: nothing to wait for
     (its own accesses are ordered by their dependencies); more than one run one after
@@ -632,7 +659,6 @@ for _name in (
     "nc_match_replace8",
     "nc_matmul_mx",
     "nc_n_gather",
-    "nonzero_with_count",
     "quantize_mx",
     "range_select",
     "register_alloc",

@@ -168,6 +168,24 @@ def ones(shape, dtype=float32, buffer=None, name=None, **_ignored):
     return full(shape, 1.0, dtype, buffer, name)
 
 
+def shared_identity_matrix(n, dtype=uint8, dst=None, **_ignored):
+    """An [n, n] identity matrix in SBUF (into `dst` when given). One per size and dtype in a
+    kernel: later calls return the same tile, as the compiler shares them."""
+    dtype = as_dtype(dtype)
+    trace = tr.current()
+    shared = trace.__dict__.setdefault("shared_identities", {})
+    key = (int(n), dtype.name)
+    if dst is None and key in shared:
+        return shared[key]
+    result = dst if dst is not None else ndarray((n, n), dtype, sbuf, f"identity_{n}_{dtype.name}")
+    diagonal_distance = ndarray((n, n), float32, sbuf, "identity_iota")
+    nisa.iota(diagonal_distance, [[-1, n]], offset=0, channel_multiplier=1)  # p - i
+    nisa.tensor_scalar(result, diagonal_distance, equal, 0.0)
+    if dst is None:
+        shared[key] = result
+    return result
+
+
 def ndarray_like(x, dtype=None, buffer=None, name=None):
     return ndarray(x.shape, dtype or x.dtype, buffer or sbuf, name)
 

@@ -37,7 +37,8 @@ TENSOR, VECTOR, SCALAR, GPSIMD, DMA = 0, 1, 2, 3, 4
     MAX8,
     FIND_INDEX8,
     STREAM_SHUFFLE,
-) = range(19)
+    NONZERO_WITH_COUNT,
+) = range(20)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
