@@ -15,8 +15,10 @@ struct RecordedView {
   void* data = nullptr;
   kernels::DType dtype = kernels::DType::Float32;
   int ndim = 0;
-  int64_t sizes[kMaxRecordedDims] = {};
-  int64_t strides[kMaxRecordedDims] = {};
+  // Only the first `ndim` entries are meaningful: left uninitialised past them, so that
+  // recording an op does not zero what it never reads.
+  int64_t sizes[kMaxRecordedDims];
+  int64_t strides[kMaxRecordedDims];
 
   // True when `view` has few enough dims to be recorded.
   static bool fits(const kernels::TensorView& view) { return view.ndim <= kMaxRecordedDims; }

@@ -29,19 +29,28 @@ bool same_shape(const RecordedView& a, const RecordedView& b) {
 
 }  // namespace
 
-Segment::Fit Segment::fits(const RecordedOp& op) const {
-  if (ops_.empty()) return Fit::Joins;
-  if (!same_shape(ops_.front().out, op.out)) return Fit::Shape;
-  if (ops_.size() >= kMaxOps) return Fit::Limit;
-  switch (flow_.fits(op)) {
-    case DataflowBuilder::Fit::Joins:
-      return Fit::Joins;
-    case DataflowBuilder::Fit::Alias:
-      return Fit::Alias;
-    case DataflowBuilder::Fit::Limit:
-      break;
+Segment::Fit Segment::try_append_locked(runtime::Stream& stream, const RecordedOp& op) {
+  if (ops_.empty()) {
+    flow_.add(op);  // an op alone runs as eager would, however its views overlap
+  } else {
+    if (!same_shape(ops_.front().out, op.out)) return Fit::Shape;
+    if (ops_.size() >= kMaxOps) return Fit::Limit;
+    switch (flow_.try_add(op)) {
+      case DataflowBuilder::Fit::Joins:
+        break;
+      case DataflowBuilder::Fit::Alias:
+        return Fit::Alias;
+      case DataflowBuilder::Fit::Limit:
+        return Fit::Limit;
+    }
   }
-  return Fit::Limit;
+  // Room for a whole segment at once rather than growing the vector (and copying its ops) op
+  // by op; the room is kept from segment to segment.
+  if (ops_.capacity() == 0) ops_.reserve(kMaxOps);
+  ops_.push_back(op);
+  size_.store(ops_.size(), std::memory_order_relaxed);
+  stream.set_pending(this);
+  return Fit::Joins;
 }
 
 Segment::Taken Segment::take_locked() {
@@ -96,11 +105,8 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
   Taken finished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const Fit fit = fits(op);
-    if (fit == Fit::Joins) {
-      append_locked(stream, op);
-      return;
-    }
+    const Fit fit = try_append_locked(stream, op);
+    if (fit == Fit::Joins) return;
     count(fit == Fit::Shape   ? &Counters::ended_by_shape
           : fit == Fit::Alias ? &Counters::ended_by_alias
                               : &Counters::ended_by_limit);
@@ -111,17 +117,7 @@ void Segment::record(runtime::Stream& stream, const RecordedOp& op) {
   run_segment(stream, finished.ops, std::move(finished.flow));
   recycle(std::move(finished.ops));
   std::lock_guard<std::mutex> lock(mutex_);
-  append_locked(stream, op);
-}
-
-void Segment::append_locked(runtime::Stream& stream, const RecordedOp& op) {
-  // Room for a whole segment at once rather than growing the vector (and copying its ops) op
-  // by op; the room is kept from segment to segment.
-  if (ops_.capacity() == 0) ops_.reserve(kMaxOps);
-  ops_.push_back(op);
-  size_.store(ops_.size(), std::memory_order_relaxed);
-  flow_.add(op);
-  stream.set_pending(this);
+  try_append_locked(stream, op);  // the segment is empty: it takes any op
 }
 
 void Segment::flush(runtime::Stream& stream) {

@@ -35,7 +35,9 @@ class Segment final : public runtime::PendingWork {
 
  private:
   enum class Fit { Joins, Shape, Alias, Limit };
-  Fit fits(const RecordedOp& op) const;
+  // Joins adds `op` to the segment (and registers it as `stream`'s pending work); otherwise
+  // nothing changes and the reason is returned.
+  Fit try_append_locked(runtime::Stream& stream, const RecordedOp& op);
   // Takes the ops and their dataflow out; the caller runs them, then hands the op vector back
   // with recycle() so that its room serves the next segment. take() locks, take_locked()
   // expects mutex_ held.
@@ -49,8 +51,6 @@ class Segment final : public runtime::PendingWork {
 
   // Learns from how the segment that `ops` formed turned out.
   void learn(const std::vector<RecordedOp>& ops);
-  // Appends `op` (which fits) and registers the segment as `stream`'s pending work.
-  void append_locked(runtime::Stream& stream, const RecordedOp& op);
 
   std::mutex mutex_;
   std::vector<RecordedOp> ops_;

@@ -75,16 +75,41 @@ int DataflowBuilder::add_entry(const RecordedView& view, bool write) {
 }
 
 void DataflowBuilder::add(const RecordedOp& op) {
+  const int unknown[3] = {-1, -1, -1};
+  add_resolved(op, unknown, -1);
+}
+
+DataflowBuilder::Fit DataflowBuilder::try_add(const RecordedOp& op) {
+  bool conflict = false;
+  size_t new_operands = 0;
+  int input_entries[3] = {-1, -1, -1};
+  for (int k = 0; k < op.num_inputs; ++k) {
+    if (!op.inputs[k].on_host) input_entries[k] = find(op.inputs[k].view, false, &conflict);
+    if (input_entries[k] < 0) ++new_operands;
+  }
+  const int out = find(op.out, true, &conflict);
+  if (out < 0 || !ranges_[out].written) ++new_operands;
+  if (conflict) return Fit::Alias;
+  if (operands() + new_operands > kMaxOperands) return Fit::Limit;
+  add_resolved(op, input_entries, out);
+  return Fit::Joins;
+}
+
+void DataflowBuilder::add_resolved(const RecordedOp& op, const int* input_entries, int out_entry) {
   if (ops_ == 0) {  // room for a typical segment at once, not grown op by op
     flow_.args.reserve(kTypicalOps);
     flow_.external.reserve(kTypicalOps);
   }
   const int index = ops_++;
   std::array<int, 3> args = {0, 0, 0};
+  bool added_entry = false;
   for (int a = 0; a < op.num_inputs; ++a) {
     const RecordedInput& in = op.inputs[a];
     bool conflict = false;
-    const int entry = in.on_host ? -1 : find(in.view, false, &conflict);
+    // A view not found before may have been added by an earlier operand of this op.
+    const int entry = in.on_host              ? -1
+                      : input_entries[a] >= 0 ? input_entries[a]
+                                              : find(in.view, false, &conflict);
     if (entry >= 0) {
       args[a] = entries_[entry].value;
       continue;
@@ -96,11 +121,12 @@ void DataflowBuilder::add(const RecordedOp& op) {
       const int added = add_entry(in.view, false);
       entries_[added].value = external;
       entries_[added].external = external;
+      added_entry = true;
     }
   }
   flow_.args.push_back(args);
   bool conflict = false;
-  int entry = find(op.out, true, &conflict);
+  int entry = out_entry >= 0 && !added_entry ? out_entry : find(op.out, true, &conflict);
   if (entry < 0) entry = add_entry(op.out, false);
   if (!ranges_[entry].written) ++written_entries_;
   ranges_[entry].written = true;

@@ -40,6 +40,9 @@ class DataflowBuilder {
   // Adds `op` (which fits()) as the segment's next op.
   void add(const RecordedOp& op);
 
+  // fits() and, when it Joins, add() in one pass over the entries (each view looked up once).
+  Fit try_add(const RecordedOp& op);
+
   // The dataflow of the ops added so far, every written buffer's last version an output; the
   // builder is empty again afterwards.
   SegmentDataflow take();
@@ -62,6 +65,8 @@ class DataflowBuilder {
   // it and one of the two is a write.
   int find(const RecordedView& view, bool write, bool* conflict) const;
   int add_entry(const RecordedView& view, bool write);
+  // add() with the entries of the op's views already looked up (-1: look again, or add one).
+  void add_resolved(const RecordedOp& op, const int* input_entries, int out_entry);
 
   static constexpr size_t kTypicalOps = 48;
   std::vector<Range> ranges_;  // per entry

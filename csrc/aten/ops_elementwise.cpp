@@ -76,22 +76,23 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
   const at::ScalarType host_dtype = rounds_scalars                          ? out.scalar_type()
                                     : at::isFloatingType(out.scalar_type()) ? at::kFloat
                                                                             : at::kLong;
-  Operand lhs(a, out.sizes(), host_dtype);
-  Operand rhs(b, out.sizes(), host_dtype);
+  // Built in place (each holds a TensorView of about 1 KB): copied only into queued work.
+  const Operand operands[2] = {Operand(a, out.sizes(), host_dtype),
+                               Operand(b, out.sizes(), host_dtype)};
   kernels::PointwiseParams params;
   params.values[0] =
       kernel_scalar(rounds_scalars ? elementwise::rounded_to(alpha, out.scalar_type()) : alpha);
   params.present[0] = true;
   const kernels::PointwiseOp pointwise_op = to_pointwise(op);
   runtime::Stream& stream = stream_for(out);
-  const Operand operands[2] = {lhs, rhs};
   if (record_adaptive(stream, name, pointwise_op, out_view, operands, 2, out_view.dtype, params)) {
     return;
   }
-  enqueue_sized(stream, name, out.numel(), [pointwise_op, out_view, lhs, rhs, params]() mutable {
-    const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
-    kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
-  });
+  enqueue_sized(stream, name, out.numel(),
+                [pointwise_op, out_view, lhs = operands[0], rhs = operands[1], params]() mutable {
+                  const kernels::TensorView inputs[2] = {lhs.bind(), rhs.bind()};
+                  kernels::pointwise(pointwise_op, out_view, inputs, 2, out_view.dtype, params);
+                });
 }
 
 // PyTorch's checks of add/sub's alpha against the result dtype, made before anything runs.

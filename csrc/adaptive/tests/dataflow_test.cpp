@@ -1,6 +1,7 @@
 // A segment's dataflow as the builder resolves it op by op: versions, aliases, limits.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "adaptive/segment_dataflow.h"
@@ -90,6 +91,35 @@ TEST(DataflowTest, HostScalarsCountTowardsTheOperandLimit) {
   EXPECT_EQ(builder.operands(), DataflowBuilder::kMaxOperands);
   // x is two operands (read, then written in place); every op adds its scalar.
   EXPECT_EQ(joined, DataflowBuilder::kMaxOperands - 2);
+}
+
+// try_add is fits() and add() in one pass: over a random op sequence over a few buffers (views
+// reused, read twice, overlapping differently, host scalars), it decides and resolves alike.
+TEST(DataflowTest, TryAddDecidesAndResolvesAsFitsThenAdd) {
+  std::vector<float> memory(64);
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    DataflowBuilder separate, joined;
+    for (int step = 0; step < 12; ++step) {
+      const auto pick = [&] {
+        const int start = static_cast<int>(random() % 4) * 8 + static_cast<int>(random() % 2) * 4;
+        return view_of(memory.data() + start, 8);
+      };
+      const RecordedView out = pick(), a = pick();
+      RecordedOp op = random() % 3 == 0
+                          ? with_host_scalar(PointwiseOp::Mul, out, a)
+                          : binary(PointwiseOp::AddAlpha, out, a, random() % 2 ? a : pick());
+      const DataflowBuilder::Fit expected = separate.fits(op);
+      ASSERT_EQ(joined.try_add(op), expected) << trial << "," << step;
+      if (expected != DataflowBuilder::Fit::Joins) break;
+      separate.add(op);
+    }
+    const SegmentDataflow x = separate.take(), y = joined.take();
+    ASSERT_EQ(x.args, y.args) << trial;
+    ASSERT_EQ(x.external.size(), y.external.size()) << trial;
+    ASSERT_EQ(x.outputs, y.outputs) << trial;
+    ASSERT_EQ(x.output_aliases, y.output_aliases) << trial;
+  }
 }
 
 }  // namespace
