@@ -184,13 +184,26 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
                                               std::shared_ptr<const SegmentProgram>, KeyHash>();
   // Reused per thread for the lookup; copied into the cache only on a miss.
   thread_local std::vector<int64_t> key;
+  // A loop repeats its last segment: comparing with it skips hashing the key (a serial chain of
+  // one multiply per entry) and the shared table's lock.
+  thread_local std::vector<int64_t> last_key;
+  thread_local std::shared_ptr<const SegmentProgram> last_program;
   write_segment_signature(ops, flow, key);
+  if (last_program != nullptr && key == last_key) {
+    *hit = true;
+    return last_program;
+  }
+  const auto remember = [&](std::shared_ptr<const SegmentProgram> program) {
+    last_key = key;
+    last_program = program;
+    return program;
+  };
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache->find(key);
     if (found != cache->end()) {
       *hit = true;
-      return found->second;
+      return remember(found->second);
     }
   }
   *hit = false;
@@ -199,7 +212,7 @@ std::shared_ptr<const SegmentProgram> cached_segment(const std::vector<RecordedO
   std::lock_guard<std::mutex> lock(mutex);
   if (cache->size() >= kMaxCachedSegments) cache->clear();
   cache->emplace(key, program);
-  return program;
+  return remember(program);
 }
 
 }  // namespace openneuron::adaptive
