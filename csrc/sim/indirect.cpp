@@ -80,11 +80,7 @@ AccessPattern row_of(const Program& program, const AccessPattern& ap, int64_t ro
 
 // Whether every element of the HBM pattern `ap` lies inside its tensor.
 bool inside_tensor(const Program& program, const AccessPattern& ap) {
-  int64_t low = ap.offset, high = ap.offset;
-  for (int d = 0; d < ap.rank; ++d) {
-    const int64_t span = (ap.dims[d].size - 1) * ap.dims[d].stride;
-    (span < 0 ? low : high) += span;
-  }
+  const auto [low, high] = ap.offset_span(0);
   return low >= 0 &&
          (high + 1) * dtype_size(ap.dtype) <= program.buffers[ap.buffer].bytes_per_partition;
 }

@@ -88,6 +88,15 @@ const char* activation_name(ActivationFunction function) {
   return lookup(kNames, function);
 }
 
+std::pair<int64_t, int64_t> AccessPattern::offset_span(int first_dim) const {
+  int64_t low = offset, high = offset;
+  for (int d = first_dim; d < rank; ++d) {
+    const int64_t span = (dims[d].size - 1) * dims[d].stride;
+    (span < 0 ? low : high) += span;
+  }
+  return {low, high};
+}
+
 int64_t AccessPattern::free_size() const {
   int64_t size = 1;
   for (int d = 1; d < rank; ++d) size *= dims[d].size;

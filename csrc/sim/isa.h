@@ -85,6 +85,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/dtype.h"
@@ -204,6 +205,9 @@ struct AccessPattern {
   // Elements per partition: the product of the free dimensions.
   int64_t free_size() const;
   int64_t elements() const { return partitions() * free_size(); }
+  // The lowest and highest element offsets the pattern reaches, walking dims from `first_dim`
+  // (1 on-chip, where dim 0 walks partitions; 0 in HBM).
+  std::pair<int64_t, int64_t> offset_span(int first_dim) const;
 };
 
 // A run-time offset on one HBM operand of kDmaCopy (see kDmaCopy above).

@@ -257,13 +257,7 @@ class Checker {
       }
     }
     const int64_t element_size = dtype_size(ap.dtype);
-    int64_t low = ap.offset;
-    int64_t high = ap.offset;
-    const int first_free = buffer.memory == Memory::kHbm ? 0 : 1;
-    for (int d = first_free; d < ap.rank; ++d) {
-      const int64_t span = (ap.dims[d].size - 1) * ap.dims[d].stride;
-      (span < 0 ? low : high) += span;
-    }
+    const auto [low, high] = ap.offset_span(buffer.memory == Memory::kHbm ? 0 : 1);
     if (buffer.memory == Memory::kHbm) {
       if (low < 0 || (high + 1) * element_size > buffer.bytes_per_partition) {
         fail(rule::kOutOfBounds, std::string(slot) + " reaches outside HBM tensor '" + buffer.name +
@@ -495,12 +489,7 @@ class Checker {
 
   void check_single_bank(const AccessPattern& dst) {
     const int64_t element_size = dtype_size(dst.dtype);
-    int64_t low = dst.offset;
-    int64_t high = dst.offset;
-    for (int d = 1; d < dst.rank; ++d) {
-      const int64_t span = (dst.dims[d].size - 1) * dst.dims[d].stride;
-      (span < 0 ? low : high) += span;
-    }
+    const auto [low, high] = dst.offset_span(1);
     const int64_t base = layout_.base[dst.buffer];
     const int64_t first = base + low * element_size;
     const int64_t last = base + (high + 1) * element_size - 1;
