@@ -187,12 +187,8 @@ struct RowAccess {
 template <typename Access>
 std::vector<float> read_carrying(CoreState& state, const Instruction& instruction,
                                  const AccessPattern& ap, std::vector<int64_t>* unwritten) {
-  unwritten->clear();
-  if (state.all_written(ap)) return Access::read(state, instruction, ap);
-  const int64_t total = ap.elements();
-  for (int64_t n = 0; n < total; ++n) {
-    if (!state.element_written(ap, n)) unwritten->push_back(n);
-  }
+  *unwritten = state.unwritten_elements(ap);
+  if (unwritten->empty()) return Access::read(state, instruction, ap);
   state.mark_written(ap);  // exactly its footprint, undone element by element below
   auto values = Access::read(state, instruction, ap);
   for (const int64_t n : *unwritten) state.mark_element_unwritten(ap, n);
@@ -555,12 +551,9 @@ bool execute_move_carrying_unwritten(CoreState& state, const Instruction& instru
   const AccessPattern& src = instruction.src[0];
   const AccessPattern& dst = instruction.dst;
   // In place, marks of source and destination would mix: the strict check applies.
-  if (!src.valid() || src.buffer == dst.buffer || state.all_written(src)) return false;
-  std::vector<int64_t> unwritten;
-  const int64_t total = src.elements();
-  for (int64_t n = 0; n < total; ++n) {
-    if (!state.element_written(src, n)) unwritten.push_back(n);
-  }
+  if (!src.valid() || src.buffer == dst.buffer) return false;
+  const std::vector<int64_t> unwritten = state.unwritten_elements(src);
+  if (unwritten.empty()) return false;
   state.mark_written(src);  // the footprint exactly: undone element by element below
   if (reference) {
     execute_reference(state, instruction);

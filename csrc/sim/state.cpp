@@ -153,6 +153,16 @@ std::pair<int64_t, int64_t> element_place(const Program& program, const AccessPa
 
 }  // namespace
 
+std::vector<int64_t> CoreState::unwritten_elements(const AccessPattern& ap) {
+  std::vector<int64_t> positions;
+  if (all_written(ap)) return positions;
+  const int64_t total = ap.elements();
+  for (int64_t n = 0; n < total; ++n) {
+    if (!element_written(ap, n)) positions.push_back(n);
+  }
+  return positions;
+}
+
 void CoreState::mark_element_unwritten(const AccessPattern& ap, int64_t index) {
   WrittenMap* map = written_[ap.buffer].get();
   if (map == nullptr) return;

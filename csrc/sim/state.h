@@ -64,6 +64,8 @@ class CoreState {
   void mark_written(const AccessPattern& ap);
   // Whether element `index` (row-major over `ap`) was written: the slow path errors take.
   bool element_written(const AccessPattern& ap, int64_t index);
+  // The row-major positions of the elements of `ap` never written (empty when all were).
+  std::vector<int64_t> unwritten_elements(const AccessPattern& ap);
   // Marks element `index` of `ap` never written again (a move carried an unwritten element).
   void mark_element_unwritten(const AccessPattern& ap, int64_t index);
 
