@@ -24,15 +24,24 @@ def adaptive_off_after():
     torch.neuron.synchronize()
 
 
-def run_both(fn, *args):
-    """fn(*args) in plain eager and under adaptive eager (fresh clones of the inputs each)."""
+def keep_stream_busy():
+    """Queues 50 ms of device work: small ops on an idle stream run at once, not recorded."""
+    torch.neuron._sleep(50_000_000)
+
+
+def run_both(fn, *args, busy=False):
+    """fn(*args) in plain eager and under adaptive eager (fresh clones of the inputs each);
+    with busy, the stream has work queued while adaptive eager records."""
 
     def cloned():
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
     eager = fn(*cloned())
     with openneuron.adaptive_eager():
-        fused = fn(*cloned())
+        inputs = cloned()
+        if busy:
+            keep_stream_busy()
+        fused = fn(*inputs)
     return eager, fused
 
 
@@ -58,11 +67,26 @@ def chain(x, y):
 def test_a_pointwise_chain_runs_fused_and_equals_eager(dtype, numel):
     x = torch.randn(numel, device="neuron", dtype=dtype)
     y = torch.randn(numel, device="neuron", dtype=dtype)
-    eager, fused = run_both(chain, x, y)
+    eager, fused = run_both(chain, x, y, busy=True)
     assert_bitwise(eager, fused)
     metrics = openneuron.adaptive_eager_metrics()
     assert metrics["fused_segments"] >= 1 and metrics["fused_ops"] >= 5, metrics
     assert metrics["fallbacks"] == 0, metrics["last_fallback"]
+
+
+def test_small_ops_on_an_idle_stream_run_at_once_and_fuse_behind_work():
+    x = torch.randn(2048, device="neuron")
+    torch.neuron.synchronize()
+    eager, at_once = run_both(chain, x, x)
+    assert_bitwise(eager, at_once)
+    metrics = openneuron.adaptive_eager_metrics()
+    assert metrics["ops_recorded"] == 0 and metrics["ran_at_once"] >= 5, metrics
+    torch.neuron.synchronize()
+    openneuron.reset_adaptive_eager_metrics()
+    eager, fused = run_both(chain, x, x, busy=True)
+    assert_bitwise(eager, fused)
+    metrics = openneuron.adaptive_eager_metrics()
+    assert metrics["fused_ops"] >= 5 and metrics["ran_at_once"] == 0, metrics
 
 
 def test_integer_bool_and_mixed_dtype_ops():
@@ -116,7 +140,7 @@ def test_broadcasting_in_place_out_and_views():
     x = torch.randn(64, 32, device="neuron")
     b = torch.randn(32, device="neuron")
     out = torch.empty(64, 32, device="neuron")
-    assert_bitwise(*run_both(program, x, b, out))
+    assert_bitwise(*run_both(program, x, b, out, busy=True))
     ends = openneuron.adaptive_eager_metrics()["segment_ends"]
     assert ends["shape"] + ends["alias"] >= 1, ends
 
@@ -241,7 +265,7 @@ def test_autograd_and_optimizers_match_eager():
             torch.optim.AdamW(model[0].parameters(), lr=1e-2, foreach=False),
             torch.optim.SGD(model[2].parameters(), lr=1e-2, momentum=0.9, foreach=False),
         ]
-        x = torch.randn(16, 32).to("neuron")
+        x = torch.randn(128, 32).to("neuron")  # activations above small work: recorded
         losses = []
         for _ in range(4):
             for opt in optimizers:
@@ -299,7 +323,7 @@ def test_switch_context_and_environment(run_python):
     assert not openneuron.adaptive_eager_enabled()
     code = (
         "import torch, openneuron\n"
-        "x = torch.ones(100, device='neuron')\n"
+        "x = torch.ones(3000, device='neuron')\n"
         "y = (x * 2 + 1).tanh()\n"
         "print(openneuron.adaptive_eager_enabled(), y.sum().item(),"
         " openneuron.adaptive_eager_metrics()['fused_segments'])\n"
@@ -308,7 +332,7 @@ def test_switch_context_and_environment(run_python):
     assert done.returncode == 0, done.stderr
     enabled, total, fused = done.stdout.split()
     assert enabled == "True" and int(fused) >= 1
-    assert float(total) == pytest.approx(100 * torch.tanh(torch.tensor(3.0)).item())
+    assert float(total) == pytest.approx(3000 * torch.tanh(torch.tensor(3.0)).item())
     bad = run_python(code, OPENNEURON_ADAPTIVE_EAGER="yes")
     assert bad.returncode == 0 and "OPENNEURON_ADAPTIVE_EAGER" in bad.stderr
     assert bad.stdout.split()[0] == "False"
@@ -317,7 +341,7 @@ def test_switch_context_and_environment(run_python):
 def test_debug_dir_receives_segment_ir(run_python, tmp_path):
     code = (
         "import torch, openneuron\n"
-        "x = torch.randn(100, device='neuron')\n"
+        "x = torch.randn(3000, device='neuron')\n"
         "with openneuron.adaptive_eager():\n"
         "    y = (x * 2 + 1).tanh()\n"
         "    torch.neuron.synchronize()\n"

@@ -155,6 +155,18 @@ def test_stream_synchronize_leaves_the_stream_idle():
     torch.testing.assert_close(product.cpu(), a @ b, rtol=1e-4, atol=1e-3)
 
 
+def test_sleep_keeps_the_current_stream_busy_for_its_cycles():
+    import time
+
+    stream = torch.neuron.current_stream()
+    start = time.perf_counter()
+    torch.neuron._sleep(30_000_000)  # 30 ms at one cycle a nanosecond
+    assert not stream.query()
+    stream.synchronize()
+    assert time.perf_counter() - start >= 0.03
+    assert stream.query()
+
+
 def test_device_synchronize_waits_for_every_stream(restore_device, second_device):
     a, b = big_operands(5)
     zero_streams = [torch.neuron.Stream(), torch.neuron.Stream()]

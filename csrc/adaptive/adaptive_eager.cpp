@@ -104,6 +104,12 @@ void set_enabled(bool on) {
 bool record(runtime::Stream& stream, const RecordedOp& op) {
   if (!enabled() || stream.launch_blocking() || !well_formed(op)) return false;
   Segment& segment = segment_for(stream);
+  // A small op that would open a segment on an idle stream runs at once, as plain eager runs it
+  // inline: the device is waiting, and recording costs the host more than fusing saves.
+  if (segment.empty() && op.out.numel() <= runtime::kSmallWorkElements && stream.looks_idle()) {
+    count(&Counters::ran_at_once);
+    return false;
+  }
   if (!segment.worth_recording(op)) {
     count(&Counters::ran_at_once);
     return false;

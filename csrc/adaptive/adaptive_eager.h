@@ -23,8 +23,10 @@ bool enabled();
 void set_enabled(bool on);
 
 // Takes `op` into `stream`'s segment and returns true; false when adaptive eager is off, the
-// stream runs work inline (launch blocking), or ops like this one lately stayed single-op
-// segments (holding them back gains nothing), and the caller queues the op itself.
+// stream runs work inline (launch blocking), ops like this one lately stayed single-op
+// segments (holding them back gains nothing), or the op is small work (at most
+// runtime::kSmallWorkElements elements) that would open a segment while the stream is idle (it
+// runs at once, as plain eager would), and the caller queues the op itself.
 // `op.out_in_device_block` says whether its output lies in the device's caching allocator.
 bool record(runtime::Stream& stream, const RecordedOp& op);
 
@@ -45,7 +47,8 @@ struct Metrics {
   int64_t ended_by_alias = 0;   // ... the next op's memory overlapped differently
   int64_t ended_by_limit = 0;   // ... the size limit
   int64_t ended_by_stream = 0;  // ... other work reached the stream (ops, copies, syncs)
-  int64_t ran_at_once = 0;      // ops not held back: ops like them lately stayed alone
+  int64_t ran_at_once = 0;      // ops not held back: ops like them lately stayed alone, or a
+                                // small op that would open a segment on an idle stream
 };
 Metrics metrics();
 void reset_metrics();

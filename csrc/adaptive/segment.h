@@ -33,6 +33,9 @@ class Segment final : public runtime::PendingWork {
 
   void flush(runtime::Stream& stream) override;
 
+  // No op is held (readable without the lock, as worth_recording reads it).
+  bool empty() const { return size_.load(std::memory_order_relaxed) == 0; }
+
  private:
   enum class Fit { Joins, Shape, Alias, Limit };
   // Joins adds `op` to the segment (and registers it as `stream`'s pending work); otherwise

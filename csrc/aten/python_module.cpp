@@ -2,6 +2,8 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
+
 #include "aten/device_allocator.h"
 #include "aten/distributed_bindings.h"
 #include "aten/fallback.h"
@@ -97,6 +99,17 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     OPENNEURON_RUNTIME_CALL(Runtime::get().device(device).synchronize());
   });
+  m.def(
+      "_sleep",
+      [](int device, int64_t cycles) {
+        // Spins on the device's current stream, keeping it busy, as torch.cuda._sleep does.
+        runtime::current_stream(device).enqueue("neuron::_sleep", [cycles] {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(cycles);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        });
+      },
+      "Queues work that spins for `cycles` cycles of a 1 GHz clock on the current stream.");
   m.def(
       "_stream_submissions",
       [](int device) { return runtime::current_stream(device).submissions(); },

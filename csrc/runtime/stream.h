@@ -117,6 +117,10 @@ class Stream {
   // True when no queued work is pending or running.
   bool query() const;
 
+  // A lock-free snapshot for heuristics: nothing was queued or running when it was read. It
+  // flushes nothing and may be stale at once; never use it for ordering or correctness.
+  bool looks_idle() const { return queued_.load(std::memory_order_acquire) == 0 && !busy(); }
+
   // For process exit: the worker starts no further queued work (it stays queued, never run),
   // and the call waits up to `timeout` for the task running now. Enqueueing still works
   // but nothing more runs. Returns false if the running task did not finish in time.

@@ -168,6 +168,12 @@ class device_of(device):
         super().__init__(tensor.device.index if tensor.device.type == "neuron" else None)
 
 
+def _sleep(cycles: int, device: Any = None) -> None:
+    """Queues device work on the current stream that spins for ``cycles`` cycles of a 1 GHz
+    clock (a nanosecond each), as ``torch.cuda._sleep`` does: a busy stream for tests."""
+    _C._sleep(_index(device), int(cycles))
+
+
 def synchronize(device: Any = None) -> None:
     """Waits for all work queued on every stream of ``device``; raises a queued error."""
     _C._synchronize(_index(device))

@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "adaptive/adaptive_eager.h"
@@ -148,10 +150,10 @@ TEST_F(SegmentTest, IndependentChainsAndInPlaceOverwritesKeepEagerOrder) {
 }
 
 TEST_F(SegmentTest, AnotherShapeEndsTheSegment) {
-  Buffer x = random_buffer(64, 1), y = random_buffer(64, 2), z = random_buffer(64, 3);
+  Buffer x = random_buffer(4096, 1), y = random_buffer(4096, 2), z = random_buffer(4096, 3);
   expect_fused_equals_eager(
       {make_op("aten::neg", PointwiseOp::Neg, y.view(), {x.view()}),
-       make_op("aten::exp", PointwiseOp::Exp, z.view({8, 8}), {y.view({8, 8})})},
+       make_op("aten::exp", PointwiseOp::Exp, z.view({64, 64}), {y.view({64, 64})})},
       {&x, &y, &z});
   const Metrics m = metrics();
   EXPECT_EQ(m.ended_by_shape, 1);
@@ -173,7 +175,7 @@ TEST_F(SegmentTest, MemorySeenTwoWaysEndsTheSegment) {
 }
 
 TEST_F(SegmentTest, ASecondIdenticalSegmentHitsTheCache) {
-  Buffer x = random_buffer(1000, 1), y = random_buffer(1000, 2);
+  Buffer x = random_buffer(3000, 1), y = random_buffer(3000, 2);
   for (int round = 0; round < 2; ++round) {
     ASSERT_TRUE(record(*stream_, make_op("aten::exp", PointwiseOp::Exp, y.view(), {x.view()})));
     ASSERT_TRUE(record(*stream_, make_op("aten::sqrt_", PointwiseOp::Sqrt, y.view(), {y.view()})));
@@ -204,7 +206,7 @@ TEST_F(SegmentTest, ResultsOfFreedTensorsAreNotStored) {
 }
 
 TEST_F(SegmentTest, AFailingSegmentNamesItsEagerOpsAndTheStreamStaysUsable) {
-  Buffer x = random_buffer(100, 1), y = random_buffer(100, 2);
+  Buffer x = random_buffer(3000, 1), y = random_buffer(3000, 2);
   RecordedOp bad = make_op("aten::tanh", PointwiseOp::Tanh, y.view(), {y.view()});
   bad.compute = DType::Int64;  // float-only op asked for integer compute: the kernel throws
   ASSERT_TRUE(record(*stream_, make_op("aten::neg", PointwiseOp::Neg, y.view(), {x.view()})));
@@ -218,6 +220,27 @@ TEST_F(SegmentTest, AFailingSegmentNamesItsEagerOpsAndTheStreamStaysUsable) {
   ASSERT_TRUE(record(*stream_, make_op("aten::neg", PointwiseOp::Neg, y.view(), {x.view()})));
   stream_->synchronize();
   EXPECT_EQ(y.data[7], -x.data[7]);
+}
+
+TEST_F(SegmentTest, ASmallOpOnAnIdleStreamRunsAtOnceAndBehindWorkIsRecorded) {
+  Buffer x = random_buffer(runtime::kSmallWorkElements, 1), y = random_buffer(2048, 2);
+  const RecordedOp neg = make_op("aten::neg", PointwiseOp::Neg, y.view(), {x.view()});
+  stream_->synchronize();
+  EXPECT_FALSE(record(*stream_, neg));  // the caller runs it, as plain eager would
+  EXPECT_EQ(metrics().ran_at_once, 1);
+  std::atomic<bool> release{false};
+  stream_->enqueue("test::hold", [&release] {
+    while (!release.load()) std::this_thread::yield();
+  });
+  EXPECT_TRUE(record(*stream_, neg));
+  EXPECT_TRUE(record(*stream_, make_op("aten::exp", PointwiseOp::Exp, y.view(), {y.view()})));
+  release = true;
+  stream_->synchronize();
+  EXPECT_EQ(metrics().fused_ops, 2);
+  EXPECT_EQ(y.data[5], std::exp(-x.data[5]));
+  // One element more than small work is recorded on an idle stream too.
+  Buffer big = random_buffer(runtime::kSmallWorkElements + 1, 3);
+  EXPECT_TRUE(record(*stream_, make_op("aten::neg", PointwiseOp::Neg, big.view(), {big.view()})));
 }
 
 TEST_F(SegmentTest, OffRecordsNothing) {

@@ -119,6 +119,19 @@ TEST(StreamTest, QueryTracksPendingWork) {
   EXPECT_TRUE(stream.query());
 }
 
+TEST(StreamTest, LooksIdleWhileNothingIsQueuedOrRunning) {
+  Stream stream(0, 0, false);
+  EXPECT_TRUE(stream.looks_idle());
+  Gate gate;
+  stream.enqueue("gated", gate.waiter());
+  EXPECT_FALSE(stream.looks_idle()) << "queued work";
+  EXPECT_FALSE(becomes_true_within([&] { return stream.looks_idle(); }))
+      << "the stream looked idle while its work was still blocked";
+  gate.open();
+  stream.synchronize();
+  EXPECT_TRUE(stream.looks_idle());
+}
+
 TEST(StreamTest, FailedWorkIsRaisedOnceByTheNextSynchronize) {
   Stream stream(1, 0, false);
   std::atomic<bool> later_work_ran{false};
