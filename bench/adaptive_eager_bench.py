@@ -63,15 +63,24 @@ def measure(workload, size: str, repeats: int) -> dict:
         statistics.median(samples[k]) * 1e3
         for k in ("plain", "adaptive", "plain_cpu", "adaptive_cpu")
     )
+
+    def paired(plain_key, adaptive_key):
+        # Each step against the one taken beside it: drift over the run hits both alike.
+        return statistics.median(
+            p / a for p, a in zip(samples[plain_key], samples[adaptive_key], strict=True)
+        )
+
     return {
         "case": workload.name,
         "plain_ms": plain_ms,
         "adaptive_ms": adaptive_ms,
         "plain_vs_adaptive": plain_ms / adaptive_ms,
+        "paired": paired("plain", "adaptive"),
         # CPU time is less disturbed by other processes than wall time on a loaded machine.
         "plain_cpu_ms": plain_cpu_ms,
         "adaptive_cpu_ms": adaptive_cpu_ms,
         "cpu_plain_vs_adaptive": plain_cpu_ms / adaptive_cpu_ms,
+        "cpu_paired": paired("plain_cpu", "adaptive_cpu"),
         "losses_bitwise_equal": same,
         "ops_recorded": metrics["ops_recorded"],
         "fused_ops": metrics["fused_ops"],
@@ -134,8 +143,10 @@ def markdown(results: dict, arguments: str) -> str:
         f"Measured {results['date']} with `.venv/bin/python bench/adaptive_eager_bench.py "
         f"{arguments}` (`make bench-adaptive`), on {describe(results['machine'])}. Training step "
         "times in ms (medians of interleaved steps), wall and process CPU time (every thread); "
-        "`plain_vs_adaptive` and `cpu_plain_vs_adaptive` above 1 mean adaptive eager is faster. "
-        "On a loaded machine the CPU-time ratio is the steadier one.",
+        "`plain_vs_adaptive` and `cpu_plain_vs_adaptive` above 1 mean adaptive eager is faster; "
+        "`paired` and `cpu_paired` are the medians of each step's ratio to the step taken beside "
+        "it, which drift over the run does not move. On a loaded machine the CPU-time ratio is "
+        "the steadier one.",
         "",
     ]
     rows = results["workloads"]
@@ -146,7 +157,9 @@ def markdown(results: dict, arguments: str) -> str:
     lines += [
         "",
         f"Geomean plain/adaptive: {results['geomean']:.3f} (wall time), "
-        f"{results['cpu_geomean']:.3f} (process CPU time). Per-op CPU time of a 1-element add "
+        f"{results['cpu_geomean']:.3f} (process CPU time); paired "
+        f"{results['paired_geomean']:.3f} (wall), {results['cpu_paired_geomean']:.3f} (CPU). "
+        "Per-op CPU time of a 1-element add "
         f"(medians of {over['rounds']} interleaved rounds of 2000 ops): "
         f"{over['plain_us']:.2f} µs plain, {over['adaptive_us']:.2f} µs adaptive "
         f"({over['adaptive_over_plain']:.2f}×; median of per-round ratios "
@@ -161,6 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--workloads", default="")
+    parser.add_argument("--repeats", type=int, default=15, help="timed steps per workload")
     parser.add_argument(
         "--json", type=Path, default=ROOT / "bench" / "results" / "adaptive_eager.json"
     )
@@ -179,7 +193,9 @@ def main() -> None:
     results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "workloads": []}
     print(f"machine: {results['machine']}")
     for name in names:
-        results["workloads"].append(measure(WORKLOADS[name], size, 3 if args.quick else 15))
+        results["workloads"].append(
+            measure(WORKLOADS[name], size, 3 if args.quick else args.repeats)
+        )
         print_table("adaptive eager", results["workloads"][-1:])
     rounds = 5 if args.quick else 41
     results["overhead"] = one_element_overhead(rounds)
@@ -190,6 +206,8 @@ def main() -> None:
     results["cpu_geomean"] = statistics.geometric_mean(
         r["cpu_plain_vs_adaptive"] for r in results["workloads"]
     )
+    for key in ("paired", "cpu_paired"):
+        results[f"{key}_geomean"] = statistics.geometric_mean(r[key] for r in results["workloads"])
     results["machine"]["load_average_1min_at_end"] = round(os.getloadavg()[0], 1)
     print_table("adaptive eager", results["workloads"])
     print_table("per-op overhead", [results["overhead"]])
