@@ -244,7 +244,7 @@ def markdown(results: dict, arguments: str) -> str:
         " one aborts the process), so ranks compare fingerprints before any message of a size"
         " the peer does not expect could arrive. All-reduce travels whole in it up to 256 KiB;"
         " above, it is a reduce-scatter carried in it and an all-gather of the reduced chunks"
-        " (Gloo's all-reduce after the check past 4 MiB per chunk); all-gather and"
+        " (Gloo's all-reduce after the check past 32 MiB per chunk); all-gather and"
         " reduce-scatter carry up to 2 MiB per peer in it, beyond that one message per pair of"
         " ranks. So the check costs no round of messages of its own. Both sides share two cores"
         " with each other and with everything else running, so latency-bound sizes vary with"

@@ -166,8 +166,14 @@ def scenario_collectives(rank: int, world: int) -> None:
             check(outs[s], expect[s], f"all_to_all[{s}] {dtype}")
     # Each way the data can travel: whole in the fingerprint exchange (all-reduce up to 256 KiB,
     # all-gather and reduce-scatter up to 2 MiB per peer), all-reduce as a reduce-scatter
-    # carried in it plus an all-gather (chunks up to 4 MiB, uneven here), then through the
-    # transport's all-reduce, and all-gather and reduce-scatter as one message per pair.
+    # carried in it plus an all-gather (chunks up to 32 MiB by default, up to 4 MiB in the
+    # 2-rank suite, which sets that limit; uneven here), then through the transport's
+    # all-reduce, and all-gather and reduce-scatter as one message per pair.
+    numel = 4200001  # chunks past 4 MiB: carried by default, the transport's in the 2-rank suite
+    everyone = [rank_input(r, (numel,), torch.float32, salt=59) for r in range(world)]
+    tensor = everyone[rank].to(dev)
+    dist.all_reduce(tensor)
+    check(tensor, reduce_reference(everyone, dist.ReduceOp.SUM), f"all_reduce of {numel}")
     for numel in (4097, 300001, 600001, 2400001):
         everyone = [rank_input(r, (numel,), torch.float32, salt=60) for r in range(world)]
         tensor = everyone[rank].to(dev)

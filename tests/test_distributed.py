@@ -47,9 +47,16 @@ def _run_suite(tmp_path_factory, world, names, backend, env=None, deadline_s=150
     return outcomes, directory
 
 
+# All-reduce chunks carried up to 4 MiB (the default is 32 MiB), so that the sizes the
+# scenarios use reach the transport's all-reduce after the check as well.
+SMALL_CARRY = {"OPENNEURON_DIST_CARRY": "262144,4194304,2097152"}
+
+
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
-    return _run_suite(tmp_path_factory, 2, TWO_RANK_SCENARIOS, "cpu:gloo,neuron:neuron")
+    return _run_suite(
+        tmp_path_factory, 2, TWO_RANK_SCENARIOS, "cpu:gloo,neuron:neuron", env=SMALL_CARRY
+    )
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +124,7 @@ def test_mismatched_collectives_raise_clear_errors(tmp_path):
         distributed_scenarios.failure_mismatch,
         2,
         tmp_path,
-        env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+        env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL", **SMALL_CARRY},
         deadline_s=60,
     )
     assert all(o["ok"] for o in outcomes), distributed_harness.describe(outcomes)
