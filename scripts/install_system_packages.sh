@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build needs (GoogleTest, OpenBLAS, oneDNN, Ninja, ccache),
+# Installs the Debian packages the build and tests need (GoogleTest, OpenBLAS, oneDNN, Ninja,
+# ccache; iproute2 for the two-namespace distributed test),
 # skipping the package manager entirely when they are already present.
 set -euo pipefail
 
-packages=(libgtest-dev libopenblas-dev libdnnl-dev ninja-build ccache g++ cmake)
+packages=(libgtest-dev libopenblas-dev libdnnl-dev ninja-build ccache g++ cmake iproute2)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

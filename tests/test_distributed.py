@@ -5,6 +5,12 @@ suites run once per session and each test checks one scenario's outcome. See
 distributed_scenarios.py for what the ranks do.
 """
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import distributed_harness
 import distributed_scenarios
 import pytest
@@ -176,3 +182,36 @@ def test_no_backend_named_runs_ddp_and_mismatches_raise(tmp_path):
     assert p2p["any_source"] and "rank 0 sent 6 elements" in p2p["any_source"], p2p
     assert "5 elements" in p2p["any_source"], p2p
     assert outcomes[0]["result"]["p2p_errors"] == dict.fromkeys(p2p), "the sender raised"
+
+
+def _network_namespaces_unavailable() -> str:
+    """Why two network namespaces cannot be made here, or "" when they can."""
+    if os.geteuid() != 0:
+        return "making network namespaces needs root"
+    if shutil.which("ip") is None:
+        return "iproute2's ip is not installed"
+    probe = f"onprobe{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"ip netns add failed: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return ""
+
+
+def test_two_network_namespaces_run_a_two_machine_torchrun_job():
+    # Two hosts on one machine: a veth pair between two namespaces, one torchrun node in each
+    # (--nnodes 2), rendezvous and Gloo's TCP over that link; collectives and DDP on neuron.
+    why = _network_namespaces_unavailable()
+    if why:
+        pytest.skip(why)
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        ["bash", "scripts/distributed_two_hosts.sh", sys.executable],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "two-host run passed" in done.stdout
+    assert done.stdout.count("collectives and DDP ok") == 2, done.stdout[-3000:]
