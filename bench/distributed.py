@@ -131,7 +131,8 @@ def _collectives_rank(rank, world, repeats, sizes, ops=OPS):
     return rows
 
 
-def _ddp_rank(rank, world, steps, per_rank_batch):
+def _ddp_rank(rank, world, steps, per_rank_batch, one_core=False):
+    """Median DDP step time; with one_core, the process runs on one CPU (each rank its own)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
@@ -139,6 +140,9 @@ def _ddp_rank(rank, world, steps, per_rank_batch):
     from tests.distributed_scenarios import init
 
     torch.set_num_threads(1)  # one core per rank, in the 1-rank run too (OPENNEURON_NUM_THREADS=1)
+    if one_core:  # the host thread and the stream worker share it, as two ranks on two cores do
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[rank % len(cores)]})
     init(rank, world, backend="cpu:gloo,neuron:neuron", timeout_s=300)
     device = torch.device("neuron", torch.neuron.current_device())
     sizes = dict(get_workload("gpt2").sizes["benchmark"])
@@ -253,7 +257,11 @@ def markdown(results: dict, arguments: str) -> str:
         f"W3 (GPT-2, benchmark size) DDP step with per-rank batch {ddp['per_rank_batch']},"
         " one kernel thread per rank: 1 rank"
         f" {ddp['one_rank_s'] * 1e3:.1f} ms, 2 ranks {ddp['two_ranks_s'] * 1e3:.1f} ms, overhead"
-        f" {ddp['overhead'] * 100:+.1f}%.",
+        f" {ddp['overhead'] * 100:+.1f}%. Against 1 rank confined to one core (its host thread"
+        " and stream worker sharing it, as each of the two ranks shares the machine's two cores"
+        f" with the other): {ddp['one_rank_one_core_s'] * 1e3:.1f} ms, overhead"
+        f" {ddp['overhead_vs_one_core'] * 100:+.1f}%; the rest of the overhead is the cores the"
+        " one rank alone has to itself.",
         "",
         END,
         "",
@@ -314,22 +322,26 @@ def main() -> None:
     steps = 3 if args.quick else 6
     per_rank_batch = 4
     one_thread = {"OPENNEURON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    ones, twos = [], []
-    for _ in range(1 if args.quick else 2):  # the two runs alternate
+    ones, ones_pinned, twos = [], [], []
+    for _ in range(1 if args.quick else 2):  # the runs alternate
         ones.append(_launch(_ddp_rank, 1, steps, per_rank_batch, env=one_thread)[0])
+        ones_pinned.append(_launch(_ddp_rank, 1, steps, per_rank_batch, True, env=one_thread)[0])
         twos.append(max(_launch(_ddp_rank, 2, steps, per_rank_batch, env=one_thread)))
-    one, two = statistics.median(ones), statistics.median(twos)
+    one, one_pinned, two = (statistics.median(t) for t in (ones, ones_pinned, twos))
     results["ddp"] = {
         "workload": "W3 gpt2 (benchmark size)",
         "per_rank_batch": per_rank_batch,
         "one_rank_s": one,
+        "one_rank_one_core_s": one_pinned,
         "two_ranks_s": two,
         "overhead": two / one - 1,
+        "overhead_vs_one_core": two / one_pinned - 1,
     }
     print(
         f"\nW3 DDP step, per-rank batch {per_rank_batch}, one kernel thread per rank: 1 rank"
         f" {one * 1e3:.1f} ms, 2 ranks {two * 1e3:.1f} ms, overhead"
-        f" {results['ddp']['overhead'] * 100:+.1f}%"
+        f" {results['ddp']['overhead'] * 100:+.1f}% (1 rank on one core"
+        f" {one_pinned * 1e3:.1f} ms: {results['ddp']['overhead_vs_one_core'] * 100:+.1f}%)"
     )
     results["load_average_1min_at_end"] = round(os.getloadavg()[0], 1)
     print(f"load average at the end: {results['load_average_1min_at_end']}")
