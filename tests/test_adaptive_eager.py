@@ -25,13 +25,15 @@ def adaptive_off_after():
 
 
 def keep_stream_busy():
-    """Queues 50 ms of device work: small ops on an idle stream run at once, not recorded."""
-    torch.neuron._sleep(50_000_000)
+    """Queues 200 ms of device work (a margin for a loaded host): small ops on an idle stream
+    run at once, not recorded."""
+    torch.neuron._sleep(200_000_000)
 
 
-def run_both(fn, *args, busy=False):
+def run_both(fn, *args, busy=False, idle=False):
     """fn(*args) in plain eager and under adaptive eager (fresh clones of the inputs each);
-    with busy, the stream has work queued while adaptive eager records."""
+    with busy, the stream has work queued while adaptive eager records; with idle, the clones
+    have been copied before fn starts (a copy may still be running otherwise)."""
 
     def cloned():
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -41,6 +43,8 @@ def run_both(fn, *args, busy=False):
         inputs = cloned()
         if busy:
             keep_stream_busy()
+        if idle:
+            torch.neuron.synchronize()
         fused = fn(*inputs)
     return eager, fused
 
@@ -76,8 +80,7 @@ def test_a_pointwise_chain_runs_fused_and_equals_eager(dtype, numel):
 
 def test_small_ops_on_an_idle_stream_run_at_once_and_fuse_behind_work():
     x = torch.randn(2048, device="neuron")
-    torch.neuron.synchronize()
-    eager, at_once = run_both(chain, x, x)
+    eager, at_once = run_both(chain, x, x, idle=True)
     assert_bitwise(eager, at_once)
     metrics = openneuron.adaptive_eager_metrics()
     assert metrics["ops_recorded"] == 0 and metrics["ran_at_once"] >= 5, metrics
