@@ -240,7 +240,10 @@ TEST_F(SegmentTest, ASmallOpOnAnIdleStreamRunsAtOnceAndBehindWorkIsRecorded) {
   EXPECT_EQ(y.data[5], std::exp(-x.data[5]));
   // One element more than small work is recorded on an idle stream too.
   Buffer big = random_buffer(runtime::kSmallWorkElements + 1, 3);
+  const float first = big.data[0];
   EXPECT_TRUE(record(*stream_, make_op("aten::neg", PointwiseOp::Neg, big.view(), {big.view()})));
+  stream_->synchronize();  // before `big` goes out of scope
+  EXPECT_EQ(big.data[0], -first);
 }
 
 TEST_F(SegmentTest, OffRecordsNothing) {
