@@ -220,13 +220,20 @@ def test_two_network_namespaces_run_a_two_machine_torchrun_job():
     if why:
         pytest.skip(why)
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run(
-        ["bash", "scripts/distributed_two_hosts.sh", sys.executable],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
+    for _ in range(2):
+        done = subprocess.run(
+            ["bash", "scripts/distributed_two_hosts.sh", sys.executable],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=150,
+        )
+        # torchrun's agents can race at shutdown: the node hosting the rendezvous store exits
+        # while the other is still in its exit barrier, which then fails with "Failed to recv"
+        # after both ranks finished. Only that case is retried, once.
+        finished = done.stdout.count("collectives and DDP ok") == 2
+        if done.returncode == 0 or not finished or "exit barrier" not in done.stderr:
+            break
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "two-host run passed" in done.stdout
     assert done.stdout.count("collectives and DDP ok") == 2, done.stdout[-3000:]
