@@ -103,11 +103,12 @@ PYBIND11_MODULE(_C, m) {
       "_sleep",
       [](int device, int64_t cycles) {
         // Spins on the device's current stream, keeping it busy, as torch.cuda._sleep does.
-        runtime::current_stream(device).enqueue("neuron::_sleep", [cycles] {
+        const auto spin = [cycles] {
           const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(cycles);
           while (std::chrono::steady_clock::now() < until) {
           }
-        });
+        };
+        OPENNEURON_RUNTIME_CALL(runtime::current_stream(device).enqueue("neuron::_sleep", spin));
       },
       "Queues work that spins for `cycles` cycles of a 1 GHz clock on the current stream.");
   m.def(
