@@ -16,12 +16,14 @@ Not part of `make test` (it needs the checkout).
 import argparse
 import ast
 import json
-import math
 import platform
+import statistics
 import sys
 import time
+from importlib import import_module
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 import openneuron  # noqa: F401  (first: the library's modules `import nki`)
@@ -93,9 +95,7 @@ def describe(config):
 
 
 def estimate(config, package):
-    """The simulator's estimated latency, in ns, of one configuration."""
-    from importlib import import_module
-
+    """The simulator's timing of one configuration (a LaunchResult: latency, utilisation)."""
     kernel_module = import_module(f"{package}.core.rmsnorm.rmsnorm_quant")
     types = import_module(f"{package}.core.utils.common_types")
     quant_type = getattr(types.QuantizationType, str(config["quant_type"]).split(".")[-1])
@@ -106,8 +106,6 @@ def estimate(config, package):
         norm_type=norm,
         eps=1e-6,
     )
-    import ml_dtypes
-
     shape = (config["batch"], config["seqlen"], config["hidden"])
     # Timing only: the values are never read, so the test's generators do not matter.
     hidden = np.zeros(shape, ml_dtypes.bfloat16)
@@ -167,9 +165,8 @@ def main():
         row["published_figure"] = config["tpbSgCyclesSum"]
         test_rows.append(row)
     # Unit-free: each row against the geometric mean of its own column.
-    log_mean = lambda values: math.exp(sum(map(math.log, values)) / len(values))  # noqa: E731
-    estimated_mean = log_mean([r["estimated_ns"] for r in test_rows])
-    published_mean = log_mean([r["published_figure"] for r in test_rows])
+    estimated_mean = statistics.geometric_mean(r["estimated_ns"] for r in test_rows)
+    published_mean = statistics.geometric_mean(r["published_figure"] for r in test_rows)
     for r in test_rows:
         r["error_as_ps"] = r["estimated_ns"] * 1e3 / r["published_figure"] - 1
         r["error_relative"] = (r["estimated_ns"] / estimated_mean) / (
