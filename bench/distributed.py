@@ -260,8 +260,8 @@ def markdown(results: dict, arguments: str) -> str:
         f" {ddp['overhead'] * 100:+.1f}%. Against 1 rank confined to one core (its host thread"
         " and stream worker sharing it, as each of the two ranks shares the machine's two cores"
         f" with the other): {ddp['one_rank_one_core_s'] * 1e3:.1f} ms, overhead"
-        f" {ddp['overhead_vs_one_core'] * 100:+.1f}%; the rest of the overhead is the cores the"
-        " one rank alone has to itself.",
+        f" {ddp['overhead_vs_one_core'] * 100:+.1f}%; the difference between the two overheads is"
+        " the second core a lone rank has to itself.",
         "",
         END,
         "",

@@ -194,17 +194,7 @@ def _network_namespaces_unavailable() -> str:
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
         return f"ip netns add failed: {made.stderr.strip()}"
-    link = [
-        "ip",
-        "link",
-        "add",
-        f"vp{os.getpid()}",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        f"vq{os.getpid()}",
-    ]
+    link = f"ip link add vp{os.getpid()} type veth peer name vq{os.getpid()}".split()
     linked = subprocess.run(link, capture_output=True, text=True)
     subprocess.run(["ip", "link", "del", f"vp{os.getpid()}"], capture_output=True)
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
