@@ -35,7 +35,10 @@ ip -n "$host_b" link set "$link_b" up
 
 run_node() {  # namespace, interface, node rank
   # Gloo binds to the namespace's veth (its hostname would resolve to the host's loopback).
-  ip netns exec "$1" env GLOO_SOCKET_IFNAME="$2" timeout --kill-after=10 60 "$python" -m torch.distributed.run \
+  # A node is killed 10 s after its 60 s are up: torchrun waiting in its exit barrier for a
+  # failed peer does not act on the first signal.
+  ip netns exec "$1" env GLOO_SOCKET_IFNAME="$2" timeout --kill-after=10 60 \
+    "$python" -m torch.distributed.run \
     --nnodes 2 --node-rank "$3" --nproc-per-node 1 \
     --master-addr "$addr_a" --master-port "$port" \
     examples/distributed_check.py

@@ -1,6 +1,7 @@
 """Streams (in-order queues run by worker threads) and events, and the asynchrony they imply."""
 
 import json
+import time
 
 import pytest
 import torch
@@ -156,8 +157,6 @@ def test_stream_synchronize_leaves_the_stream_idle():
 
 
 def test_sleep_keeps_the_current_stream_busy_for_its_cycles():
-    import time
-
     stream = torch.neuron.current_stream()
     start = time.perf_counter()
     torch.neuron._sleep(30_000_000)  # 30 ms at one cycle a nanosecond
@@ -248,6 +247,7 @@ def test_elapsed_time_needs_timing_events():
 # is allowed); each child reads OPENNEURON_LAUNCH_BLOCKING at its first device use.
 LAUNCH_MODE_SCRIPT = """
 import json
+import time
 import os
 
 import torch
