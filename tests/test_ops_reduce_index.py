@@ -762,3 +762,44 @@ def test_mixed_devices_fail():
         torch.ones(3, 4, device=DEVICE).gather(0, torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(RuntimeError, match="same device"):
         torch.cat([torch.ones(2, device=DEVICE), torch.ones(2)])
+
+
+ISIN_CASES = {
+    "promoted_int_float": (torch.tensor([1, 2, 3]), torch.tensor([2.5, 3.0])),
+    "nan_and_signed_zero": (
+        torch.tensor([1.0, float("nan"), -0.0]),
+        torch.tensor([float("nan"), 0.0]),
+    ),
+    "uint8_against_int64": (torch.tensor([1, 2, 3], dtype=torch.uint8), torch.tensor([-254])),
+    "strided_2d": (
+        torch.arange(63).reshape(7, 9).remainder(50).t(),
+        torch.arange(12).reshape(3, 4) * 4,
+    ),
+    "half": (torch.linspace(-2, 2, 17).half(), torch.tensor([0.5, -1.0, 3.0]).half()),
+}
+
+
+@pytest.mark.parametrize("invert", [False, True])
+@pytest.mark.parametrize("case", list(ISIN_CASES))
+def test_isin_matches_the_cpu_natively(case, invert):
+    elements, test_elements = ISIN_CASES[case]
+    openneuron.clear_op_tracking()
+    result = torch.isin(elements.to("neuron"), test_elements.to("neuron"), invert=invert)
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(result.cpu(), torch.isin(elements, test_elements, invert=invert))
+
+
+def test_isin_scalar_forms_promote_as_the_cpu_does():
+    ints = torch.tensor([1, 2])
+    assert torch.equal(torch.isin(ints.to("neuron"), 2.5).cpu(), torch.isin(ints, 2.5))
+    assert torch.equal(torch.isin(ints.float().to("neuron"), 2).cpu(), torch.isin(ints.float(), 2))
+    test = torch.tensor([1.5, 2.0])
+    assert torch.equal(torch.isin(2, test.to("neuron")).cpu(), torch.isin(2, test))
+
+
+def test_isin_refuses_what_the_cpu_refuses_at_the_call():
+    ints = torch.tensor([1, 2], device="neuron")
+    with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin"):
+        torch.isin(torch.tensor([True], device="neuron"), ints)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype bool, but got float"):
+        torch.isin(ints, ints, out=torch.empty(2, device="neuron"))

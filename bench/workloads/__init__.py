@@ -101,4 +101,4 @@ def cycling_batches(batches: list, device: torch.device) -> Callable[[int], tupl
 
 
 # Importing the modules registers the workloads in a fixed order.
-from bench.workloads import bert, cnn, gpt2, llama, mlp  # noqa: E402,F401
+from bench.workloads import bert, cnn, gpt2, llama, mlp, moe  # noqa: E402,F401

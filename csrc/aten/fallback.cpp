@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "aten/fallback_widening.h"
 #include "aten/generator.h"
 #include "aten/op_tracking.h"
 #include "runtime/errors.h"
@@ -244,8 +245,11 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       at::assert_no_internal_overlap(value.toTensor());
     }
   }
-  keep_broadcasts(op, *stack, first);
-  at::native::cpu_fallback(op, stack);
+  run_widening_unsupported_dtypes(op, stack, name, names_a_device(op, *stack, first),
+                                  [&](torch::jit::Stack* host_stack) {
+                                    keep_broadcasts(op, *host_stack, first);
+                                    at::native::cpu_fallback(op, host_stack);
+                                  });
   for (auto& [on_device, on_host] : written_back) on_device.copy_(on_host);
   if (results_on_device) keep_results_on_device(op, *stack, device);
 }

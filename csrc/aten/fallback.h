@@ -9,11 +9,18 @@ namespace openneuron::bridge {
 // Boxed kernel registered for every op the device does not implement. Counts the run,
 // warns the first time per op, refuses in strict mode (NotImplementedError naming the
 // op), rejects mixed-device inputs, and otherwise runs the CPU kernel on host copies.
+// Where the CPU kernel lacks an input's dtype (its "not implemented for 'T'" error) and CUDA
+// has it, the op runs at the nearest wider dtype the CPU has and its results are rounded
+// once to the dtypes the op returns for the original inputs; recorded per (op, dtype).
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Turns strict mode on or off for this process (initially OPENNEURON_STRICT).
 void set_strict_mode(bool strict);
 bool strict_mode();
+
+// Turns the fallback's dtype widening on (the default) or off (tests prove it is needed).
+void set_fallback_widening(bool enabled);
+bool fallback_widening();
 
 }  // namespace openneuron::bridge
 

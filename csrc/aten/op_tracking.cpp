@@ -12,6 +12,7 @@ struct Registry {
   std::mutex mutex;
   std::vector<std::pair<std::string, NativeOpCounter*>> native;
   std::map<std::string, int64_t> fallback;
+  std::map<std::string, std::map<std::string, std::string>> widened;
   std::set<std::string> warned;
 };
 
@@ -35,6 +36,19 @@ bool record_fallback(const std::string& op_name) {
   return reg.warned.insert(op_name).second;
 }
 
+void record_widened_fallback(const std::string& op_name, const std::string& from_dtype,
+                             const std::string& to_dtype) {
+  auto& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.widened[op_name][from_dtype] = to_dtype;
+}
+
+std::map<std::string, std::map<std::string, std::string>> widened_fallbacks() {
+  auto& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  return reg.widened;
+}
+
 std::map<std::string, int64_t> fallback_ops() {
   auto& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
@@ -55,6 +69,7 @@ void clear_op_tracking() {
   auto& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
   reg.fallback.clear();
+  reg.widened.clear();
   for (auto& [name, counter] : reg.native) counter->reset();
 }
 

@@ -25,10 +25,17 @@ class NativeOpCounter {
 // in the process (so the caller warns once per op).
 bool record_fallback(const std::string& op_name);
 
+// Records that a host-fallback run of `op_name` computed `from_dtype` inputs at `to_dtype`
+// because the CPU kernel lacks `from_dtype` (dtype names as torch prints them).
+void record_widened_fallback(const std::string& op_name, const std::string& from_dtype,
+                             const std::string& to_dtype);
+
 // Ops that ran on the device (native and fallback), with run counts since the last clear.
 std::map<std::string, int64_t> executed_ops();
 // Ops that ran through the host fallback, with run counts since the last clear.
 std::map<std::string, int64_t> fallback_ops();
+// Per op, each dtype the host fallback widened and what to, since the last clear.
+std::map<std::string, std::map<std::string, std::string>> widened_fallbacks();
 // Forgets the counts (the warn-once memory is kept).
 void clear_op_tracking();
 

@@ -96,6 +96,11 @@ at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor
 at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2,
                      const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out);
 
+// Grouped matrix products, one per expert (ops_grouped_mm.cpp).
+at::Tensor grouped_mm(const at::Tensor& self, const at::Tensor& mat2,
+                      const std::optional<at::Tensor>& offs, const std::optional<at::Tensor>& bias,
+                      std::optional<at::ScalarType> out_dtype);
+
 // Softmax (ops_softmax.cpp).
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out);

@@ -1,5 +1,6 @@
-// Native kernels of the reduce-index family: general reductions, scans, indexing, sorting
-// and shape/creation ops (ops_reduce_general.cpp, ops_indexing.cpp, ops_sort_shape.cpp),
+// Native kernels of the reduce-index family: general reductions, scans, indexing, sorting,
+// histograms and shape/creation ops (ops_reduce_general.cpp, ops_indexing.cpp,
+// ops_sort_shape.cpp, ops_histogram.cpp, ops_membership.cpp),
 // registered in register_reduce_index.cpp.
 #pragma once
 
@@ -28,6 +29,26 @@ std::tuple<at::Tensor, at::Tensor> std_mean_correction(const at::Tensor& self,
                                                        at::OptionalIntArrayRef dim,
                                                        const std::optional<at::Scalar>& correction,
                                                        bool keepdim);
+
+// Histograms.
+at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                 const at::Scalar& max);
+at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                      const at::Scalar& max, at::Tensor& out);
+
+// Set membership (ops_membership.cpp).
+at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique,
+                bool invert);
+at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test_elements,
+                     bool assume_unique, bool invert, at::Tensor& out);
+at::Tensor isin_scalar(const at::Tensor& elements, const at::Scalar& test_element,
+                       bool assume_unique, bool invert);
+at::Tensor& isin_scalar_out(const at::Tensor& elements, const at::Scalar& test_element,
+                            bool assume_unique, bool invert, at::Tensor& out);
+at::Tensor isin_scalar_tensor(const at::Scalar& element, const at::Tensor& test_elements,
+                              bool assume_unique, bool invert);
+at::Tensor& isin_scalar_tensor_out(const at::Scalar& element, const at::Tensor& test_elements,
+                                   bool assume_unique, bool invert, at::Tensor& out);
 
 // Extremes.
 at::Tensor max_all(const at::Tensor& self);

@@ -183,7 +183,10 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("_get_fallback_ops", [] { return counts_to_dict(fallback_ops()); });
   m.def("_get_executed_ops", [] { return counts_to_dict(executed_ops()); });
+  m.def("_get_widened_fallbacks", [] { return widened_fallbacks(); });
   m.def("_clear_op_tracking", &clear_op_tracking);
+  m.def("_set_fallback_widening", &set_fallback_widening);
+  m.def("_is_fallback_widening", &fallback_widening);
   m.def("_set_strict", &set_strict_mode);
   m.def("_is_strict", &strict_mode);
   m.def("_set_deferred_index_checks", &set_deferred_index_checks);

@@ -87,6 +87,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("dot", TORCH_FN(dot));
   m.impl("dot.out", TORCH_FN(dot_out));
+  m.impl("_grouped_mm", TORCH_FN(grouped_mm));
 
   // Softmax.
   m.impl("_softmax", TORCH_FN(softmax));

@@ -15,6 +15,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("var_mean.correction", TORCH_FN(var_mean_correction));
   m.impl("std_mean.correction", TORCH_FN(std_mean_correction));
 
+  // Histograms.
+  m.impl("histc", TORCH_FN(histc));
+  m.impl("histc.out", TORCH_FN(histc_out));
+
+  // Set membership.
+  m.impl("isin.Tensor_Tensor", TORCH_FN(isin));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(isin_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(isin_scalar));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(isin_scalar_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(isin_scalar_tensor));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(isin_scalar_tensor_out));
+
   // Extremes.
   m.impl("max", TORCH_FN(max_all));
   m.impl("max.unary_out", TORCH_FN(max_all_out));

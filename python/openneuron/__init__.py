@@ -51,7 +51,13 @@ from openneuron.adaptive_eager import (
     adaptive_eager_metrics,
     reset_adaptive_eager_metrics,
 )
-from openneuron.op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops, strict
+from openneuron.op_tracking import (
+    clear_op_tracking,
+    get_executed_ops,
+    get_fallback_ops,
+    get_widened_ops,
+    strict,
+)
 
 __all__ = [
     "adaptive_eager",
@@ -63,6 +69,7 @@ __all__ = [
     "cpu_capability_details",
     "get_executed_ops",
     "get_fallback_ops",
+    "get_widened_ops",
     "reset_adaptive_eager_metrics",
     "reset_compile_metrics",
     "strict",

@@ -11,6 +11,13 @@ def get_fallback_ops() -> dict[str, int]:
     return dict(_C._get_fallback_ops())
 
 
+def get_widened_ops() -> dict[str, dict[str, str]]:
+    """Host-fallback runs whose CPU kernel lacked an input dtype and that ran at a wider one
+    since the last clear: ``{op: {dtype: widened_to}}``, e.g.
+    ``{"aten::histc": {"torch.int32": "torch.float64"}}``."""
+    return {op: dict(dtypes) for op, dtypes in _C._get_widened_fallbacks().items()}
+
+
 def get_executed_ops() -> dict[str, int]:
     """Every op that ran on a neuron device (native or fallback), with its run counts."""
     return dict(_C._get_executed_ops())

@@ -1,0 +1,87 @@
+"""The host fallback never fails on a dtype CUDA has and the CPU lacks: it computes at the nearest
+wider dtype the CPU has, rounds once, and says so (openneuron.get_widened_ops())."""
+
+import warnings
+
+import pytest
+import torch
+
+import openneuron
+
+
+@pytest.fixture(autouse=True)
+def quiet_fallback_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def pooled_on_cpu_widened(x):
+    """The reference for a 16-bit avg_pool3d: the CPU at float32, rounded once."""
+    return torch.nn.functional.avg_pool3d(x.float(), 2).to(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_16_bit_op_the_cpu_lacks_runs_widened_and_is_reported(dtype):
+    x = torch.randn(2, 3, 4, 6, 6).to(dtype)
+    openneuron.clear_op_tracking()
+    result = torch.nn.functional.avg_pool3d(x.to("neuron"), 2)
+    assert result.dtype == dtype and result.device.type == "neuron"
+    assert torch.equal(result.cpu(), pooled_on_cpu_widened(x))
+    assert openneuron.get_fallback_ops() == {"aten::avg_pool3d.out": 1}
+    assert openneuron.get_widened_ops() == {"aten::avg_pool3d.out": {str(dtype): "torch.float32"}}
+    openneuron.clear_op_tracking()
+    assert openneuron.get_widened_ops() == {}
+
+
+def test_widened_out_is_resized_and_returned_and_gradients_flow():
+    x = torch.randn(1, 2, 4, 4, 4).half()
+    out = torch.empty(0, dtype=torch.half, device="neuron")
+    returned = torch.ops.aten.avg_pool3d.out(x.to("neuron"), [2, 2, 2], out=out)
+    assert returned is out and out.shape == (1, 2, 2, 2, 2)
+    assert torch.equal(out.cpu(), pooled_on_cpu_widened(x))
+
+    leaf = x.to("neuron").requires_grad_()
+    (grad,) = torch.autograd.grad(torch.nn.functional.avg_pool3d(leaf, 2).sum(), leaf)
+    reference = x.float().requires_grad_()
+    (expected,) = torch.autograd.grad(torch.nn.functional.avg_pool3d(reference, 2).sum(), reference)
+    assert grad.dtype == torch.half
+    assert torch.equal(grad.cpu(), expected.half())
+    assert "aten::avg_pool3d_backward.grad_input" in openneuron.get_widened_ops()
+
+
+def test_antialiased_16_bit_interpolation_runs_widened():
+    x = torch.randn(1, 2, 9, 9).half()
+    result = torch.nn.functional.interpolate(
+        x.to("neuron"), size=(4, 4), mode="bilinear", antialias=True
+    )
+    expected = torch.nn.functional.interpolate(
+        x.float(), size=(4, 4), mode="bilinear", antialias=True
+    ).half()
+    assert torch.equal(result.cpu(), expected)
+
+
+def test_without_widening_the_cpu_kernel_error_comes_back():
+    """The mutant: a fallback that does not widen fails where CUDA computes."""
+    x = torch.randn(1, 1, 2, 2, 2).half().to("neuron")
+    openneuron._C._set_fallback_widening(False)
+    try:
+        with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+            torch.nn.functional.avg_pool3d(x, 2)
+    finally:
+        openneuron._C._set_fallback_widening(True)
+    assert torch.nn.functional.avg_pool3d(x, 2).shape == (1, 1, 1, 1, 1)
+
+
+def test_dtypes_cuda_refuses_too_are_not_widened():
+    """Integer lerp: CUDA's kernel refuses it like the CPU's, so the CPU's error stands."""
+    a = torch.tensor([1, 2], device="neuron")
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        torch.lerp(a, a, 0.5)
+    assert openneuron.get_widened_ops().get("aten::lerp.Scalar_out") is None
+
+
+def test_strict_mode_still_refuses_before_widening():
+    x = torch.randn(1, 1, 2, 2, 2).half().to("neuron")
+    with openneuron.strict(), pytest.raises(NotImplementedError, match="avg_pool3d"):
+        torch.nn.functional.avg_pool3d(x, 2)
