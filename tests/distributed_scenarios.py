@@ -546,6 +546,53 @@ def scenario_ddp_gpt2(rank: int, world: int) -> None:
     )
 
 
+def scenario_expert_parallel(rank: int, world: int) -> None:
+    """Expert parallelism as MoE layers do it: each rank hosts a slice of the experts; tokens
+    are routed (top-1) to the rank that hosts their expert with all_to_all_single and uneven
+    splits, computed there with torch._grouped_mm, and sent back. Every token must reach the
+    rank of its expert and come back as one process computing every expert would give it."""
+    dev = device()
+    experts, hidden, tokens = 4 * world, 16, 24
+    generator = torch.Generator().manual_seed(7)
+    weights = torch.randn(experts, hidden, hidden, generator=generator)  # every rank alike
+    x = torch.randn(tokens, hidden, generator=torch.Generator().manual_seed(100 + rank))
+    expert_of = torch.randint(0, experts, (tokens,), generator=torch.Generator().manual_seed(rank))
+    per_rank = experts // world
+
+    # Sort by expert (so by destination rank) and tell each rank how many rows it gets.
+    order = torch.argsort(expert_of, stable=True)
+    send_x, send_ids = x[order].to(dev), expert_of[order].to(torch.int32).to(dev)
+    send_counts = torch.histc(send_ids // per_rank, bins=world, min=0, max=world - 1)
+    recv_counts = torch.empty_like(send_counts)
+    dist.all_to_all_single(recv_counts, send_counts)
+    send_splits = send_counts.cpu().long().tolist()
+    recv_splits = recv_counts.cpu().long().tolist()
+    received = torch.empty(sum(recv_splits), hidden, device=dev)
+    received_ids = torch.empty(sum(recv_splits), dtype=torch.int32, device=dev)
+    dist.all_to_all_single(received, send_x, recv_splits, send_splits)
+    dist.all_to_all_single(received_ids, send_ids, recv_splits, send_splits)
+    local_ids = received_ids.cpu()
+    assert ((local_ids // per_rank) == rank).all(), f"tokens for other ranks: {local_ids}"
+
+    # The local experts' products in one grouped kernel, then back to the senders.
+    local_order = torch.argsort(received_ids, stable=True)
+    local_counts = torch.histc(
+        received_ids[local_order] - rank * per_rank, bins=per_rank, min=0, max=per_rank - 1
+    )
+    offsets = torch.cumsum(local_counts, 0, dtype=torch.int32)
+    local_weights = weights[rank * per_rank : (rank + 1) * per_rank].to(dev)
+    computed = torch._grouped_mm(received[local_order], local_weights, offsets)
+    answered = torch.empty_like(computed)
+    answered[local_order] = computed
+    returned = torch.empty(tokens, hidden, device=dev)
+    dist.all_to_all_single(returned, answered, send_splits, recv_splits)
+    result = torch.empty_like(returned)
+    result[order.to(dev)] = returned
+
+    expected = torch.stack([x[t] @ weights[expert_of[t]] for t in range(tokens)])
+    check(result, expected, "expert-parallel MoE layer")
+
+
 def _mlp_block(dim=16, hidden=32):
     torch.manual_seed(3)
     return torch.nn.Sequential(
@@ -732,6 +779,7 @@ SCENARIOS = {
     "fsdp2_llama": scenario_fsdp2_llama,
     "fsdp2_cpu_offload": scenario_fsdp2_cpu_offload,
     "staged_collectives": scenario_staged_collectives,
+    "expert_parallel": scenario_expert_parallel,
 }
 
 

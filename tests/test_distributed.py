@@ -31,6 +31,7 @@ TWO_RANK_SCENARIOS = [
     "ddp_mlp",
     "ddp_gpt2",
     "tensor_parallel",
+    "expert_parallel",
     "fsdp2_llama",
     "fsdp2_cpu_offload",
     "checkpoint_save",

@@ -155,3 +155,24 @@ def test_greedy_generation_gives_the_cpu_tokens_with_no_fallback(family):
     assert torch.equal(tokens.cpu(), expected)
     fallbacks = openneuron.get_fallback_ops()
     assert fallbacks == {}, f"{family} generate() ran ops on the host fallback: {fallbacks}"
+
+
+def test_compiled_moe_trains_like_the_cpu():
+    """torch.compile(backend="neuron") on the data-dependent routing: graph breaks are allowed,
+    failures are not; loss and gradients as the CPU's."""
+    cpu_model = build("qwen3_moe")
+    neuron_model = copy.deepcopy(cpu_model).to("neuron")
+    compiled = torch.compile(neuron_model, backend="neuron")
+    tokens = torch.randint(3, VOCAB, (2, 16), generator=torch.Generator().manual_seed(1))
+    openneuron.clear_op_tracking()
+    loss = compiled(input_ids=tokens.to("neuron"), labels=tokens.to("neuron")).loss
+    loss.backward()
+    assert openneuron.get_fallback_ops() == {}
+    expected = cpu_model(input_ids=tokens, labels=tokens).loss
+    expected.backward()
+    torch.testing.assert_close(loss.detach().cpu(), expected.detach(), **TOLERANCE)
+    for (name, p_cpu), p_dev in zip(cpu_model.named_parameters(), neuron_model.parameters()):
+        if p_cpu.grad is not None:
+            torch.testing.assert_close(
+                p_dev.grad.cpu(), p_cpu.grad, **TOLERANCE, msg=lambda m, n=name: f"{n}: {m}"
+            )
