@@ -159,6 +159,48 @@ def gemm(quick: bool) -> list[dict]:
     return rows
 
 
+def grouped_mm(quick: bool) -> list[dict]:
+    """torch._grouped_mm at an MoE layer's size (8 experts x 256 tokens, 512 -> 1024), forward
+    and forward + backward (the two weight and input gradients are grouped products too)."""
+    rows = []
+    groups, tokens, k, n = 8, 256, 512, 1024
+    offsets = torch.arange(1, groups + 1, dtype=torch.int32) * tokens
+    for dtype in (torch.float32, torch.bfloat16):
+        operands = {}
+        for device in ("cpu", "neuron"):
+            generator = torch.Generator().manual_seed(0)
+            a = torch.randn(groups * tokens, k, generator=generator).to(dtype).to(device)
+            b = torch.randn(groups, k, n, generator=generator).to(dtype).to(device)
+            cotangent = torch.randn(groups * tokens, n, generator=generator).to(dtype)
+            operands[device] = (a, b, offsets.to(device), cotangent.to(device))
+        name = str(dtype).replace("torch.", "")
+        flops = 2 * groups * tokens * k * n
+        for phase, multiple in (("forward", 1), ("forward+backward", 3)):
+
+            def run(a, b, offs, cotangent, backward=phase != "forward"):
+                if not backward:
+                    torch._grouped_mm(a, b, offs)
+                    return
+                # A dense cotangent: torch's CPU kernel refuses the expanded one of .sum().
+                a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+                torch._grouped_mm(a, b, offs).backward(cotangent)
+
+            row = {"case": f"_grouped_mm {groups}x{tokens}x{k}x{n} {name} {phase}"}
+            row["isa"] = isa_label()
+            before = library_calls()
+            seconds = side_by_side_seconds(
+                {device: lambda ops=ops: run(*ops) for device, ops in operands.items()},
+                repeats=3 if quick else 9,
+            )
+            row["neuron_library"] = libraries_since(before)
+            for device in ("cpu", "neuron"):
+                row[f"{device}_gflops"] = multiple * flops / seconds[device] / 1e9
+            row["ratio"] = row["neuron_gflops"] / row["cpu_gflops"]
+            row["target"] = ">= 1.0"
+            rows.append(row)
+    return rows
+
+
 def bandwidth(quick: bool) -> list[dict]:
     """out = a + b on 64 MiB float32 operands: bytes moved (2 reads, 1 write) per second."""
     elements = (64 << 20) // 4
@@ -256,7 +298,7 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
-    parser.add_argument("--sections", default="dispatch,gemm,bandwidth,workloads")
+    parser.add_argument("--sections", default="dispatch,gemm,grouped_mm,bandwidth,workloads")
     parser.add_argument(
         "--markdown", type=Path, help="also write the tables as Markdown (docs/performance.md)"
     )
@@ -275,6 +317,7 @@ def main() -> None:
     sections = {
         "dispatch": dispatch_overhead,
         "gemm": gemm,
+        "grouped_mm": grouped_mm,
         "bandwidth": bandwidth,
         "workloads": workloads,
     }
