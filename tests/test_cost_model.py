@@ -66,3 +66,19 @@ def test_two_cores_of_a_logical_core_halve_the_engine_time():
 def test_unknown_ops_and_shapeless_calls_have_no_cost():
     assert op_cost("aten::_fft_r2c", [[64, 64]], ["float"]) is None
     assert op_cost("aten::add", [], []) is None
+
+
+def test_grouped_matmul_costs_one_product_per_expert():
+    """An MoE layer's _grouped_mm: 8 experts sharing 2048 tokens cost as 8 products of 256 rows
+    (the same Tensor-engine time as one product of 2048 rows, but 8 weights' worth of DMA)."""
+    dtypes = ["c10::BFloat16", "c10::BFloat16", "int"]
+    grouped = op_cost("aten::_grouped_mm", [[2048, 512], [8, 512, 1024], [8]], dtypes)
+    per_expert = matmul_cost(8, 256, 512, 1024, "bfloat16")
+    assert grouped.total_us == pytest.approx(per_expert.total_us)
+    assert grouped.flops == 2 * 2048 * 512 * 1024
+    dense = matmul_cost(1, 2048, 512, 1024, "bfloat16")
+    assert grouped.engines_us["tensor"] == pytest.approx(dense.engines_us["tensor"])
+    assert grouped.dma_bytes > dense.dma_bytes
+    # The weight-gradient form splits the tokens of [M, T] @ [T, N] into the offsets' groups.
+    gradient = op_cost("aten::_grouped_mm", [[512, 2048], [2048, 1024], [8]], dtypes)
+    assert gradient.total_us == pytest.approx(matmul_cost(8, 512, 256, 1024, "bfloat16").total_us)

@@ -97,6 +97,24 @@ def rows_cost(rows, cols, passes, dtype="float32", bytes_in=0, bytes_out=0, prof
     return _result(_C._sim_rows_cost(profile, rows, cols, passes, dtype, bytes_in, bytes_out))
 
 
+def _grouped_matmul_cost(shapes, dtype, profile):
+    """torch._grouped_mm as a batch of one product per group, each group taking an equal share
+    of the grouped dimension (the offsets' values are not in the profile, only their count)."""
+    mats = [s for s in shapes if len(s) >= 2]
+    if len(mats) < 2:
+        return None
+    a, b = mats[0], mats[1]
+    if len(a) == 3 and len(b) == 3:
+        return matmul_cost(a[0], a[1], a[2], b[2], dtype, profile)
+    if len(a) == 2 and len(b) == 3:  # tokens [T, K] by experts [G, K, N]
+        return matmul_cost(b[0], -(-a[0] // b[0]), a[1], b[2], dtype, profile)
+    if len(a) == 3 and len(b) == 2:  # experts [G, M, K] by tokens [K, T]
+        return matmul_cost(a[0], a[1], a[2], -(-b[1] // a[0]), dtype, profile)
+    offsets = [s for s in shapes if len(s) == 1]
+    groups = offsets[0][0] if offsets else 1  # [M, T] by [T, N], T split into groups
+    return matmul_cost(groups, a[0], -(-a[1] // groups), b[1], dtype, profile)
+
+
 def op_cost(name: str, shapes: Sequence[Any], dtypes: Sequence[str], profile="trn2", cores=1):
     """The projected cost of ATen op `name` on input `shapes` / `dtypes` (as the profiler
     records them) on `cores` physical NeuronCores sharing the work (a logical core at LNC=2
@@ -134,6 +152,8 @@ def _one_core_cost(name, shapes, dtypes, profile):
         batch = prod(a[:-2]) if base != "linear" else 1
         m = a[-2] if base != "linear" else prod(a[:-1])
         return matmul_cost(batch, m, a[-1], b[-1], dtype, profile)
+    if base == "_grouped_mm":
+        return _grouped_matmul_cost([s for s, _ in tensors], dtype, profile)
     numels = [prod(s) for s, _ in tensors]
     largest, shape = max(zip(numels, (s for s, _ in tensors), strict=True))
     bytes_in = sum(numels) * size
