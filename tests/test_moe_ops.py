@@ -190,3 +190,37 @@ def test_a_wrong_histc_bin_edge_is_caught(monkeypatch):
     finally:
         del library
     test_integer_histc_counts_as_cuda_does_natively(torch.int32)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8], ids=str)
+def test_bincount_counts_and_sums_weights_as_the_cpu_natively(dtype):
+    values = torch.tensor([0, 3, 1, 1, 7, 3, 3], dtype=dtype)
+    weights = torch.linspace(0.1, 0.7, 7)
+    openneuron.clear_op_tracking()
+    counts = torch.bincount(values.to("neuron"))
+    padded = torch.bincount(values.to("neuron"), minlength=12)
+    sums = torch.bincount(values.to("neuron"), weights=weights.to("neuron"))
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(counts.cpu(), torch.bincount(values))
+    assert torch.equal(padded.cpu(), torch.bincount(values, minlength=12))
+    assert torch.equal(sums.cpu(), torch.bincount(values, weights=weights))
+    empty = torch.bincount(torch.tensor([], dtype=dtype, device="neuron"), minlength=3)
+    assert torch.equal(empty.cpu(), torch.zeros(3, dtype=torch.long))
+
+
+def test_bincount_refuses_what_the_cpu_refuses_at_the_call():
+    with pytest.raises(RuntimeError, match="non-negative integral"):
+        torch.bincount(torch.tensor([2, -1], device="neuron"))
+    with pytest.raises(RuntimeError, match="non-negative integral"):
+        torch.bincount(torch.tensor([[1]], device="neuron"))
+    with pytest.raises(RuntimeError, match="minlength should be >= 0"):
+        torch.bincount(torch.tensor([1], device="neuron"), minlength=-1)
+    with pytest.raises(RuntimeError, match="same length as input"):
+        torch.bincount(
+            torch.tensor([1, 2], device="neuron"), weights=torch.ones(3, device="neuron")
+        )
+    # float64 sums (non-float32 weights) come from the host, as the CPU computes them.
+    weights = torch.ones(2, dtype=torch.float16)
+    result = torch.bincount(torch.tensor([1, 1], device="neuron"), weights=weights.to("neuron"))
+    assert result.dtype == torch.float64
+    assert torch.equal(result.cpu(), torch.bincount(torch.tensor([1, 1]), weights=weights))

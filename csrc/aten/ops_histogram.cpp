@@ -1,11 +1,14 @@
-// torch.histc on the device: MoE routers count tokens per expert with it, at the integer
-// dtypes CUDA accepts and the CPU does not.
+// torch.histc and torch.bincount on the device: MoE routers count tokens per expert with
+// them (histc at the integer dtypes CUDA accepts and the CPU does not).
 #include <ATen/native/Resize.h>
+#include <ATen/ops/bincount.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/histc.h>
 #include <ATen/ops/linspace.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "aten/fallback.h"
@@ -88,6 +91,44 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
   const c10::DeviceGuard guard(self.device());
   at::Tensor out = at::empty({0}, self.options());
   return histc_out(self, bins, min, max, out);
+}
+
+at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights,
+                    int64_t minlength) {
+  const at::Tensor weight = weights.value_or(at::Tensor());
+  // Float weights sum in float32; others give float64 sums, which the host computes.
+  const bool native = at::isIntegralType(self.scalar_type(), /*includeBool=*/false) &&
+                      (!weight.defined() || weight.scalar_type() == at::kFloat);
+  if (!native) return OPENNEURON_FALLBACK(bincount, self, weights, minlength);
+  OPENNEURON_NATIVE_OP("aten::bincount");
+  const c10::Device device = check_same_device("bincount", {&self, &weight});
+  const c10::DeviceGuard guard(device);
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  TORCH_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
+  TORCH_CHECK(!weight.defined() || (weight.dim() == 1 && weight.size(0) == self.size(0)),
+              "weights should be 1-d and have the same length as input");
+  // The output's length is the largest value + 1: the call waits for the input's stream.
+  int64_t bins = minlength;
+  if (self.numel() > 0) {
+    OPENNEURON_RUNTIME_CALL(stream_for(self).synchronize());
+    double low = 0;
+    double high = 0;
+    kernels::min_max(view_of(self), &low, &high);
+    TORCH_CHECK(low >= 0, "bincount only supports 1-d non-negative integral inputs.");
+    bins = std::max<int64_t>(bins, static_cast<int64_t>(high) + 1);
+  }
+  at::Tensor out =
+      at::zeros({bins}, self.options().dtype(weight.defined() ? at::kFloat : at::kLong));
+  if (self.numel() == 0) return out;
+  const kernels::TensorView out_view = view_of(out);
+  const kernels::TensorView in_view = view_of(self);
+  const kernels::TensorView weight_view =
+      weight.defined() ? view_of(weight) : kernels::TensorView();
+  const bool weighted = weight.defined();
+  stream_for(out).enqueue("aten::bincount", [=] {
+    kernels::bincount(out_view, in_view, weighted ? &weight_view : nullptr);
+  });
+  return out;
 }
 
 }  // namespace openneuron::bridge

@@ -35,6 +35,8 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                  const at::Scalar& max);
 at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                       const at::Scalar& max, at::Tensor& out);
+at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights,
+                    int64_t minlength);
 
 // Set membership (ops_membership.cpp).
 at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique,

@@ -18,6 +18,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Histograms.
   m.impl("histc", TORCH_FN(histc));
   m.impl("histc.out", TORCH_FN(histc_out));
+  m.impl("bincount", TORCH_FN(bincount));
 
   // Set membership.
   m.impl("isin.Tensor_Tensor", TORCH_FN(isin));

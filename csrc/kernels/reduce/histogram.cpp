@@ -111,6 +111,33 @@ void histc(const TensorView& out, const TensorView& in, const TensorView* edges,
   });
 }
 
+void bincount(const TensorView& out, const TensorView& in, const TensorView* weights) {
+  const int64_t n = in.sizes[0];
+  char* base = static_cast<char*>(out.data);
+  visit_dtype(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      const char* values = static_cast<const char*>(in.data);
+      auto value_at = [&](int64_t i) {
+        return static_cast<int64_t>(*reinterpret_cast<const T*>(
+            values + i * in.strides[0] * static_cast<int64_t>(sizeof(T))));
+      };
+      if (weights == nullptr) {
+        auto* counts = reinterpret_cast<int64_t*>(base);
+        for (int64_t i = 0; i < n; ++i) counts[value_at(i) * out.strides[0]] += 1;
+        return;
+      }
+      const char* weight_base = static_cast<const char*>(weights->data);
+      auto* sums = reinterpret_cast<float*>(base);
+      for (int64_t i = 0; i < n; ++i) {
+        const float w = *reinterpret_cast<const float*>(
+            weight_base + i * weights->strides[0] * static_cast<int64_t>(sizeof(float)));
+        sums[value_at(i) * out.strides[0]] += w;
+      }
+    }
+  });
+}
+
 void min_max(const TensorView& in, double* min, double* max) {
   double lo = std::numeric_limits<double>::infinity();
   double hi = -std::numeric_limits<double>::infinity();

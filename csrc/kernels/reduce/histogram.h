@@ -1,4 +1,4 @@
-// Equal-width histograms (torch.histc).
+// Histograms: equal-width bins (torch.histc) and counts of integers (torch.bincount).
 #pragma once
 
 #include "kernels/core/tensor_view.h"
@@ -16,6 +16,12 @@ namespace openneuron::kernels {
 // in is any strided view; out must not alias it.
 void histc(const TensorView& out, const TensorView& in, const TensorView* edges, double min,
            double max);
+
+// out (1-D, int64 counts, or float32 sums of `weights` when given) [v] += 1 (or weights[i]) for
+// every element v = in[i] of a 1-D integer view; out must be zeroed and longer than in's
+// largest value, which must not be negative (the caller checks both). Float sums add in
+// element order, as PyTorch's CPU kernel adds them.
+void bincount(const TensorView& out, const TensorView& in, const TensorView* weights);
 
 // The smallest and largest element of a non-empty `in` (NaN if any element is NaN), as doubles.
 void min_max(const TensorView& in, double* min, double* max);

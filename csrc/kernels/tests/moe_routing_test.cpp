@@ -1,5 +1,5 @@
 // The kernels a Mixture-of-Experts layer routes with, against reference loops: grouped matrix
-// products (every layout, empty groups, clamped offsets), histc and isin.
+// products (every layout, empty groups, clamped offsets), histc, bincount and isin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -148,6 +148,25 @@ TEST(Histc, MinMaxIsNaNWhenAnyElementIs) {
   set(in.view, {2}, std::numeric_limits<double>::quiet_NaN());
   min_max(in.view, &low, &high);
   EXPECT_TRUE(std::isnan(low) && std::isnan(high));
+}
+
+TEST(Bincount, CountsAndFloatSumsLandOnEachValue) {
+  auto in = make_tensor(DType::Int32, {5});
+  const int32_t values[5] = {2, 0, 2, 4, 2};
+  for (int64_t i = 0; i < 5; ++i) set(in.view, {i}, values[i]);
+  auto counts = make_tensor(DType::Int64, {6});
+  for (int64_t i = 0; i < 6; ++i) set(counts.view, {i}, 0);
+  bincount(counts.view, in.view, nullptr);
+  const double expected_counts[6] = {1, 0, 3, 0, 1, 0};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(get(counts.view, {i}), expected_counts[i]);
+  auto weights = make_tensor(DType::Float32, {5});
+  for (int64_t i = 0; i < 5; ++i) set(weights.view, {i}, 0.5 * static_cast<double>(i + 1));
+  auto sums = make_tensor(DType::Float32, {5});
+  for (int64_t i = 0; i < 5; ++i) set(sums.view, {i}, 0);
+  bincount(sums.view, in.view, &weights.view);
+  EXPECT_EQ(get(sums.view, {0}), 1.0);
+  EXPECT_EQ(get(sums.view, {2}), 0.5 + 1.5 + 2.5);
+  EXPECT_EQ(get(sums.view, {4}), 2.0);
 }
 
 TEST(Isin, MembershipIgnoresNaNAndMatchesSignedZeroOnStridedViews) {
