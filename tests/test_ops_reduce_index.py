@@ -803,3 +803,29 @@ def test_isin_refuses_what_the_cpu_refuses_at_the_call():
         torch.isin(torch.tensor([True], device="neuron"), ints)
     with pytest.raises(RuntimeError, match="Expected out tensor to have dtype bool, but got float"):
         torch.isin(ints, ints, out=torch.empty(2, device="neuron"))
+
+
+def test_index_copy_matches_the_cpu_natively_and_checks_at_the_call():
+    base = torch.zeros(3, 4)
+    source = torch.arange(6.0).reshape(3, 2)
+    index = torch.tensor([0, 2])
+    openneuron.clear_op_tracking()
+    result = base.to("neuron").index_copy(1, index.to("neuron"), source.to("neuron"))
+    in_place = base.to("neuron")
+    in_place.index_copy_(
+        0, torch.tensor([2, 0], device="neuron"), torch.ones(2, 4, device="neuron")
+    )
+    scalar = torch.zeros(3, device="neuron").index_copy(
+        0, torch.tensor(1, device="neuron"), torch.tensor(5.0, device="neuron")
+    )
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(result.cpu(), base.index_copy(1, index, source))
+    assert torch.equal(in_place.cpu(), base.index_copy(0, torch.tensor([2, 0]), torch.ones(2, 4)))
+    assert scalar.cpu().tolist() == [0.0, 5.0, 0.0]
+    on_device = base.to("neuron")
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 4"):
+        on_device.index_copy(1, torch.tensor([0, 5], device="neuron"), source.to("neuron"))
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+        on_device.index_copy(1, index.int().to("neuron"), source.to("neuron"))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        on_device.index_copy(1, index.to("neuron"), source.double().to("neuron"))

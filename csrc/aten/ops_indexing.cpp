@@ -696,6 +696,64 @@ at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& inde
   return index_add_out(self, dim, index, source, alpha, out);
 }
 
+// ---- index_copy ------------------------------------------------------------------------
+
+// out = self with out[..., index[i], ...] = source[..., i, ...] along dim (a static KV cache
+// writes each step's keys this way); checks as the CPU's index_copy_, with its messages.
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& source, at::Tensor& out) {
+  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > kernels::kMaxDims) {
+    return OPENNEURON_FALLBACK(index_copy_out, self, dim, index, source, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::index_copy.out");
+  const c10::DeviceGuard guard(self.device());
+  check_same_device("index_copy", {&self, &source, &out});
+  const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(index.dim() < 2, "index_copy_(): Index should have dimension 1 or 0 (got ",
+                    index.dim(), ")");
+  TORCH_CHECK(index.scalar_type() == at::kLong,
+              "index_copy_(): Expected a long tensor for index, but got ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "index_copy_(): self and source expected to have the same dtype, but got (self) ",
+              self.scalar_type(), " and (source) ", source.scalar_type());
+  const int64_t source_size = source.dim() == 0 ? 1 : source.size(wrapped);
+  TORCH_CHECK_INDEX(index.numel() == source_size, "index_copy_(): Number of indices (",
+                    index.numel(), ") should be equal to source.size(dim) (", source_size, ")");
+  TORCH_CHECK(source.dim() == self.dim() || (source.dim() == 0 && self.dim() <= 1),
+              "index_copy_(): When source and destination are not scalars, their "
+              "dimensionality must match. Source dimensionality (",
+              source.dim(), "), destination dimensionality (", self.dim(), ")");
+  for (int64_t d = 0; d < self.dim() && source.dim() == self.dim(); ++d) {
+    TORCH_CHECK(d == wrapped || self.size(d) == source.size(d),
+                "index_copy_(): Source/destination tensor must have same slice shapes. "
+                "Destination slice shape: ",
+                self.size(d), " at dimension ", d, " and source slice shape: ", source.size(d),
+                " at dimension ", d, ".");
+  }
+  const int64_t dim_size = self.dim() == 0 ? 1 : self.size(wrapped);
+  if (const auto bad = first_index_outside(index, 0, dim_size)) {
+    TORCH_CHECK_INDEX(false, "index_copy_(): index ", *bad, " is out of bounds for dimension ",
+                      wrapped, " with size ", dim_size);
+  }
+  const at::Tensor idx = index.is_privateuseone() ? index : index.to(self.device());
+  if (!out.is_same(self)) {
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+                "index_copy(): self and out must share a dtype");
+    at::native::resize_output(out, self.sizes());
+    enqueue_copy(out, self);
+  }
+  if (idx.numel() == 0 || out.numel() == 0) return out;
+  const kernels::TensorView self_view = self.dim() == 0 ? as_1d_view(out) : view_of(out);
+  const kernels::TensorView values_view = source.dim() == 0 ? as_1d_view(source) : view_of(source);
+  const kernels::TensorView index_view = as_1d_view(idx);
+  const int first = static_cast<int>(self.dim() == 0 ? 0 : wrapped);
+  stream_for(out).enqueue("aten::index_copy", [=] {
+    kernels::index_scatter(kernels::IndexScatterMode::Assign, self_view, values_view, first,
+                           &index_view, 1, kernels::Scalar::from_int(1));
+  });
+  return out;
+}
+
 // ---- embedding backward ----------------------------------------------------------------
 
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices,

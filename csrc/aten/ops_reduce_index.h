@@ -156,6 +156,8 @@ at::Tensor& index_tensor_out(const at::Tensor& self,
                              const c10::List<std::optional<at::Tensor>>& indices, at::Tensor& out);
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe);
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                           const at::Tensor& source, at::Tensor& out);
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                      const at::Tensor& source, const at::Scalar& alpha);
 at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,

@@ -100,6 +100,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(index_add));
   m.impl("index_add_", TORCH_FN(index_add_));
   m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("index_copy.out", TORCH_FN(index_copy_out));
   m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("nonzero", TORCH_FN(nonzero));
