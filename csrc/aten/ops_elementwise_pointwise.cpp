@@ -26,12 +26,6 @@ using namespace elementwise;
 
 namespace {
 
-bool dtype_allowed(uint8_t classes, at::ScalarType dtype) {
-  if (dtype == at::kBool) return classes & kBool;
-  if (at::isIntegralType(dtype, /*includeBool=*/false)) return classes & kIntegers;
-  return classes & kFloats;
-}
-
 // Ops whose kernel choice depends on an argument: div's rounding mode, clamp's optional
 // bounds, pow by a Python scalar, bitwise_not of bool.
 struct Resolved {
@@ -72,6 +66,22 @@ bool rounds_cpu_scalars(PointwiseOp op) {
     default:
       return false;
   }
+}
+
+// The CPU's refusal of an out= dtype, with its message, raised before anything is queued.
+// where, nan_to_num and masked_fill check an exact dtype in their own words.
+void check_out_dtype(const PointwiseSpec& spec, at::ScalarType result, const at::Tensor& out) {
+  const at::ScalarType dtype = out.scalar_type();
+  if (dtype == result) return;
+  TORCH_CHECK(spec.op != PointwiseOp::Where, "Expected out type to be ", result, " but got ",
+              dtype);
+  TORCH_CHECK(spec.op != PointwiseOp::NanToNum, "nan_to_num: dtype of out: ", dtype,
+              " should be same as input: ", result);
+  TORCH_CHECK(spec.op != PointwiseOp::MaskedFill, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(result), ", but got ", out.dtype(), " instead");
+  TORCH_CHECK(spec.out_dtype != OutDtype::Exact, "Found dtype ", dtype, " but expected ", result);
+  TORCH_CHECK(at::canCast(result, dtype), "result type ", result,
+              " can't be cast to the desired output type ", dtype);
 }
 
 // pow at ComplexHalf, which the CPU has no kernel for: computed in complex64 and rounded once, as
@@ -280,6 +290,11 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
     operands.pop_back();
     plan->operand_args.pop_back();
   }
+  if (spec.op == PointwiseOp::Lerp || spec.op == PointwiseOp::LerpScalar) {
+    check_lerp_dtypes(operands[0], operands[1],
+                      spec.op == PointwiseOp::Lerp ? &operands[2] : nullptr);
+  }
+  if (spec.op == PointwiseOp::Addcdiv) check_addcdiv_dtypes(operands[1], operands[2]);
   if (spec.op == PointwiseOp::Where) {
     TORCH_CHECK(operands[0].scalar_type() == at::kBool,
                 "where expected condition to be a boolean tensor, but got a tensor with dtype ",
@@ -342,13 +357,15 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                                     at::TensorOptions().dtype(result).device(device));
   };
   if (in_place) {
-    TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
-                " can't be cast to the desired output type ", out.scalar_type());
+    const bool clamps_by_scalars =
+        spec_.out_dtype == OutDtype::Exact &&
+        (spec_.op == PointwiseOp::ClampMin || spec_.op == PointwiseOp::ClampMax ||
+         spec_.op == PointwiseOp::ClampBoth);
+    check_result_fits_self(result, out, clamps_by_scalars);
     TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   } else if (has_out) {
-    TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
-                " can't be cast to the desired output type ", out.scalar_type());
+    check_out_dtype(spec_, result, out);
     at::native::resize_output(out, shape);
   } else {
     out = new_output();
