@@ -334,3 +334,55 @@ def test_cat_into_an_impossible_dtype_is_a_type_error(target):
             out=torch.empty(0, dtype=target, device=d),
         )
     )
+
+
+# ---- values and operands other ops refuse --------------------------------------------------
+
+FILL_VALUES = [
+    (torch.uint8, 300),
+    (torch.int64, float("inf")),
+    (torch.float32, 1e40),
+    (torch.bfloat16, 1e40),
+    (torch.float16, 1e5),
+    (torch.float32, 1j),
+    (torch.int32, 2.5),
+    (torch.bool, float("nan")),
+]
+
+
+@pytest.mark.parametrize("dtype, value", FILL_VALUES, ids=str)
+def test_fill_refuses_a_value_its_dtype_cannot_hold(dtype, value):
+    # The value was stored wrapped (300 into uint8 gave 44).
+    _same_as_cpu(lambda d: torch.zeros(3, dtype=dtype, device=d).fill_(value))
+    _same_as_cpu(
+        lambda d: torch.zeros(3, dtype=dtype, device=d).masked_fill(_bools(d), value),
+    )
+
+
+def test_hardtanh_of_unsigned_integers_needs_non_negative_limits():
+    _same_as_cpu(
+        lambda d: torch.nn.functional.hardtanh(torch.arange(4, dtype=torch.uint8, device=d))
+    )
+    _same_as_cpu(
+        lambda d: torch.nn.functional.hardtanh(
+            torch.arange(4, dtype=torch.uint8, device=d), 0.0, 2.0
+        )
+    )
+
+
+def test_threshold_backward_promotes_and_checks_its_out():
+    # A bf16 gradient of an fp32 input is an fp32 gradient; an int64 out= cannot hold it.
+    def grads(d):
+        return _rand(4, d).to(torch.bfloat16), _rand(4, d, seed=1)
+
+    _same_as_cpu(lambda d: torch.ops.aten.threshold_backward(*grads(d), 0.5))
+    _same_as_cpu(
+        lambda d: torch.ops.aten.threshold_backward.grad_input(
+            *grads(d), 0.5, grad_input=torch.empty(4, dtype=torch.int64, device=d)
+        )
+    )
+
+
+def test_complex_half_pow_cannot_be_written_into_a_real_tensor():
+    # CUDA computes complex-half pow (neuron does, in complex64), but never into a real self.
+    _same_as_cpu(lambda d: torch.ones(3, dtype=torch.float16, device=d).pow_(1j))

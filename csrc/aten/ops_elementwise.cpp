@@ -134,30 +134,11 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, cons
 
 }  // namespace
 
-namespace {
-
-// fill_ refuses a value its dtype cannot hold (300 into uint8, 1e40 into float, 1j into a real
-// tensor) with c10's own conversion error, as the CPU does, instead of storing a wrapped value.
-void check_fill_value_fits(at::ScalarType dtype, const at::Scalar& value) {
-#define OPENNEURON_CHECK_FITS(type, name) \
-  case at::ScalarType::name:              \
-    (void)value.to<type>();               \
-    break;
-  switch (dtype) {
-    AT_FORALL_SCALAR_TYPES_AND3(Bool, Half, BFloat16, OPENNEURON_CHECK_FITS)
-    default:
-      break;
-  }
-#undef OPENNEURON_CHECK_FITS
-}
-
-}  // namespace
-
 at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
   if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
     return OPENNEURON_FALLBACK(fill__Scalar, self, value);
   }
-  check_fill_value_fits(self.scalar_type(), value);
+  elementwise::check_value_fits(self.scalar_type(), value);
   OPENNEURON_NATIVE_OP("aten::fill_.Scalar");
   if (self.numel() == 0) return self;
   const c10::DeviceGuard guard(self.device());

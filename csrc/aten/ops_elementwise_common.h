@@ -87,6 +87,22 @@ inline void check_lerp_dtypes(const at::Tensor& self, const at::Tensor& end,
       "expected dtype ", self.dtype(), " for `weight` but got dtype ", weight->dtype());
 }
 
+// fill_ and masked_fill refuse a value their dtype cannot hold (300 into uint8, 1e40 into float,
+// 1j into a real tensor) with c10's own conversion error, as the CPU does, instead of storing a
+// wrapped value.
+inline void check_value_fits(at::ScalarType dtype, const at::Scalar& value) {
+#define OPENNEURON_CHECK_FITS(type, name) \
+  case at::ScalarType::name:              \
+    (void)value.to<type>();               \
+    break;
+  switch (dtype) {
+    AT_FORALL_SCALAR_TYPES_AND3(Bool, Half, BFloat16, OPENNEURON_CHECK_FITS)
+    default:
+      break;
+  }
+#undef OPENNEURON_CHECK_FITS
+}
+
 // addcdiv refuses integer (or bool) tensor1 and tensor2 whatever self is: its old integer
 // division was removed, and a true division would change results silently.
 inline void check_addcdiv_dtypes(const at::Tensor& tensor1, const at::Tensor& tensor2) {

@@ -99,6 +99,12 @@ bool pow_through_complex64(const c10::FunctionSchema& schema, torch::jit::Stack*
                                  : at::result_type(base.toTensor(), exponent.toScalar()))
           : at::result_type(base.toScalar(), exponent.toTensor());
   if (result != at::kComplexHalf) return false;
+  if (has_out || in_place) {
+    // A real self or out= cannot hold the complex result (CUDA's kernel refuses it too).
+    const at::Tensor& target = (has_out ? args[num_args - 1] : args[0]).toTensor();
+    TORCH_CHECK(at::canCast(result, target.scalar_type()), "result type ", result,
+                " can't be cast to the desired output type ", target.scalar_type());
+  }
   const auto widened = [](const c10::IValue& v) {
     return v.isTensor() ? c10::IValue(v.toTensor().to(at::kComplexFloat)) : v;
   };
@@ -295,12 +301,18 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
                       spec.op == PointwiseOp::Lerp ? &operands[2] : nullptr);
   }
   if (spec.op == PointwiseOp::Addcdiv) check_addcdiv_dtypes(operands[1], operands[2]);
+  if (spec.op == PointwiseOp::Clamp && operands[0].scalar_type() == at::kByte) {
+    // hardtanh (the one user of Clamp) clamps integers by its limits truncated to integers.
+    TORCH_CHECK(args[1].toScalar().toLong() >= 0 && args[2].toScalar().toLong() >= 0,
+                "cannot do hardtanh on an unsigned type with negative limits");
+  }
   if (spec.op == PointwiseOp::Where) {
     TORCH_CHECK(operands[0].scalar_type() == at::kBool,
                 "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                 operands[0].scalar_type());
   }
   if (spec.op == PointwiseOp::MaskedFill) {
+    if (plan->operand_args[2] < 0) check_value_fits(operands[0].scalar_type(), args[2].toScalar());
     TORCH_CHECK(operands[1].scalar_type() == at::kBool,
                 "masked_fill_ only supports boolean masks, but got mask with dtype ",
                 operands[1].scalar_type());
