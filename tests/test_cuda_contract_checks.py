@@ -386,3 +386,32 @@ def test_threshold_backward_promotes_and_checks_its_out():
 def test_complex_half_pow_cannot_be_written_into_a_real_tensor():
     # CUDA computes complex-half pow (neuron does, in complex64), but never into a real self.
     _same_as_cpu(lambda d: torch.ones(3, dtype=torch.float16, device=d).pow_(1j))
+
+
+def _fused_adam(device, grad_dtype):
+    params = [torch.ones(3, device=device)]
+    grads = [torch.ones(3, dtype=grad_dtype, device=device)]
+    state = [torch.zeros(3, device=device)], [torch.zeros(3, device=device)]
+    steps = [torch.ones((), device=device)]
+    torch._fused_adam_(
+        params, grads, *state, [], steps, lr=0.1, beta1=0.9, beta2=0.99, weight_decay=0.0,
+        eps=1e-8, amsgrad=False, maximize=False,
+    )  # fmt: skip
+    return params
+
+
+def _fused_sgd(device, grad_dtype):
+    params = [torch.ones(3, device=device)]
+    grads = [torch.ones(3, dtype=grad_dtype, device=device)]
+    torch._fused_sgd_(
+        params, grads, [], weight_decay=0.0, momentum=0.0, lr=0.1, dampening=0.0,
+        nesterov=False, maximize=False, is_first_step=True,
+    )  # fmt: skip
+    return params
+
+
+@pytest.mark.parametrize("step", [_fused_adam, _fused_sgd], ids=["adam", "sgd"])
+@pytest.mark.parametrize("grad_dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_fused_optimizers_need_one_dtype_per_parameter(step, grad_dtype):
+    # A bf16 gradient of an fp32 parameter was read as it is; the CPU refuses it.
+    _same_as_cpu(lambda d: step(d, grad_dtype))
