@@ -31,12 +31,7 @@ enum class BinaryOp { Add, Sub, Mul, Div };
 
 at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
   at::ScalarType type = at::result_type(a, b);
-  TORCH_CHECK(op != BinaryOp::Sub || a.scalar_type() != at::kBool || b.scalar_type() != at::kBool,
-              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
-              "or `logical_xor()` operator instead.");
-  TORCH_CHECK(op != BinaryOp::Sub || (a.scalar_type() != at::kBool && b.scalar_type() != at::kBool),
-              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
-              "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  if (op == BinaryOp::Sub) elementwise::check_subtraction_dtypes(a.scalar_type(), b.scalar_type());
   // True division of integers yields the default float type, as on every device.
   if (op == BinaryOp::Div && at::isIntegralType(type, /*includeBool=*/true)) {
     type = c10::typeMetaToScalarType(c10::get_default_dtype());
@@ -95,17 +90,6 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
                 });
 }
 
-// PyTorch's checks of add/sub's alpha against the result dtype, made before anything runs.
-void check_alpha(at::ScalarType result, const at::Scalar& alpha) {
-  TORCH_CHECK(!alpha.isBoolean() || result == at::kBool,
-              "Boolean alpha only supported for Boolean results.");
-  TORCH_CHECK(at::isFloatingType(result) || at::isComplexType(result) ||
-                  alpha.isIntegral(/*includeBool=*/true),
-              "For integral input tensors, argument alpha must not be a floating point number.");
-  TORCH_CHECK(at::isComplexType(result) || !alpha.isComplex(),
-              "For non-complex input tensors, argument alpha must not be a complex number.");
-}
-
 bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType result) {
   return all_native_dtypes({&a, &b}) && is_native_compute_dtype(result);
 }
@@ -154,6 +138,7 @@ at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
   if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
     return OPENNEURON_FALLBACK(fill__Scalar, self, value);
   }
+  elementwise::check_value_fits(self.scalar_type(), value);
   OPENNEURON_NATIVE_OP("aten::fill_.Scalar");
   if (self.numel() == 0) return self;
   const c10::DeviceGuard guard(self.device());
@@ -173,7 +158,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 #define OPENNEURON_BINARY_WITH_ALPHA(fn, op_enum, aten_name, functional, inplace, out_variant)   \
   at::Tensor fn(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {      \
     const at::ScalarType result = binary_result_type(op_enum, self, other);                      \
-    check_alpha(result, alpha);                                                                  \
+    elementwise::check_alpha(result, alpha);                                                     \
     if (!binary_is_native(self, other, result)) {                                                \
       return OPENNEURON_FALLBACK(functional, self, other, alpha);                                \
     }                                                                                            \
@@ -182,7 +167,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   }                                                                                              \
   at::Tensor& fn##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {        \
     const at::ScalarType result = binary_result_type(op_enum, self, other);                      \
-    check_alpha(result, alpha);                                                                  \
+    elementwise::check_alpha(result, alpha);                                                     \
     elementwise::check_written_overlap(self, {&self, &other});                                   \
     if (!binary_is_native(self, other, result)) {                                                \
       return OPENNEURON_FALLBACK(inplace, self, other, alpha);                                   \
@@ -193,7 +178,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   at::Tensor& fn##_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, \
                        at::Tensor& out) {                                                        \
     const at::ScalarType result = binary_result_type(op_enum, self, other);                      \
-    check_alpha(result, alpha);                                                                  \
+    elementwise::check_alpha(result, alpha);                                                     \
     elementwise::check_written_overlap(out, {&self, &other});                                    \
     if (!binary_is_native(self, other, result) || !all_native_dtypes({&out})) {                  \
       return OPENNEURON_FALLBACK(out_variant, self, other, alpha, out);                          \
@@ -285,6 +270,9 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad_output, const at::Tens
   OPENNEURON_NATIVE_OP("aten::threshold_backward.grad_input");
   const c10::Device device = check_same_device("aten::threshold_backward", {&grad_output, &self});
   const c10::DeviceGuard guard(device);
+  const at::ScalarType result = at::result_type(grad_output, self);
+  TORCH_CHECK(at::canCast(result, grad_input.scalar_type()), "result type ", result,
+              " can't be cast to the desired output type ", grad_input.scalar_type());
   const auto shape = at::infer_size(grad_output.sizes(), self.sizes());
   at::native::resize_output(grad_input, shape);
   if (grad_input.numel() == 0) return grad_input;
@@ -315,10 +303,11 @@ at::Tensor threshold_backward(const at::Tensor& grad_output, const at::Tensor& s
     return OPENNEURON_FALLBACK(threshold_backward, grad_output, self, threshold);
   }
   const c10::DeviceGuard guard(self.device());
-  // Laid out as the CPU kernel's TensorIterator (self before grad_output) and the meta kernel.
-  at::Tensor grad_input =
-      empty_elementwise_output(at::infer_size(grad_output.sizes(), self.sizes()),
-                               {&self, &grad_output}, grad_output.options());
+  // Laid out as the CPU kernel's TensorIterator (self before grad_output) and the meta kernel,
+  // in the operands' promoted dtype (a bf16 gradient of an fp32 input is fp32).
+  at::Tensor grad_input = empty_elementwise_output(
+      at::infer_size(grad_output.sizes(), self.sizes()), {&self, &grad_output},
+      grad_output.options().dtype(at::result_type(grad_output, self)));
   return threshold_backward_out(grad_output, self, threshold, grad_input);
 }
 
@@ -371,7 +360,7 @@ bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10:
     const at::Tensor grad = operand(0), self = operand(1);
     if (!all_native_dtypes({&grad, &self})) return false;
     plan->op = kernels::PointwiseOp::ThresholdBackward;
-    plan->result = plan->compute = grad.scalar_type();
+    plan->result = plan->compute = at::result_type(grad, self);
     plan->params.values[0] = kernel_scalar(args[2].toScalar());
     plan->params.present[0] = true;
     return true;

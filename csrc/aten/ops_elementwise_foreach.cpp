@@ -24,6 +24,16 @@ struct ForeachJob {
   kernels::PointwiseParams params;
 };
 
+// One list position's call, planned and checked on the host before anything is queued.
+struct ForeachItem {
+  std::vector<at::Tensor> operands;
+  kernels::PointwiseParams params;
+  at::ScalarType result;
+  at::ScalarType compute;
+  bool rounds_scalars;
+  at::DimVector shape;  // the operands' broadcast shape
+};
+
 }  // namespace
 
 ForeachKernel::ForeachKernel(ForeachSpec spec, const std::string& op_name)
@@ -51,6 +61,7 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   }
   const std::vector<at::Tensor>& self = lists.front();
   const size_t count = self.size();
+  TORCH_CHECK(count > 0, "Tensor list must have at least one tensor.");
   for (const auto& list : lists) {
     TORCH_CHECK(list.size() == count, "Tensor lists must have the same number of tensors, got ",
                 count, " and ", list.size());
@@ -77,71 +88,124 @@ void ForeachKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
   // tensor ** host scalar takes pow's exponent-parameter kernel (exact paths for x**2, x**3,
   // x**0.5, ...), as pow does, so _foreach_pow equals pow per tensor as on the CPU.
   const bool pow_scalar = spec_.op == kernels::PointwiseOp::Pow && extra && !extra->isTensor();
+  const bool with_alpha =
+      spec_.op == kernels::PointwiseOp::AddAlpha || spec_.op == kernels::PointwiseOp::SubAlpha;
+  // _foreach_maximum_/minimum_/clamp_* by scalars are clamp_min_/clamp_max_ per tensor.
+  const bool clamps_by_scalars =
+      extra && !extra->isTensor() &&
+      (spec_.op == kernels::PointwiseOp::Maximum || spec_.op == kernels::PointwiseOp::Minimum ||
+       spec_.op == kernels::PointwiseOp::ClampMin || spec_.op == kernels::PointwiseOp::ClampMax);
+  // The CPU clamps numbers only (maximum of two bool tensors is fine, of a bool and a scalar not).
+  const uint8_t allowed_dtypes = clamps_by_scalars ? (spec_.dtypes & kNumbers) : spec_.dtypes;
+  std::vector<ForeachItem> items;
+  items.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    ForeachItem item;
+    std::vector<at::Tensor>& operands = item.operands;
+    for (const auto& list : lists) operands.push_back(list[i]);
+    kernels::PointwiseParams& params = item.params;
+    int num_params = 0;
+    bool complex_param = false;  // complex math runs on the host
+    at::native::ResultTypeState state{};
+    std::optional<at::Scalar> exponent;
+    if (extra) {
+      c10::IValue value = extra->isList() ? extra->toListRef()[i] : *extra;
+      if (pow_scalar) {
+        // The exponent is a parameter of the kernel but promotes as pow's scalar operand does
+        // (an integer tensor ** 0.5 is a float tensor).
+        exponent = value.toScalar();
+        state = at::native::update_result_type_state(wrap_scalar(*exponent), state);
+        ++num_params;
+      } else if (spec_.extra_is_operand) {
+        operands.push_back(value.isTensor() ? value.toTensor() : wrap_scalar(value.toScalar()));
+      } else if (value.isComplexDouble()) {
+        complex_param = true;
+      } else {
+        params.values[num_params] = scalar_param(value, &params.present[num_params]);
+        ++num_params;
+      }
+    }
+    for (const c10::IValue* value : trailing) {
+      if (num_params == 4) break;
+      if (value->isComplexDouble()) {
+        complex_param = true;
+        continue;
+      }
+      params.values[num_params] = scalar_param(*value, &params.present[num_params]);
+      ++num_params;
+    }
+    for (const at::Tensor& t : operands) state = at::native::update_result_type_state(t, state);
+    const at::ScalarType promoted = at::native::result_type(state);
+    item.result = result_dtype(spec_.result, promoted, self[i].scalar_type());
+    item.compute = compute_dtype(spec_.result, promoted, item.result);
+
+    // The checks the per-tensor op makes before it computes, in its order.
+    if (spec_.op == kernels::PointwiseOp::SubAlpha) {
+      check_subtraction_dtypes(operands[0].scalar_type(), operands[1].scalar_type());
+    }
+    if (with_alpha && !trailing.empty()) check_alpha(item.result, trailing.front()->toScalar());
+    if (spec_.op == kernels::PointwiseOp::Addcdiv) check_addcdiv_dtypes(operands[1], operands[2]);
+    if (spec_.op == kernels::PointwiseOp::Lerp || spec_.op == kernels::PointwiseOp::LerpScalar) {
+      check_lerp_dtypes(operands[0], operands[1], operands.size() > 2 ? &operands[2] : nullptr);
+    }
+    if (complex_param || !is_native_compute_dtype(item.result) ||
+        !is_native_compute_dtype(item.compute) || !dtype_allowed(allowed_dtypes, item.compute)) {
+      // Nothing is queued yet: the host runs the whole list (and raises the CPU's errors for
+      // dtypes the op refuses).
+      host_fallback(op, stack);
+      return;
+    }
+    if (exponent) {
+      TORCH_CHECK(!(at::isIntegralType(item.compute, true) && exponent->toDouble() < 0),
+                  "Integers to negative integer powers are not allowed.");
+      params.values[0] = kernel_scalar(rounded_to(*exponent, item.result));
+      params.present[0] = true;
+    }
+    // As add and sub do on the CPU: a 16-bit result rounds host scalars and alpha to its
+    // dtype first, then computes in fp32 and rounds once.
+    item.rounds_scalars = (spec_.op == kernels::PointwiseOp::AddAlpha ||
+                           spec_.op == kernels::PointwiseOp::SubAlpha) &&
+                          is_16bit_float(item.result);
+    if (item.rounds_scalars) {
+      for (int k = 0; k < num_params; ++k) {
+        if (params.present[k] && !params.values[k].is_integral) {
+          params.values[k] = kernel_scalar(rounded_to(at::Scalar(params.values[k].f), item.result));
+        }
+      }
+    }
+    // Operands broadcast as the per-tensor op's do; an in-place self must hold the result.
+    item.shape = at::DimVector(operands.front().sizes());
+    for (size_t k = 1; k < operands.size(); ++k) {
+      item.shape = at::infer_size_dimvector(item.shape, operands[k].sizes());
+    }
+    (void)check_operand_devices(name_.c_str(), operands, at::Tensor());
+    if (in_place) {
+      check_result_fits_self(item.result, self[i], clamps_by_scalars);
+      TORCH_CHECK(self[i].sizes().equals(item.shape), "output with shape ", self[i].sizes(),
+                  " doesn't match the broadcast shape ", c10::IntArrayRef(item.shape));
+    }
+    items.push_back(std::move(item));
+  }
+
   std::vector<at::Tensor> results;
-  std::vector<ForeachJob> jobs;
-  jobs.reserve(count);
   if (count > 0) {
     const c10::DeviceGuard guard(self.front().device());
     counter_->hit();
+    std::vector<ForeachJob> jobs;
+    jobs.reserve(count);
     for (size_t i = 0; i < count; ++i) {
-      std::vector<at::Tensor> operands;
-      for (const auto& list : lists) operands.push_back(list[i]);
-      kernels::PointwiseParams params;
-      int num_params = 0;
-      if (extra) {
-        c10::IValue item = extra->isList() ? extra->toListRef()[i] : *extra;
-        if (pow_scalar) {
-          TORCH_CHECK(
-              !(at::isIntegralType(self[i].scalar_type(), true) && item.toScalar().toDouble() < 0),
-              "Integers to negative integer powers are not allowed.");
-          params.values[num_params] =
-              kernel_scalar(rounded_to(item.toScalar(), self[i].scalar_type()));
-          params.present[num_params] = true;
-          ++num_params;
-        } else if (spec_.extra_is_operand) {
-          operands.push_back(item.isTensor() ? item.toTensor() : wrap_scalar(item.toScalar()));
-        } else {
-          params.values[num_params] = scalar_param(item, &params.present[num_params]);
-          ++num_params;
-        }
-      }
-      for (const c10::IValue* value : trailing) {
-        if (num_params == 4) break;
-        params.values[num_params] = scalar_param(*value, &params.present[num_params]);
-        ++num_params;
-      }
-      at::native::ResultTypeState state{};
-      for (const at::Tensor& t : operands) state = at::native::update_result_type_state(t, state);
-      const at::ScalarType promoted = at::native::result_type(state);
-      const at::ScalarType result = result_dtype(spec_.result, promoted, self[i].scalar_type());
-      const at::ScalarType compute = compute_dtype(spec_.result, promoted, result);
-      // As add and sub do on the CPU: a 16-bit result rounds host scalars and alpha to its
-      // dtype first, then computes in fp32 and rounds once.
-      const bool rounds_scalars = (spec_.op == kernels::PointwiseOp::AddAlpha ||
-                                   spec_.op == kernels::PointwiseOp::SubAlpha) &&
-                                  is_16bit_float(result);
-      if (rounds_scalars) {
-        for (int k = 0; k < num_params; ++k) {
-          if (params.present[k] && !params.values[k].is_integral) {
-            params.values[k] = kernel_scalar(rounded_to(at::Scalar(params.values[k].f), result));
-          }
-        }
-      }
-      const c10::Device device = check_operand_devices(name_.c_str(), operands, at::Tensor());
-      at::Tensor out;
-      if (in_place) {
-        out = self[i];
-        TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
-                    " can't be cast to the desired output type ", out.scalar_type());
-      } else {
-        out = at::empty(self[i].sizes(), at::TensorOptions().dtype(result).device(device));
+      ForeachItem& item = items[i];
+      at::Tensor out = self[i];
+      if (!in_place) {
+        out =
+            at::empty(item.shape, at::TensorOptions().dtype(item.result).device(self[i].device()));
         results.push_back(out);
       }
       if (out.numel() == 0) continue;
-      ForeachJob job{view_of(out), {}, kernel_dtype(compute), params};
-      for (const at::Tensor& t : operands)
-        job.inputs.emplace_back(t, out.sizes(),
-                                rounds_scalars ? result : host_scalar_dtype(compute));
+      ForeachJob job{view_of(out), {}, kernel_dtype(item.compute), item.params};
+      const at::ScalarType host_dtype =
+          item.rounds_scalars ? item.result : host_scalar_dtype(item.compute);
+      for (const at::Tensor& t : item.operands) job.inputs.emplace_back(t, out.sizes(), host_dtype);
       jobs.push_back(std::move(job));
     }
     const kernels::PointwiseOp kernel_op = pow_scalar ? kernels::PointwiseOp::PowScalar : spec_.op;

@@ -36,6 +36,9 @@ void run_fused_adam(const char* name, bool decoupled, at::TensorList self, at::T
     for (const at::Tensor* t : {&grads[i], &exp_avgs[i], &exp_avg_sqs[i]}) {
       TORCH_CHECK(t->sizes().equals(self[i].sizes()), name, ": shapes of param and state differ");
       (void)check_same_device(name, {&self[i], t});
+      // The CPU's and CUDA's fused steps read every tensor of a parameter in its dtype.
+      TORCH_CHECK(t->scalar_type() == self[i].scalar_type(), "expected scalar type ",
+                  self[i].scalar_type(), " but found ", t->scalar_type());
     }
     if (self[i].numel() == 0) continue;
     AdamJob job;

@@ -44,10 +44,16 @@ void fused_sgd_(at::TensorList self, at::TensorList grads, at::TensorList moment
     TORCH_CHECK(grads[i].sizes().equals(self[i].sizes()), kName,
                 ": shapes of param and grad differ");
     (void)check_same_device(kName, {&self[i], &grads[i]});
+    // The CPU's and CUDA's fused steps read every tensor of a parameter in its dtype.
+    TORCH_CHECK(grads[i].scalar_type() == self[i].scalar_type(), "expected scalar type ",
+                self[i].scalar_type(), " but found ", grads[i].scalar_type());
     if (has_momentum) {
       TORCH_CHECK(momentum_buffer_list[i].sizes().equals(self[i].sizes()), kName,
                   ": shapes of param and momentum buffer differ");
       (void)check_same_device(kName, {&self[i], &momentum_buffer_list[i]});
+      TORCH_CHECK(momentum_buffer_list[i].scalar_type() == self[i].scalar_type(),
+                  "expected scalar type ", self[i].scalar_type(), " but found ",
+                  momentum_buffer_list[i].scalar_type());
     }
     if (self[i].numel() == 0) continue;
     SgdJob job;

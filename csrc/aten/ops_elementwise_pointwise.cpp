@@ -26,12 +26,6 @@ using namespace elementwise;
 
 namespace {
 
-bool dtype_allowed(uint8_t classes, at::ScalarType dtype) {
-  if (dtype == at::kBool) return classes & kBool;
-  if (at::isIntegralType(dtype, /*includeBool=*/false)) return classes & kIntegers;
-  return classes & kFloats;
-}
-
 // Ops whose kernel choice depends on an argument: div's rounding mode, clamp's optional
 // bounds, pow by a Python scalar, bitwise_not of bool.
 struct Resolved {
@@ -74,6 +68,22 @@ bool rounds_cpu_scalars(PointwiseOp op) {
   }
 }
 
+// The CPU's refusal of an out= dtype, with its message, raised before anything is queued.
+// where, nan_to_num and masked_fill check an exact dtype in their own words.
+void check_out_dtype(const PointwiseSpec& spec, at::ScalarType result, const at::Tensor& out) {
+  const at::ScalarType dtype = out.scalar_type();
+  if (dtype == result) return;
+  TORCH_CHECK(spec.op != PointwiseOp::Where, "Expected out type to be ", result, " but got ",
+              dtype);
+  TORCH_CHECK(spec.op != PointwiseOp::NanToNum, "nan_to_num: dtype of out: ", dtype,
+              " should be same as input: ", result);
+  TORCH_CHECK(spec.op != PointwiseOp::MaskedFill, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(result), ", but got ", out.dtype(), " instead");
+  TORCH_CHECK(spec.out_dtype != OutDtype::Exact, "Found dtype ", dtype, " but expected ", result);
+  TORCH_CHECK(at::canCast(result, dtype), "result type ", result,
+              " can't be cast to the desired output type ", dtype);
+}
+
 // pow at ComplexHalf, which the CPU has no kernel for: computed in complex64 and rounded once, as
 // CUDA's complex<float> arithmetic does. False (nothing done) for any other result dtype.
 bool pow_through_complex64(const c10::FunctionSchema& schema, torch::jit::Stack* stack) {
@@ -89,6 +99,12 @@ bool pow_through_complex64(const c10::FunctionSchema& schema, torch::jit::Stack*
                                  : at::result_type(base.toTensor(), exponent.toScalar()))
           : at::result_type(base.toScalar(), exponent.toTensor());
   if (result != at::kComplexHalf) return false;
+  if (has_out || in_place) {
+    // A real self or out= cannot hold the complex result (CUDA's kernel refuses it too).
+    const at::Tensor& target = (has_out ? args[num_args - 1] : args[0]).toTensor();
+    TORCH_CHECK(at::canCast(result, target.scalar_type()), "result type ", result,
+                " can't be cast to the desired output type ", target.scalar_type());
+  }
   const auto widened = [](const c10::IValue& v) {
     return v.isTensor() ? c10::IValue(v.toTensor().to(at::kComplexFloat)) : v;
   };
@@ -280,12 +296,23 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
     operands.pop_back();
     plan->operand_args.pop_back();
   }
+  if (spec.op == PointwiseOp::Lerp || spec.op == PointwiseOp::LerpScalar) {
+    check_lerp_dtypes(operands[0], operands[1],
+                      spec.op == PointwiseOp::Lerp ? &operands[2] : nullptr);
+  }
+  if (spec.op == PointwiseOp::Addcdiv) check_addcdiv_dtypes(operands[1], operands[2]);
+  if (spec.op == PointwiseOp::Clamp && operands[0].scalar_type() == at::kByte) {
+    // hardtanh (the one user of Clamp) clamps integers by its limits truncated to integers.
+    TORCH_CHECK(args[1].toScalar().toLong() >= 0 && args[2].toScalar().toLong() >= 0,
+                "cannot do hardtanh on an unsigned type with negative limits");
+  }
   if (spec.op == PointwiseOp::Where) {
     TORCH_CHECK(operands[0].scalar_type() == at::kBool,
                 "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                 operands[0].scalar_type());
   }
   if (spec.op == PointwiseOp::MaskedFill) {
+    if (plan->operand_args[2] < 0) check_value_fits(operands[0].scalar_type(), args[2].toScalar());
     TORCH_CHECK(operands[1].scalar_type() == at::kBool,
                 "masked_fill_ only supports boolean masks, but got mask with dtype ",
                 operands[1].scalar_type());
@@ -342,13 +369,15 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                                     at::TensorOptions().dtype(result).device(device));
   };
   if (in_place) {
-    TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
-                " can't be cast to the desired output type ", out.scalar_type());
+    const bool clamps_by_scalars =
+        spec_.out_dtype == OutDtype::Exact &&
+        (spec_.op == PointwiseOp::ClampMin || spec_.op == PointwiseOp::ClampMax ||
+         spec_.op == PointwiseOp::ClampBoth);
+    check_result_fits_self(result, out, clamps_by_scalars);
     TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   } else if (has_out) {
-    TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
-                " can't be cast to the desired output type ", out.scalar_type());
+    check_out_dtype(spec_, result, out);
     at::native::resize_output(out, shape);
   } else {
     out = new_output();

@@ -25,6 +25,13 @@ enum class ResultRule : uint8_t {
 // which raises PyTorch's own error for unsupported dtypes.
 enum DtypeClass : uint8_t { kFloats = 1, kIntegers = 2, kBool = 4, kAllTypes = 7, kNumbers = 3 };
 
+// Which out= dtypes an op accepts besides its result dtype, as its TensorIterator is set up.
+// An in-place self is always held to castability (the result must cast to it safely).
+enum class OutDtype : uint8_t {
+  Castable,  // any dtype the result casts to safely (add, exp, comparisons, clamp by tensors)
+  Exact,     // only the result dtype (abs, floor, activations, clamp by scalars, lerp by tensor)
+};
+
 struct PointwiseSpec {
   kernels::PointwiseOp op;
   ResultRule result = ResultRule::Common;
@@ -34,6 +41,7 @@ struct PointwiseSpec {
   std::vector<int> operand_args = {0};
   // Bit k set: operand k takes part in type promotion (all by default).
   uint32_t promote_mask = ~0u;
+  OutDtype out_dtype = OutDtype::Castable;
 };
 
 // The kernel call a pointwise op makes for `args` (its schema's arguments): the op, the result
@@ -76,11 +84,15 @@ class PointwiseKernel final : public c10::OperatorKernel {
   NativeOpCounter* counter_;  // lives for the process, like every native op counter
 };
 
-// Boxed kernel for the _foreach_* ops: one queued task loops over the whole tensor list.
+// Boxed kernel for the _foreach_* ops: one queued task loops over the whole tensor list. Every
+// tensor is checked as the op's per-tensor form checks it (broadcast shapes, result dtype,
+// castability into an in-place self, dtypes the op refuses) before anything is queued; a list
+// that needs a dtype the device does not compute runs whole on the host fallback.
 struct ForeachSpec {
   kernels::PointwiseOp op;
   ResultRule result = ResultRule::Common;
   bool extra_is_operand = true;  // the Scalar/Scalar[]/Tensor after the lists: operand or param
+  uint8_t dtypes = kAllTypes;    // compute dtypes run natively (as PointwiseSpec::dtypes)
 };
 
 class ForeachKernel final : public c10::OperatorKernel {

@@ -162,9 +162,10 @@ at::Tensor& cat_into(const at::ITensorListRef& tensors, int64_t dim, at::Tensor&
     TORCH_CHECK(out.device() == device,
                 "Expected all tensors to be on the same device, but found at least two devices, ",
                 device, " and ", out.device(), "! (in aten::cat.out)");
-    TORCH_CHECK(at::canCast(dtype, out.scalar_type()),
-                "torch.cat(): input types can't be cast to the desired output type ",
-                out.scalar_type());
+    // A TypeError, as the CPU's cat raises it (not the RuntimeError of elementwise ops).
+    TORCH_CHECK_TYPE(at::canCast(dtype, out.scalar_type()),
+                     "torch.cat(): input types can't be cast to the desired output type ",
+                     out.scalar_type());
   }
   if (reference == nullptr) {
     at::native::resize_output(out, inputs[0].get().sizes());

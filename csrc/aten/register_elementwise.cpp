@@ -40,15 +40,20 @@ PointwiseSpec binary(Op op, R result, uint8_t dtypes) {
 PointwiseSpec ternary(Op op, R result, uint8_t dtypes, uint32_t promote_mask = ~0u) {
   return PointwiseSpec{op, result, dtypes, {0, 1, 2}, promote_mask};
 }
+// The op takes an out= of its result dtype only (TensorIterator's unary-op rule).
+PointwiseSpec exact_out(PointwiseSpec spec) {
+  spec.out_dtype = OutDtype::Exact;
+  return spec;
+}
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Unary math.
-  pointwise(m, {"abs", "abs_", "abs.out"}, unary(Op::Abs, R::Common, kNumbers));
-  pointwise(m, {"neg", "neg_", "neg.out"}, unary(Op::Neg, R::Common, kNumbers));
-  pointwise(m, {"sign", "sign_", "sign.out"}, unary(Op::Sign, R::Common, kAllTypes));
-  pointwise(m, {"sgn", "sgn_", "sgn.out"}, unary(Op::Sign, R::Common, kAllTypes));
+  pointwise(m, {"abs", "abs_", "abs.out"}, exact_out(unary(Op::Abs, R::Common, kNumbers)));
+  pointwise(m, {"neg", "neg_", "neg.out"}, exact_out(unary(Op::Neg, R::Common, kNumbers)));
+  pointwise(m, {"sign", "sign_", "sign.out"}, exact_out(unary(Op::Sign, R::Common, kAllTypes)));
+  pointwise(m, {"sgn", "sgn_", "sgn.out"}, exact_out(unary(Op::Sign, R::Common, kAllTypes)));
   pointwise(m, {"exp", "exp_", "exp.out"}, unary(Op::Exp, R::FloatPromote, kAllTypes));
   pointwise(m, {"exp2", "exp2_", "exp2.out"}, unary(Op::Exp2, R::FloatPromote, kAllTypes));
   pointwise(m, {"log", "log_", "log.out"}, unary(Op::Log, R::FloatPromote, kAllTypes));
@@ -67,38 +72,39 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"sigmoid", "sigmoid_", "sigmoid.out"},
             unary(Op::Sigmoid, R::FloatPromote, kAllTypes));
   pointwise(m, {"erf", "erf_", "erf.out"}, unary(Op::Erf, R::FloatPromote, kAllTypes));
-  pointwise(m, {"floor", "floor_", "floor.out"}, unary(Op::Floor, R::Common, kNumbers));
-  pointwise(m, {"ceil", "ceil_", "ceil.out"}, unary(Op::Ceil, R::Common, kNumbers));
-  pointwise(m, {"round", "round_", "round.out"}, unary(Op::Round, R::Common, kNumbers));
+  pointwise(m, {"floor", "floor_", "floor.out"}, exact_out(unary(Op::Floor, R::Common, kNumbers)));
+  pointwise(m, {"ceil", "ceil_", "ceil.out"}, exact_out(unary(Op::Ceil, R::Common, kNumbers)));
+  pointwise(m, {"round", "round_", "round.out"}, exact_out(unary(Op::Round, R::Common, kNumbers)));
   pointwise(m, {"round.decimals", "round_.decimals", "round.decimals_out"},
-            unary(Op::RoundDecimals, R::Common, kFloats));
-  pointwise(m, {"trunc", "trunc_", "trunc.out"}, unary(Op::Trunc, R::Common, kNumbers));
-  pointwise(m, {"frac", "frac_", "frac.out"}, unary(Op::Frac, R::Common, kFloats));
+            exact_out(unary(Op::RoundDecimals, R::Common, kFloats)));
+  pointwise(m, {"trunc", "trunc_", "trunc.out"}, exact_out(unary(Op::Trunc, R::Common, kNumbers)));
+  pointwise(m, {"frac", "frac_", "frac.out"}, exact_out(unary(Op::Frac, R::Common, kFloats)));
   pointwise(m, {"nan_to_num", "nan_to_num_", "nan_to_num.out"},
             unary(Op::NanToNum, R::Common, kAllTypes));
   pointwise(m, {"logical_not", "logical_not_", "logical_not.out"},
             unary(Op::LogicalNot, R::Bool, kAllTypes));
   pointwise(m, {"bitwise_not", "bitwise_not_", "bitwise_not.out"},
-            unary(Op::BitwiseNot, R::Common, kIntegers | kBool));
+            exact_out(unary(Op::BitwiseNot, R::Common, kIntegers | kBool)));
   pointwise(m, {"isnan"}, unary(Op::IsNan, R::Bool, kAllTypes));
   pointwise(m, {"isinf"}, unary(Op::IsInf, R::Bool, kAllTypes));
   pointwise(m, {"isposinf", "isposinf.out"}, unary(Op::IsPosInf, R::Bool, kAllTypes));
   pointwise(m, {"isneginf", "isneginf.out"}, unary(Op::IsNegInf, R::Bool, kAllTypes));
 
   // Activations and the gradients autograd calls.
-  pointwise(m, {"gelu", "gelu_", "gelu.out"}, unary(Op::Gelu, R::Common, kFloats));
-  pointwise(m, {"silu", "silu_", "silu.out"}, unary(Op::Silu, R::Common, kFloats));
-  pointwise(m, {"mish", "mish_", "mish.out"}, unary(Op::Mish, R::Common, kFloats));
+  pointwise(m, {"gelu", "gelu_", "gelu.out"}, exact_out(unary(Op::Gelu, R::Common, kFloats)));
+  pointwise(m, {"silu", "silu_", "silu.out"}, exact_out(unary(Op::Silu, R::Common, kFloats)));
+  pointwise(m, {"mish", "mish_", "mish.out"}, exact_out(unary(Op::Mish, R::Common, kFloats)));
   pointwise(m, {"hardsigmoid", "hardsigmoid_", "hardsigmoid.out"},
-            unary(Op::Hardsigmoid, R::Common, kFloats));
+            exact_out(unary(Op::Hardsigmoid, R::Common, kFloats)));
   pointwise(m, {"hardswish", "hardswish_", "hardswish.out"},
-            unary(Op::Hardswish, R::Common, kFloats));
-  pointwise(m, {"softplus", "softplus.out"}, unary(Op::Softplus, R::Common, kFloats));
+            exact_out(unary(Op::Hardswish, R::Common, kFloats)));
+  pointwise(m, {"softplus", "softplus.out"}, exact_out(unary(Op::Softplus, R::Common, kFloats)));
   pointwise(m, {"leaky_relu", "leaky_relu_", "leaky_relu.out"},
-            unary(Op::LeakyRelu, R::Common, kFloats));
+            exact_out(unary(Op::LeakyRelu, R::Common, kFloats)));
   // hardtanh is clamp with defaults: the same op serves integer inputs, as on CPU.
-  pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"}, unary(Op::Clamp, R::Common, kNumbers));
-  pointwise(m, {"elu", "elu_", "elu.out"}, unary(Op::Elu, R::Common, kFloats));
+  pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"},
+            exact_out(unary(Op::Clamp, R::Common, kNumbers)));
+  pointwise(m, {"elu", "elu_", "elu.out"}, exact_out(unary(Op::Elu, R::Common, kFloats)));
   pointwise(m, {"gelu_backward", "gelu_backward.grad_input"},
             binary(Op::GeluBackward, R::Common, kFloats));
   pointwise(m, {"silu_backward", "silu_backward.grad_input"},
@@ -180,23 +186,25 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out",
              "bitwise_xor.Scalar", "bitwise_xor_.Scalar", "bitwise_xor.Scalar_out"},
             binary(Op::BitwiseXor, R::Common, kIntegers | kBool));
-  pointwise(m,
-            {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor",
-             "clamp_min.Tensor_out"},
+  // Clamping by scalars takes an out= of the result dtype only; by tensors, any it casts to.
+  pointwise(m, {"clamp_min", "clamp_min_", "clamp_min.out"},
+            exact_out(binary(Op::ClampMin, R::Common, kNumbers)));
+  pointwise(m, {"clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"},
             binary(Op::ClampMin, R::Common, kNumbers));
-  pointwise(m,
-            {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor",
-             "clamp_max.Tensor_out"},
+  pointwise(m, {"clamp_max", "clamp_max_", "clamp_max.out"},
+            exact_out(binary(Op::ClampMax, R::Common, kNumbers)));
+  pointwise(m, {"clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"},
             binary(Op::ClampMax, R::Common, kNumbers));
   pointwise(m, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out"},
             binary(Op::LerpScalar, R::Common, kFloats));
 
   // Selection and three-input arithmetic.
-  pointwise(m,
-            {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
+  pointwise(m, {"clamp", "clamp_", "clamp.out"},
+            exact_out(ternary(Op::ClampBoth, R::Common, kNumbers)));
+  pointwise(m, {"clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
             ternary(Op::ClampBoth, R::Common, kNumbers));
   pointwise(m, {"lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
-            ternary(Op::Lerp, R::Common, kFloats));
+            exact_out(ternary(Op::Lerp, R::Common, kFloats)));
   pointwise(m, {"addcmul", "addcmul_", "addcmul.out"}, ternary(Op::Addcmul, R::Common, kNumbers));
   pointwise(m, {"addcdiv", "addcdiv_", "addcdiv.out"}, ternary(Op::Addcdiv, R::Common, kFloats));
   pointwise(m, {"where.self", "where.self_out"}, ternary(Op::Where, R::Common, kAllTypes, 0b110));
@@ -205,7 +213,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
              "masked_fill.Tensor", "masked_fill_.Tensor", "masked_fill.Tensor_out"},
             ternary(Op::MaskedFill, R::Self, kAllTypes, 0b001));
 
-  // Optimizer building blocks: every call queues one task for the whole tensor list.
+  // Optimizer building blocks: every call queues one task for the whole tensor list. The dtype
+  // classes are the pointwise ops' own; other dtypes reach the host, which refuses them as the CPU
+  // does.
   foreach_op(m,
              {"_foreach_add.List", "_foreach_add_.List", "_foreach_add.Scalar",
               "_foreach_add_.Scalar", "_foreach_add.ScalarList", "_foreach_add_.ScalarList",
@@ -214,7 +224,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   foreach_op(m,
              {"_foreach_sub.List", "_foreach_sub_.List", "_foreach_sub.Scalar",
               "_foreach_sub_.Scalar", "_foreach_sub.ScalarList", "_foreach_sub_.ScalarList"},
-             {Op::SubAlpha, R::Common});
+             {Op::SubAlpha, R::Common, /*extra_is_operand=*/true, kNumbers});
   foreach_op(m,
              {"_foreach_mul.List", "_foreach_mul_.List", "_foreach_mul.Scalar",
               "_foreach_mul_.Scalar", "_foreach_mul.ScalarList", "_foreach_mul_.ScalarList",
@@ -239,16 +249,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
              {"_foreach_clamp_min.List", "_foreach_clamp_min_.List", "_foreach_clamp_min.Scalar",
               "_foreach_clamp_min_.Scalar", "_foreach_clamp_min.ScalarList",
               "_foreach_clamp_min_.ScalarList"},
-             {Op::ClampMin, R::Common});
+             {Op::ClampMin, R::Common, /*extra_is_operand=*/true, kNumbers});
   foreach_op(m,
              {"_foreach_clamp_max.List", "_foreach_clamp_max_.List", "_foreach_clamp_max.Scalar",
               "_foreach_clamp_max_.Scalar", "_foreach_clamp_max.ScalarList",
               "_foreach_clamp_max_.ScalarList"},
-             {Op::ClampMax, R::Common});
+             {Op::ClampMax, R::Common, /*extra_is_operand=*/true, kNumbers});
   foreach_op(m,
              {"_foreach_pow.List", "_foreach_pow_.List", "_foreach_pow.Scalar",
               "_foreach_pow_.Scalar", "_foreach_pow.ScalarList", "_foreach_pow_.ScalarList"},
-             {Op::Pow, R::Common});
+             {Op::Pow, R::Common, /*extra_is_operand=*/true, kNumbers});
   foreach_op(m, {"_foreach_sqrt", "_foreach_sqrt_"}, {Op::Sqrt, R::FloatPromote});
   foreach_op(m, {"_foreach_rsqrt", "_foreach_rsqrt_"}, {Op::Rsqrt, R::FloatPromote});
   foreach_op(m, {"_foreach_exp", "_foreach_exp_"}, {Op::Exp, R::FloatPromote});
@@ -258,22 +268,25 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   foreach_op(m, {"_foreach_tanh", "_foreach_tanh_"}, {Op::Tanh, R::FloatPromote});
   foreach_op(m, {"_foreach_sin", "_foreach_sin_"}, {Op::Sin, R::FloatPromote});
   foreach_op(m, {"_foreach_cos", "_foreach_cos_"}, {Op::Cos, R::FloatPromote});
-  foreach_op(m, {"_foreach_neg", "_foreach_neg_"}, {Op::Neg, R::Common});
-  foreach_op(m, {"_foreach_abs", "_foreach_abs_"}, {Op::Abs, R::Common});
+  foreach_op(m, {"_foreach_neg", "_foreach_neg_"},
+             {Op::Neg, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m, {"_foreach_abs", "_foreach_abs_"},
+             {Op::Abs, R::Common, /*extra_is_operand=*/true, kNumbers});
   foreach_op(m, {"_foreach_sign", "_foreach_sign_"}, {Op::Sign, R::Common});
-  foreach_op(m, {"_foreach_lerp.List", "_foreach_lerp_.List"}, {Op::Lerp, R::Common});
+  foreach_op(m, {"_foreach_lerp.List", "_foreach_lerp_.List"},
+             {Op::Lerp, R::Common, /*extra_is_operand=*/true, kFloats});
   foreach_op(m,
              {"_foreach_lerp.Scalar", "_foreach_lerp_.Scalar", "_foreach_lerp.ScalarList",
               "_foreach_lerp_.ScalarList"},
-             {Op::LerpScalar, R::Common, /*extra_is_operand=*/false});
+             {Op::LerpScalar, R::Common, /*extra_is_operand=*/false, kFloats});
   foreach_op(m,
              {"_foreach_addcmul.Scalar", "_foreach_addcmul_.Scalar", "_foreach_addcmul.ScalarList",
               "_foreach_addcmul_.ScalarList"},
-             {Op::Addcmul, R::Common, /*extra_is_operand=*/false});
+             {Op::Addcmul, R::Common, /*extra_is_operand=*/false, kNumbers});
   foreach_op(m,
              {"_foreach_addcdiv.Scalar", "_foreach_addcdiv_.Scalar", "_foreach_addcdiv.ScalarList",
               "_foreach_addcdiv_.ScalarList"},
-             {Op::Addcdiv, R::Common, /*extra_is_operand=*/false});
+             {Op::Addcdiv, R::Common, /*extra_is_operand=*/false, kFloats});
   m.impl("zero_", TORCH_FN(zero_));
   m.impl("_fused_adam_", TORCH_FN(fused_adam_));
   m.impl("_fused_adamw_", TORCH_FN(fused_adamw_));
