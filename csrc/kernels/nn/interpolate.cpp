@@ -254,12 +254,54 @@ void backward_all(float* grad_in, const float* grad_out, const Geometry& g) {
   });
 }
 
+// Nearest forward is a pure gather: elements are copied as bits in the views' own layout, so
+// 16-bit and channels_last tensors need no fp32 round trip or transpose.
+template <typename Bits>
+void gather_nearest(const TensorView& out, const TensorView& input, const Geometry& g) {
+  const int spatial = out.ndim - 2;
+  int64_t in_stride[3] = {0, 0, 0}, out_stride[3] = {0, 0, 0};
+  for (int a = 0; a < spatial; ++a) {
+    in_stride[3 - spatial + a] = input.strides[2 + a];
+    out_stride[3 - spatial + a] = out.strides[2 + a];
+  }
+  const int64_t C = out.sizes[1], OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const int64_t* d_index = g.taps[0].index.data();
+  const int64_t* h_index = g.taps[1].index.data();
+  const int64_t* w_index = g.taps[2].index.data();
+  const Bits* src_base = static_cast<const Bits*>(input.data);
+  Bits* dst_base = static_cast<Bits*>(out.data);
+  const int64_t rows = g.planes * OD * OH;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(OW, 1));
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t plane = row / (OD * OH), n = plane / C, c = plane % C;
+      const int64_t od = (row / OH) % OD, oh = row % OH;
+      const Bits* src = src_base + n * input.strides[0] + c * input.strides[1] +
+                        d_index[od] * in_stride[0] + h_index[oh] * in_stride[1];
+      Bits* dst = dst_base + n * out.strides[0] + c * out.strides[1] + od * out_stride[0] +
+                  oh * out_stride[1];
+      const int64_t src_w = in_stride[2], dst_w = out_stride[2];
+      for (int64_t ow = 0; ow < OW; ++ow) dst[ow * dst_w] = src[w_index[ow] * src_w];
+    }
+  });
+}
+
 }  // namespace
 
 void interpolate_forward(const TensorView& out, const TensorView& input,
                          const InterpolateParams& params) {
   if (out.numel() == 0) return;
   const Geometry g = geometry(out, input, params);
+  if (g.taps[2].count == 1 && out.dtype == input.dtype) {
+    switch (element_size(out.dtype)) {
+      case 2:
+        return gather_nearest<uint16_t>(out, input, g);
+      case 4:
+        return gather_nearest<uint32_t>(out, input, g);
+      default:
+        break;
+    }
+  }
   const DenseFloatInput in(input);
   DenseFloatOutput result(out);
   switch (g.taps[2].count) {

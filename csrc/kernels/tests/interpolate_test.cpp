@@ -143,6 +143,23 @@ TEST(InterpolateTest, StridedInputAndBFloat16OutputRoundOnce) {
   });
 }
 
+TEST(InterpolateTest, NearestGathersStridedSixteenBitElementsAsIs) {
+  std::mt19937 rng(10);
+  // bf16 channels-last input and output, against the fp32 path on dense copies.
+  HostTensor storage = random_tensor(DType::BFloat16, {2, 3, 4, 5, 3}, rng);
+  const TensorView strided = permute(storage.view, {0, 4, 1, 2, 3});
+  HostTensor dense = make_tensor(DType::Float32, {2, 3, 3, 4, 5});
+  for_each_index(dense.view, [&](const Index& i) { set(dense.view, i, get(strided, i)); });
+  HostTensor out_storage = make_tensor(DType::BFloat16, {2, 5, 7, 9, 3});
+  const TensorView out = permute(out_storage.view, {0, 4, 1, 2, 3});
+  HostTensor want = make_tensor(DType::Float32, {2, 3, 5, 7, 9});
+  for (InterpolateMode mode : {InterpolateMode::Nearest, InterpolateMode::NearestExact}) {
+    interpolate_forward(out, strided, params_for(mode));
+    interpolate_forward(want.view, dense.view, params_for(mode));
+    for_each_index(want.view, [&](const Index& i) { EXPECT_EQ(get(out, i), get(want.view, i)); });
+  }
+}
+
 TEST(InterpolateTest, BackwardIsDeterministic) {
   std::mt19937 rng(9);
   HostTensor g = random_tensor(DType::Float32, {4, 8, 31, 29}, rng);
