@@ -221,7 +221,11 @@ void forward_all(float* out, const float* in, const Geometry& g) {
   });
 }
 
-template <int kWidthTaps>
+// Each output's gradient goes to its taps in PyTorch's CPU order, so sums at clamped borders
+// round alike: outputs in row-major order; per output, depth/height taps outside width taps
+// with weight (wd * wh * ww) * g, except cubic, whose CPU kernel takes width taps outermost
+// with weight (g * wh) * ww.
+template <int kWidthTaps, bool kCubic>
 void backward_all(float* grad_in, const float* grad_out, const Geometry& g) {
   const AxisTaps &td = g.taps[0], &th = g.taps[1], &tw = g.taps[2];
   const int64_t D = g.in[0], H = g.in[1], W = g.in[2];
@@ -235,16 +239,27 @@ void backward_all(float* grad_in, const float* grad_out, const Geometry& g) {
       for (int64_t od = 0; od < OD; ++od) {
         for (int64_t oh = 0; oh < OH; ++oh) {
           const float* g_row = src + (od * OH + oh) * OW;
+          float* rows[kMaxTaps * kMaxTaps];
+          float row_weight[kMaxTaps * kMaxTaps];
+          int row_count = 0;
           for (int d = 0; d < td.count; ++d) {
             for (int h = 0; h < th.count; ++h) {
-              float* row =
+              rows[row_count] =
                   dst + (td.index[od * td.count + d] * H + th.index[oh * th.count + h]) * W;
-              const float row_weight = td.weight[od * td.count + d] * th.weight[oh * th.count + h];
-              for (int64_t ow = 0; ow < OW; ++ow) {
-                const float share = row_weight * g_row[ow];
-                for (int k = 0; k < kWidthTaps; ++k) {
-                  row[tw.index[ow * kWidthTaps + k]] += tw.weight[ow * kWidthTaps + k] * share;
-                }
+              row_weight[row_count++] = td.weight[od * td.count + d] * th.weight[oh * th.count + h];
+            }
+          }
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const float grad = g_row[ow];
+            const int64_t* wi = tw.index.data() + ow * kWidthTaps;
+            const float* ww = tw.weight.data() + ow * kWidthTaps;
+            if constexpr (kCubic) {
+              for (int k = 0; k < kWidthTaps; ++k) {
+                for (int r = 0; r < row_count; ++r) rows[r][wi[k]] += grad * row_weight[r] * ww[k];
+              }
+            } else {
+              for (int r = 0; r < row_count; ++r) {
+                for (int k = 0; k < kWidthTaps; ++k) rows[r][wi[k]] += row_weight[r] * ww[k] * grad;
               }
             }
           }
@@ -326,13 +341,13 @@ void interpolate_backward(const TensorView& grad_input, const TensorView& grad_o
   DenseFloatOutput result(grad_input);
   switch (g.taps[2].count) {
     case 1:
-      backward_all<1>(result.data(), go.data(), g);
+      backward_all<1, false>(result.data(), go.data(), g);
       break;
     case 2:
-      backward_all<2>(result.data(), go.data(), g);
+      backward_all<2, false>(result.data(), go.data(), g);
       break;
     default:
-      backward_all<4>(result.data(), go.data(), g);
+      backward_all<4, true>(result.data(), go.data(), g);
       break;
   }
   result.commit();
