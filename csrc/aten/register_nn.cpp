@@ -1,7 +1,9 @@
-// Registrations of the nn family: convolution, pooling, normalisation, losses, attention.
+// Registrations of the nn family: convolution, pooling, interpolation, normalisation, losses,
+// attention.
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include "aten/ops_interpolate.h"
 #include "aten/ops_nn.h"
 
 namespace openneuron::bridge {
@@ -25,6 +27,51 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out));
   m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptive_avg_pool2d_backward));
   m.impl("_adaptive_avg_pool2d_backward.out", TORCH_FN(adaptive_avg_pool2d_backward_out));
+
+  // Interpolation (F.interpolate's modes; the .vec overloads are composites over these).
+  m.impl("upsample_nearest1d", TORCH_FN(upsample_nearest1d));
+  m.impl("upsample_nearest1d.out", TORCH_FN(upsample_nearest1d_out));
+  m.impl("upsample_nearest1d_backward", TORCH_FN(upsample_nearest1d_backward));
+  m.impl("upsample_nearest1d_backward.grad_input", TORCH_FN(upsample_nearest1d_backward_out));
+  m.impl("upsample_nearest2d", TORCH_FN(upsample_nearest2d));
+  m.impl("upsample_nearest2d.out", TORCH_FN(upsample_nearest2d_out));
+  m.impl("upsample_nearest2d_backward", TORCH_FN(upsample_nearest2d_backward));
+  m.impl("upsample_nearest2d_backward.grad_input", TORCH_FN(upsample_nearest2d_backward_out));
+  m.impl("upsample_nearest3d", TORCH_FN(upsample_nearest3d));
+  m.impl("upsample_nearest3d.out", TORCH_FN(upsample_nearest3d_out));
+  m.impl("upsample_nearest3d_backward", TORCH_FN(upsample_nearest3d_backward));
+  m.impl("upsample_nearest3d_backward.grad_input", TORCH_FN(upsample_nearest3d_backward_out));
+  m.impl("_upsample_nearest_exact1d", TORCH_FN(upsample_nearest_exact1d));
+  m.impl("_upsample_nearest_exact1d.out", TORCH_FN(upsample_nearest_exact1d_out));
+  m.impl("_upsample_nearest_exact1d_backward", TORCH_FN(upsample_nearest_exact1d_backward));
+  m.impl("_upsample_nearest_exact1d_backward.grad_input",
+         TORCH_FN(upsample_nearest_exact1d_backward_out));
+  m.impl("_upsample_nearest_exact2d", TORCH_FN(upsample_nearest_exact2d));
+  m.impl("_upsample_nearest_exact2d.out", TORCH_FN(upsample_nearest_exact2d_out));
+  m.impl("_upsample_nearest_exact2d_backward", TORCH_FN(upsample_nearest_exact2d_backward));
+  m.impl("_upsample_nearest_exact2d_backward.grad_input",
+         TORCH_FN(upsample_nearest_exact2d_backward_out));
+  m.impl("_upsample_nearest_exact3d", TORCH_FN(upsample_nearest_exact3d));
+  m.impl("_upsample_nearest_exact3d.out", TORCH_FN(upsample_nearest_exact3d_out));
+  m.impl("_upsample_nearest_exact3d_backward", TORCH_FN(upsample_nearest_exact3d_backward));
+  m.impl("_upsample_nearest_exact3d_backward.grad_input",
+         TORCH_FN(upsample_nearest_exact3d_backward_out));
+  m.impl("upsample_linear1d", TORCH_FN(upsample_linear1d));
+  m.impl("upsample_linear1d.out", TORCH_FN(upsample_linear1d_out));
+  m.impl("upsample_linear1d_backward", TORCH_FN(upsample_linear1d_backward));
+  m.impl("upsample_linear1d_backward.grad_input", TORCH_FN(upsample_linear1d_backward_out));
+  m.impl("upsample_bilinear2d", TORCH_FN(upsample_bilinear2d));
+  m.impl("upsample_bilinear2d.out", TORCH_FN(upsample_bilinear2d_out));
+  m.impl("upsample_bilinear2d_backward", TORCH_FN(upsample_bilinear2d_backward));
+  m.impl("upsample_bilinear2d_backward.grad_input", TORCH_FN(upsample_bilinear2d_backward_out));
+  m.impl("upsample_trilinear3d", TORCH_FN(upsample_trilinear3d));
+  m.impl("upsample_trilinear3d.out", TORCH_FN(upsample_trilinear3d_out));
+  m.impl("upsample_trilinear3d_backward", TORCH_FN(upsample_trilinear3d_backward));
+  m.impl("upsample_trilinear3d_backward.grad_input", TORCH_FN(upsample_trilinear3d_backward_out));
+  m.impl("upsample_bicubic2d", TORCH_FN(upsample_bicubic2d));
+  m.impl("upsample_bicubic2d.out", TORCH_FN(upsample_bicubic2d_out));
+  m.impl("upsample_bicubic2d_backward", TORCH_FN(upsample_bicubic2d_backward));
+  m.impl("upsample_bicubic2d_backward.grad_input", TORCH_FN(upsample_bicubic2d_backward_out));
 
   // Normalisation.
   m.impl("native_batch_norm", TORCH_FN(native_batch_norm));
