@@ -15,6 +15,10 @@ the device, so non-contiguous CPU samples stay non-contiguous on neuron.
 
 Tolerances: torch.testing.assert_close's defaults for the result dtype, raised (never lowered)
 to the OpInfo's own toleranceOverride / precisionOverride for that dtype where it declares one.
+
+Dtypes CUDA has and the CPU lacks (CUDA-only pairs, DESIGN.md decision 17) are checked too:
+their CPU reference runs at the nearest wider dtype the CPU has and is rounded once to the
+dtypes the op returns (WidenedReference), and CUDA's OpInfo decorators apply to them as well.
 """
 
 from __future__ import annotations
@@ -116,6 +120,37 @@ _NARROW_FLOATS = (torch.float16, torch.bfloat16)
 # Modules with random forward passes in training mode: they are checked in eval mode.
 RANDOM_IN_TRAINING = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "RReLU")
 
+# Whose OpInfo decorators (tolerances, skips) apply: the CPU's for a dtype the CPU has; for a
+# dtype only CUDA has, CUDA's too (the CPU's suite never runs it, so only CUDA's declare any).
+CPU_DEVICES = ("cpu",)
+CUDA_ONLY_DEVICES = ("cpu", "cuda")
+# PyTorch's own test of complex32 against the op at complex64 rounded down: exactly the
+# comparison of a CUDA-only complex32 pair, so its tolerance overrides apply to those.
+_COMPLEX_HALF_TESTS = _RELEVANT_TESTS | {"test_complex_half_reference_testing"}
+
+# CUDA-only dtypes (DESIGN.md decision 17): the CPU reference runs at the first of these the
+# CPU accepts for the sample, and rounds its results once, as the host fallback does. A dtype
+# that is already wide tries itself first (the OpInfo may list it for CUDA only although the
+# CPU runs it, e.g. batch_norm.without_cudnn).
+_WIDE_INTEGER = (torch.int64, torch.float64)
+WIDER_DTYPES = {
+    torch.float16: (torch.float32, torch.float64),
+    torch.bfloat16: (torch.float32, torch.float64),
+    torch.float32: (torch.float32, torch.float64),
+    torch.float64: (torch.float64,),
+    torch.complex32: (torch.complex64, torch.complex128),
+    torch.complex64: (torch.complex64, torch.complex128),
+    torch.complex128: (torch.complex128,),
+    torch.bool: _WIDE_INTEGER,
+    torch.uint8: _WIDE_INTEGER,
+    torch.int8: _WIDE_INTEGER,
+    torch.int16: _WIDE_INTEGER,
+    torch.int32: _WIDE_INTEGER,
+    torch.int64: _WIDE_INTEGER,
+    torch.uint16: _WIDE_INTEGER,
+    torch.uint32: _WIDE_INTEGER,
+}
+
 
 def op_full_name(op: OpInfo) -> str:
     """The OpInfo's name with its variant, e.g. "max.reduction_with_dim"."""
@@ -124,6 +159,21 @@ def op_full_name(op: OpInfo) -> str:
 
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def op_dtypes(op: OpInfo) -> list[torch.dtype]:
+    """Every dtype the sweep checks op at: the CPU's and CUDA's (neuron must accept both)."""
+    both = set(op.supported_dtypes("cpu")) | set(op.supported_dtypes("cuda"))
+    return sorted(both, key=str)
+
+
+def is_cuda_only(op: OpInfo, dtype: torch.dtype) -> bool:
+    """Whether the OpInfo lists dtype for CUDA and not for the CPU (metadata: no GPU needed)."""
+    return dtype not in op.supported_dtypes("cpu") and dtype in op.supported_dtypes("cuda")
+
+
+def cuda_only_dtypes(op: OpInfo) -> list[torch.dtype]:
+    return [d for d in op_dtypes(op) if is_cuda_only(op, d)]
 
 
 @dataclasses.dataclass
@@ -148,6 +198,12 @@ class Result:
     signatures: list[str] = dataclasses.field(default_factory=list)
     fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
+    # A dtype CUDA has and the CPU lacks: the CPU reference ran at widened_to (one or more
+    # dtypes, comma-separated) and was rounded to the dtypes the op returns.
+    cuda_only: bool = False
+    widened_to: str = ""
+    # Host-fallback runs on neuron that computed at a wider dtype: {aten op: {dtype: wider}}.
+    widened_ops: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -161,8 +217,9 @@ class CheckFailure(AssertionError):
 
 
 def _active_decorators(
-    decorators: Iterable[Any], dtype: torch.dtype, cls_names, tests=_RELEVANT_TESTS
-) -> list[Any]:
+    decorators: Iterable[Any], dtype: torch.dtype, cls_names, tests=_RELEVANT_TESTS,
+    devices=CPU_DEVICES,
+) -> list[Any]:  # fmt: skip
     active = []
     for info in decorators or ():
         if not isinstance(info, DecorateInfo):
@@ -170,7 +227,7 @@ def _active_decorators(
             continue
         if info.cls_name not in cls_names or info.test_name not in tests:
             continue
-        if info.device_type not in (None, "cpu"):
+        if info.device_type is not None and info.device_type not in devices:
             continue
         if info.dtypes is not None and dtype not in info.dtypes:
             continue
@@ -181,12 +238,13 @@ def _active_decorators(
 
 
 def tolerances(
-    decorators, dtype: torch.dtype, cls_names=(None, "TestCommon"), tests=_RELEVANT_TESTS
-) -> tuple[float, float]:
+    decorators, dtype: torch.dtype, cls_names=(None, "TestCommon"), tests=_RELEVANT_TESTS,
+    devices=CPU_DEVICES,
+) -> tuple[float, float]:  # fmt: skip
     """(rtol, atol): assert_close's defaults for dtype, raised to the OpInfo's (or
-    ModuleInfo's) overrides for the tests that compare results."""
+    ModuleInfo's) overrides for the tests that compare results on devices."""
     rtol, atol = default_tolerances(dtype)
-    for _test, decorator in _active_decorators(decorators, dtype, cls_names, tests):
+    for _test, decorator in _active_decorators(decorators, dtype, cls_names, tests, devices):
         if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
             atol = max(atol, decorator.d[dtype].atol)
             rtol = max(rtol, decorator.d[dtype].rtol)
@@ -195,20 +253,26 @@ def tolerances(
     return rtol, atol
 
 
-def skipped_by_opinfo(op: OpInfo, dtype: torch.dtype, test_name: str) -> str | None:
-    """The OpInfo's reason for skipping PyTorch's test_name at dtype (on CPU), or None."""
-    for test, decorator in _active_decorators(op.decorators, dtype, (None, "TestCommon")):
+def skipped_by_opinfo(
+    op: OpInfo, dtype: torch.dtype, test_name: str, devices=CPU_DEVICES
+) -> str | None:
+    """The OpInfo's reason for skipping PyTorch's test_name at dtype on devices, or None."""
+    for test, decorator in _active_decorators(
+        op.decorators, dtype, (None, "TestCommon"), devices=devices
+    ):
         if test == test_name and getattr(decorator, "__qualname__", "").startswith("skip."):
             return getattr(decorator(lambda: None), "__unittest_skip_why__", "") or "no reason"
     return None
 
 
-def incomparable_reason(op: OpInfo, dtype: torch.dtype) -> str | None:
+def incomparable_reason(op: OpInfo, dtype: torch.dtype, devices=CPU_DEVICES) -> str | None:
     """Why this op's values cannot be compared with the CPU's, or None if they can."""
     name = op_full_name(op)
     if name in VALUES_NOT_COMPARABLE:
         return VALUES_NOT_COMPARABLE[name]
-    for _test, decorator in _active_decorators(op.decorators, dtype, (None, "TestCommon")):
+    for _test, decorator in _active_decorators(
+        op.decorators, dtype, (None, "TestCommon"), devices=devices
+    ):
         if not getattr(decorator, "__qualname__", "").startswith("skip."):
             continue
         why = getattr(decorator(lambda: None), "__unittest_skip_why__", "")
@@ -453,10 +517,12 @@ def spread(items: list, limit: int | None) -> list:
 
 
 class _Tracker:
-    """Runs neuron work under op tracking and accumulates the ops that fell back."""
+    """Runs neuron work under op tracking and accumulates the ops that fell back, and those
+    the fallback ran at a wider dtype than their inputs'."""
 
     def __init__(self):
         self.fallbacks: Counter[str] = Counter()
+        self.widened: dict[str, dict[str, str]] = {}
 
     def __call__(self, fn, *args, **kwargs):
         openneuron.clear_op_tracking()
@@ -467,6 +533,14 @@ class _Tracker:
         finally:
             torch.neuron.synchronize()
             self.fallbacks.update(openneuron.get_fallback_ops())
+            for aten_op, dtypes in _widened_ops().items():
+                self.widened.setdefault(aten_op, {}).update(dtypes)
+
+
+def _widened_ops() -> dict[str, dict[str, str]]:
+    # A build without fallback widening has nothing to report.
+    get = getattr(openneuron, "get_widened_ops", None)
+    return get() if get is not None else {}
 
 
 STRIDES_AS_CPU = "strides as CPU's (the meta kernel differs from CPU's kernel)"
@@ -501,11 +575,11 @@ def _host_args(op: OpInfo) -> bool:
     return op_full_name(op) in HOST_ARGUMENT_OPS
 
 
-def _wants_grad(op: OpInfo, dtype: torch.dtype) -> bool:
+def _wants_grad(op: OpInfo, dtype: torch.dtype, device_type: str = "cpu") -> bool:
     return (
         op.supports_autograd
         and dtype.is_floating_point
-        and dtype in op.supported_backward_dtypes("cpu")
+        and dtype in op.supported_backward_dtypes(device_type)
     )
 
 
@@ -540,9 +614,128 @@ class _Float32Reference:
         return _map_tensors(out, narrow, {})
 
 
+_COMPLEX_OF = {
+    torch.float16: torch.complex32,
+    torch.float32: torch.complex64,
+    torch.float64: torch.complex128,
+}
+_REAL_OF = {c: r for r, c in _COMPLEX_OF.items()}
+
+
+def _counterpart(dtype: torch.dtype) -> torch.dtype | None:
+    """The complex dtype of a real one and the real dtype of a complex one (FFTs, abs, ...)."""
+    return _COMPLEX_OF.get(dtype) or _REAL_OF.get(dtype)
+
+
+class WidenedReference:
+    """fn (an op, or its in-place variant) on the CPU for a dtype CUDA has and the CPU lacks:
+    every tensor argument of that dtype widened to the first of WIDER_DTYPES[dtype] the CPU
+    runs the call at (differentiable casts, so gradients come back in the dtype), and every
+    result rounded once to the dtype the op returns for the original arguments (the meta
+    kernel's; without one, the widened dtype maps back to dtype). out= tensors receive the
+    rounded results; an in-place call writes its rounded result back into its input. This is
+    the host fallback's widening (DESIGN.md decision 17), done independently in Python."""
+
+    def __init__(self, fn, dtype: torch.dtype, *, inplace: bool = False):
+        self.fn, self.dtype, self.inplace = fn, dtype, inplace
+        self.widened_to: set[str] = set()  # the dtypes the calls ran at
+        self.inplace_reference: WidenedReference | None = None  # made by the in-place check
+
+    def __call__(self, *args, **kwargs):
+        out = kwargs.pop("out", None)
+        result_dtypes = _meta_result(self.fn, args, kwargs, refuse=self.inplace)
+        first_error: Exception | None = None
+        for wide in WIDER_DTYPES.get(self.dtype, (self.dtype,)):
+            try:
+                result = self._run_at(wide, args, kwargs, out, result_dtypes)
+            except Exception as err:  # the CPU lacks this one too: try the next
+                first_error = first_error or err
+                continue
+            self.widened_to.add(dtype_name(wide))
+            return result
+        assert first_error is not None
+        raise first_error
+
+    def _run_at(self, wide, args, kwargs, out, result_dtypes):
+        narrow_to_wide = {self.dtype: wide}
+        if _counterpart(self.dtype) is not None and _counterpart(wide) is not None:
+            narrow_to_wide[_counterpart(self.dtype)] = _counterpart(wide)
+
+        def widen_argument(t: torch.Tensor) -> torch.Tensor:
+            return t.to(wide) if t.dtype == self.dtype else t
+
+        memo: dict[int, Any] = {}
+        # dtype= arguments naming the dtype widen too (e.g. prod(x, dtype=torch.complex32)).
+        wide_args = _replace_dtype(_map_tensors(args, widen_argument, memo), self.dtype, wide)
+        wide_kwargs = _replace_dtype(_map_tensors(kwargs, widen_argument, memo), self.dtype, wide)
+        if self.inplace:  # the input is args[0]: its widened copy is written, then rounded back
+            self.fn(*wide_args, **wide_kwargs)
+            args[0].copy_(wide_args[0])
+            return args[0]
+        if out is not None:
+            wide_out = _map_tensors(
+                out, lambda t: torch.empty(0, dtype=narrow_to_wide.get(t.dtype, t.dtype)), {}
+            )
+            self.fn(*wide_args, **wide_kwargs, out=wide_out)
+            for target, value in zip(_flatten(out), _flatten(wide_out), strict=True):
+                target.resize_(value.shape).copy_(value)
+            return out
+        wide_to_narrow = {w: n for n, w in narrow_to_wide.items()}
+        return _rounded(self.fn(*wide_args, **wide_kwargs), result_dtypes, wide_to_narrow)
+
+
+def _replace_dtype(value: Any, old: torch.dtype, new: torch.dtype) -> Any:
+    if isinstance(value, torch.dtype):
+        return new if value == old else value
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(_replace_dtype(v, old, new) for v in value)
+    if isinstance(value, dict):
+        return {k: _replace_dtype(v, old, new) for k, v in value.items()}
+    return value
+
+
+def _meta_result(fn, args, kwargs, *, refuse: bool) -> Any:
+    """fn's result on meta tensors of the original dtypes (their dtypes are what CUDA
+    returns), or None where no meta kernel runs it. refuse: an error from the meta kernel
+    (e.g. an in-place result its input's dtype cannot hold) is raised, as CUDA would raise it."""
+    meta = _map_tensors((args, kwargs), lambda t: t.detach().to("meta"), {})
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            return fn(*meta[0], **meta[1])
+    except NotImplementedError:
+        return None
+    except Exception:
+        if refuse:
+            raise
+        return None
+
+
+def _rounded(value: Any, meta: Any, wide_to_narrow: dict) -> Any:
+    """value's tensors cast once to the dtypes of meta's (the same structure), else by
+    wide_to_narrow."""
+    if isinstance(value, torch.Tensor):
+        if isinstance(meta, torch.Tensor):
+            return value.to(meta.dtype)
+        return value.to(wide_to_narrow.get(value.dtype, value.dtype))
+    if isinstance(value, (list, tuple)):
+        metas = meta if isinstance(meta, (list, tuple)) and len(meta) == len(value) else None
+        items = [_rounded(v, metas and metas[i], wide_to_narrow) for i, v in enumerate(value)]
+        if type(value) in (list, tuple):
+            return type(value)(items)
+        try:  # torch.return_types take one sequence; namedtuples take fields
+            return type(value)(items)
+        except TypeError:
+            return type(value)(*items)
+    return value
+
+
 def cpu_reference(op: OpInfo, dtype: torch.dtype):
-    """What computes the CPU reference for op at dtype: op itself, or (for the ops in
-    CPU_REFERENCE_AT_FLOAT32 at 16 bits) op at float32 rounded to dtype."""
+    """What computes the CPU reference for op at dtype: op itself, op widened (a dtype only
+    CUDA has: WidenedReference), or (for the ops in CPU_REFERENCE_AT_FLOAT32 at 16 bits) op
+    at float32 rounded to dtype."""
+    if is_cuda_only(op, dtype):
+        return WidenedReference(op, dtype)
     if dtype in _NARROW_FLOATS and op_full_name(op) in CPU_REFERENCE_AT_FLOAT32:
         return _Float32Reference(op, dtype)
     return op
@@ -552,29 +745,42 @@ def check_op(op: OpInfo, dtype: torch.dtype, *, max_samples: int | None = None) 
     """Checks one OpInfo at one dtype over its CPU samples; see the module docstring."""
     started = time.perf_counter()
     name = op_full_name(op)
-    result = Result("op", name, dtype_name(dtype), "skip")
-    grad = _wants_grad(op, dtype)
-    rtol, atol = tolerances(op.decorators, dtype)
-    incomparable = incomparable_reason(op, dtype)
+    cuda_only = is_cuda_only(op, dtype)
+    devices = CUDA_ONLY_DEVICES if cuda_only else CPU_DEVICES
+    result = Result("op", name, dtype_name(dtype), "skip", cuda_only=cuda_only)
+    grad = _wants_grad(op, dtype, "cuda" if cuda_only else "cpu")
+    compared_by = _COMPLEX_HALF_TESTS if cuda_only and dtype == torch.complex32 else None
+    rtol, atol = tolerances(
+        op.decorators, dtype, tests=compared_by or _RELEVANT_TESTS, devices=devices
+    )
+    incomparable = incomparable_reason(op, dtype, devices)
     # Checks PyTorch's own suite skips for this op (e.g. non-contiguous as_strided views).
     skips = {
         test: why
         for test in ("test_out", "test_noncontiguous_samples")
-        if (why := skipped_by_opinfo(op, dtype, test)) is not None
+        if (why := skipped_by_opinfo(op, dtype, test, devices)) is not None
     }
     values = incomparable is None
     reference = cpu_reference(op, dtype)
     track = _Tracker()
     cpu_errors: list[str] = []
+    narrowed_samples = None
     try:
         torch.manual_seed(0)
         # PyTorch's test_compare_cpu runs reference_inputs: the samples plus special values
         # (inf, nan, -0.0, extremal and large inputs) where the OpInfo defines them.
         samples = list(_quiet(op.reference_inputs, "cpu", dtype, requires_grad=grad))
     except Exception as err:  # the database cannot make samples for this dtype
-        result.reason = f"sample generation failed: {_describe(err)}"
-        result.seconds = time.perf_counter() - started
-        return result
+        narrowed_samples = _samples_made_wider(op, dtype, grad) if cuda_only else None
+        if narrowed_samples is None:
+            result.reason = f"sample generation failed: {_describe(err)}"
+            result.seconds = time.perf_counter() - started
+            return result
+        samples, wider = narrowed_samples
+        narrowed_samples = (
+            f"samples made at {dtype_name(wider)} and rounded to {dtype_name(dtype)} "
+            f"(the generator itself computes at {dtype_name(dtype)} on the CPU: {_describe(err)})"
+        )
     # Labels use the sample's index in the database's full list, so a failure's signature
     # is the same whatever max_samples picks.
     picked = spread(list(enumerate(samples)), max_samples)
@@ -602,6 +808,10 @@ def check_op(op: OpInfo, dtype: torch.dtype, *, max_samples: int | None = None) 
         result.samples += 1
 
     result.fallback_ops = dict(track.fallbacks)
+    result.widened_ops = track.widened
+    if isinstance(reference, WidenedReference):
+        ran_at = reference.widened_to | getattr(reference.inplace_reference, "widened_to", set())
+        result.widened_to = ", ".join(sorted(ran_at))
     if result.failures:
         result.status = "fail"
         result.reason = result.failures[0]
@@ -617,11 +827,38 @@ def check_op(op: OpInfo, dtype: torch.dtype, *, max_samples: int | None = None) 
         notes = [f"values not compared ({incomparable})"] if incomparable else []
         notes += [result.arbitrated] if result.arbitrated else []
         notes += [f"{test} not checked (OpInfo: {why})" for test, why in skips.items()]
-        if reference is not op:
+        if isinstance(reference, _Float32Reference):
             notes.append(f"CPU reference at float32: {CPU_REFERENCE_AT_FLOAT32[name]}")
+        if cuda_only:
+            notes.append(f"CUDA-only dtype: CPU reference at {result.widened_to}, rounded once")
+        if narrowed_samples:
+            notes.append(narrowed_samples)
         result.reason = "; ".join(notes)
     result.seconds = round(time.perf_counter() - started, 3)
     return result
+
+
+def _samples_made_wider(op: OpInfo, dtype: torch.dtype, grad: bool):
+    """(samples, wider dtype) for a CUDA-only dtype whose sample generator itself computes at
+    the dtype on the CPU (e.g. tan's divides complex32 tensors): the samples made at the first
+    wider dtype, their tensors of that dtype rounded to dtype. None if that fails too."""
+    wider = WIDER_DTYPES.get(dtype, (dtype,))[0]
+    if wider == dtype:
+        return None
+
+    def narrow(value):
+        if isinstance(value, torch.dtype):
+            return dtype if value == wider else value
+        if value.dtype != wider:
+            return value
+        return value.detach().to(dtype).requires_grad_(value.requires_grad)
+
+    try:
+        torch.manual_seed(0)
+        made = list(_quiet(op.reference_inputs, "cpu", wider, requires_grad=grad))
+    except Exception:
+        return None
+    return [sample.transform(narrow) for sample in made], wider
 
 
 def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, reference=None):
@@ -690,12 +927,13 @@ def _check_sample(op, sample, grad, rtol, atol, values, track, result, skips, re
             _check_strides(actual_grads, fake.grads, expected_grads, "grad strides", result)
 
     with torch.no_grad():
-        # out= and in-place forms compute their CPU reference with op itself, so they run
-        # only where op is the reference (no op listed in CPU_REFERENCE_AT_FLOAT32 has them).
-        if "test_out" not in skips and reference is op:
-            _check_out(op, sample, check, wide, track, result, cpu_raw, layouts)
-        if reference is op:
-            _check_inplace(op, sample, check, wide, track, result)
+        # out= and in-place forms compute their CPU reference with op itself or widened, so
+        # they do not run for CPU_REFERENCE_AT_FLOAT32 (none of whose ops has them).
+        full_reference = reference is op or isinstance(reference, WidenedReference)
+        if "test_out" not in skips and full_reference:
+            _check_out(op, sample, check, wide, track, result, cpu_raw, layouts, reference)
+        if full_reference:
+            _check_inplace(op, sample, check, wide, track, result, reference)
         if "test_noncontiguous_samples" not in skips:
             _check_noncontiguous(op, sample, check, wide, track, result, reference, layouts)
     return True
@@ -863,16 +1101,17 @@ def _detached(value: Any) -> Any:
     return _map_tensors(value, lambda t: t.detach(), {})
 
 
-def _check_out(op, sample, check, wide, track, result, cpu_raw, layouts=None):
+def _check_out(op, sample, check, wide, track, result, cpu_raw, layouts=None, reference=None):
     """cpu_raw: the CPU's forward output of this sample (its dtypes shape the out= tensors, so
     the forward is not run again). layouts: the CPU layout rule's candidates (the functional
-    results in other layouts, which out= must equal too)."""
+    results in other layouts, which out= must equal too). reference: what computes the CPU's
+    out= result (op by default)."""
     if not op.supports_out:
         return
     cpu = Call(sample, "cpu", grad=False)
     try:
         out_cpu = _empty_like_outputs(cpu_raw, "cpu")
-        _quiet(cpu.run, op, out=out_cpu)
+        _quiet(cpu.run, reference or op, out=out_cpu)
     except Exception:
         return  # the CPU has no out= form for this sample
     result.checks += 1
@@ -885,16 +1124,23 @@ def _check_out(op, sample, check, wide, track, result, cpu_raw, layouts=None):
     check(out_dev, out_cpu, wide.forward, "out=", layouts and layouts.forward)
 
 
-def _check_inplace(op, sample, check, wide, track, result):
+def _check_inplace(op, sample, check, wide, track, result, reference=None):
+    """reference: the forward's reference (a WidenedReference supplies the widened in-place
+    form; otherwise the CPU runs op's own in-place variant)."""
     inplace = op.inplace_variant
     if inplace is None or not isinstance(sample.input, torch.Tensor):
         return
     if torch._debug_has_internal_overlap(sample.input) != 0:
         return  # writing a tensor whose elements share memory has no defined result
+    cpu_inplace = inplace
+    if isinstance(reference, WidenedReference):
+        cpu_inplace = reference.inplace_reference = reference.inplace_reference or (
+            WidenedReference(inplace, reference.dtype, inplace=True)
+        )
     cpu = Call(sample, "cpu", grad=False)
     cpu.input = _clone_input(cpu.input)
     try:
-        _quiet(cpu.run, inplace)
+        _quiet(cpu.run, cpu_inplace)
     except Exception:
         return  # e.g. the result dtype cannot be stored in the input
     result.checks += 1
@@ -1147,10 +1393,14 @@ def run_module_call(call: Call, module):
 __all__ = [
     "DEVICE",
     "Result",
+    "WidenedReference",
     "check_module",
     "check_op",
+    "cuda_only_dtypes",
     "dtype_name",
+    "is_cuda_only",
     "module_dtypes",
+    "op_dtypes",
     "op_full_name",
     "tolerances",
 ]

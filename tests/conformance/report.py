@@ -1,8 +1,9 @@
 """The full conformance sweep: every OpInfo of op_db and every ModuleInfo of module_db, at
-every dtype the CPU supports, on neuron vs CPU; writes docs/op_coverage.md and .json.
+every dtype the CPU or CUDA supports, on neuron vs CPU; writes docs/op_coverage.md and .json.
 
     python -m tests.conformance.report                 # full sweep, 2 worker processes
     python -m tests.conformance.report --only 'add|nn.Linear' --no-write
+    python -m tests.conformance.report --cuda-only --no-write   # dtypes only CUDA has
     python -m tests.conformance.report --shard 0/4 --raw build/conformance/shard0.jsonl --no-write
     python -m tests.conformance.report --from-raw build/conformance/shard*.jsonl
     python -m tests.conformance.report --update-known-failures
@@ -56,7 +57,7 @@ SYMBOL = {"native": "N", "fallback": "F", "fail": "**X**", "skip": "s"}
 # ----------------------------------------------------------------------------- worker side
 
 
-def _worker(max_samples: int | None, timeout: float) -> None:
+def _worker(max_samples: int | None, timeout: float, widening: bool = True) -> None:
     """Reads "kind\tname\tdtype" lines on stdin, answers one JSON line each on the original
     stdout; everything else anything prints goes to stderr.
 
@@ -72,6 +73,10 @@ def _worker(max_samples: int | None, timeout: float) -> None:
     from .catalog import modules_by_name, ops_by_name
 
     ops, modules = ops_by_name(), modules_by_name()
+    if not widening:  # the fallback as it was before widening: CUDA-only dtypes raise
+        import openneuron
+
+        openneuron._C._set_fallback_widening(False)
     protocol.write("ready\n")
     for line in sys.stdin:
         kind, name, dtype_text = line.rstrip("\n").split("\t")
@@ -137,7 +142,18 @@ def _failed(kind: str, name: str, dtype: str, what: str, timeout: float) -> dict
         "reason": f"neuron run {what}", "samples": 0, "checks": 0,
         "failures": [f"neuron run {what}"], "fallback_ops": {},
         "seconds": timeout if what == "timeout" else 0.0,
+        "cuda_only": _is_cuda_only_pair(kind, name, dtype),
     }  # fmt: skip
+
+
+def _is_cuda_only_pair(kind: str, name: str, dtype: str) -> bool:
+    import torch
+
+    from . import harness
+    from .catalog import ops_by_name
+
+    op = ops_by_name().get(name) if kind == "op" else None
+    return op is not None and harness.is_cuda_only(op, getattr(torch, dtype))
 
 
 # ----------------------------------------------------------------------------- parent side
@@ -150,11 +166,13 @@ _CPU_THREADS = {"OMP_NUM_THREADS": os.environ.get("CONFORMANCE_CPU_THREADS", "1"
 
 
 class _WorkerProcess:
-    def __init__(self, max_samples: int | None, timeout: float, log):
+    def __init__(self, max_samples: int | None, timeout: float, log, widening: bool = True):
         cmd = [sys.executable, "-m", "tests.conformance.report", "--worker"]
         cmd += ["--timeout", str(timeout)]
         if max_samples is not None:
             cmd += ["--max-samples", str(max_samples)]
+        if not widening:
+            cmd += ["--no-fallback-widening"]
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
             env={**os.environ, "PYTHONWARNINGS": "ignore", **_CPU_THREADS},
@@ -193,7 +211,9 @@ class _WorkerProcess:
         self.proc.wait()
 
 
-def _run_items(items, jobs: int, max_samples, timeout: float, raw_file, log, progress) -> list:
+def _run_items(
+    items, jobs: int, max_samples, timeout: float, raw_file, log, progress, *, widening=True
+) -> list:
     todo: queue.Queue = queue.Queue()
     for item in items:
         todo.put(item)
@@ -215,7 +235,7 @@ def _run_items(items, jobs: int, max_samples, timeout: float, raw_file, log, pro
             except queue.Empty:
                 break
             if worker is None:
-                worker = _WorkerProcess(max_samples, timeout, log)
+                worker = _WorkerProcess(max_samples, timeout, log, widening)
                 if not worker.wait_ready():
                     worker.stop()
                     raise RuntimeError("a conformance worker failed to start; see its log")
@@ -235,7 +255,11 @@ def _run_items(items, jobs: int, max_samples, timeout: float, raw_file, log, pro
     return results
 
 
-def _all_items(only: str | None, with_ops: bool, with_modules: bool) -> list[tuple]:
+def _all_items(
+    only: str | None, with_ops: bool, with_modules: bool, cuda_only: bool = False
+) -> list[tuple]:
+    """(kind, name, dtype) of every pair: ops at CPU and CUDA dtypes (cuda_only: only the
+    dtypes CUDA has and the CPU lacks, and no modules), modules at CPU dtypes."""
     from . import harness
     from .catalog import modules_by_name, ops_by_name
 
@@ -244,8 +268,9 @@ def _all_items(only: str | None, with_ops: bool, with_modules: bool) -> list[tup
     if with_ops:
         for name, op in ops_by_name().items():
             if pattern is None or pattern.fullmatch(name):
-                items += [("op", name, harness.dtype_name(d)) for d in op.supported_dtypes("cpu")]
-    if with_modules:
+                dtypes = harness.cuda_only_dtypes(op) if cuda_only else harness.op_dtypes(op)
+                items += [("op", name, harness.dtype_name(d)) for d in dtypes]
+    if with_modules and not cuda_only:
         for name, info in modules_by_name().items():
             if pattern is None or pattern.fullmatch(name):
                 items += [
@@ -271,10 +296,23 @@ def _read_raw(paths) -> list[dict]:
 # ----------------------------------------------------------------------------- the report
 
 
+# Summary rows: op_db at the CPU's dtypes, op_db at dtypes only CUDA has, module_db.
+SUMMARY_ROWS = (
+    ("op_db", lambda r: r["kind"] == "op" and not r.get("cuda_only")),
+    ("op_db_cuda_only", lambda r: r["kind"] == "op" and r.get("cuda_only")),
+    ("module_db", lambda r: r["kind"] == "module"),
+)
+SUMMARY_LABELS = {
+    "op_db": "op_db",
+    "op_db_cuda_only": "op_db, CUDA-only dtypes",
+    "module_db": "module_db",
+}
+
+
 def summarize(results: list[dict]) -> dict:
     summary = {}
-    for kind, label in (("op", "op_db"), ("module", "module_db")):
-        rs = [r for r in results if r["kind"] == kind]
+    for label, belongs in SUMMARY_ROWS:
+        rs = [r for r in results if belongs(r)]
         counts = Counter(r["status"] for r in rs)
         ran = len(rs) - counts["skip"]
         passed = counts["native"] + counts["fallback"]
@@ -318,6 +356,8 @@ def summarize(results: list[dict]) -> dict:
                 )
             ),
             "stride_checks": sum(r.get("stride_checks", 0) for r in rs),
+            # Pairs whose neuron run computed some op at a wider dtype on the host fallback.
+            "widened_by_fallback": sum(1 for r in rs if r.get("widened_ops")),
         }
     return summary
 
@@ -371,6 +411,44 @@ def write_report(results, out_dir: Path, command: str, seconds: float | None, kn
     (out_dir / "op_coverage.md").write_text("\n".join(lines) + "\n")
 
 
+def _cuda_only_section(results: list[dict]) -> list[str]:
+    """The pairs at dtypes CUDA has and the CPU lacks: status, the dtype the CPU reference
+    ran at, what neuron's host fallback widened, and the reason."""
+    if not results:
+        return []
+    counts = Counter(r["status"] for r in results)
+    lines = [
+        "",
+        "## CUDA-only dtypes (op_db)",
+        "",
+        "Dtypes OpInfo lists for CUDA and not for the CPU (libraries take CUDA's path on "
+        "`neuron`, so it must accept them; DESIGN.md decision 17). The CPU reference runs at "
+        "the nearest wider dtype the CPU has and is rounded once to the dtype the op returns "
+        "(its meta kernel's); the host fallback widens the same way where the CPU kernel lacks "
+        "the dtype. "
+        + ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+        + f" of {len(results)} pairs.",
+        "",
+        "| entry | dtype | status | CPU reference at | neuron fallback widened | reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: (r["name"], _dtype_rank(r["dtype"]))):
+        widened = "; ".join(
+            f"`{op}` " + ", ".join(f"{_short(a)}→{_short(b)}" for a, b in sorted(d.items()))
+            for op, d in sorted(r.get("widened_ops", {}).items())
+        )
+        reason = r["reason"].replace("\n", " ").replace("|", "/")[:200]
+        lines.append(
+            f"| `{r['name']}` | {r['dtype']} | {SYMBOL[r['status']]} | "
+            f"{r.get('widened_to', '')} | {widened} | {reason} |"
+        )
+    return lines
+
+
+def _short(dtype: str) -> str:
+    return dtype.removeprefix("torch.")
+
+
 def _git_commit() -> str:
     try:
         return subprocess.run(
@@ -388,7 +466,9 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         "# Op coverage of the `neuron` backend",
         "",
         "PyTorch's own OpInfo (`op_db`) and ModuleInfo (`module_db`) databases, run on `neuron`",
-        "and compared with PyTorch CPU eager, at every dtype the CPU supports for each entry.",
+        "and compared with PyTorch CPU eager, at every dtype the CPU or CUDA supports for each "
+        "entry (a dtype only CUDA has is compared with the CPU at a wider dtype, rounded once: "
+        "[CUDA-only dtypes](#cuda-only-dtypes-op_db)).",
         f"Generated {meta['generated']} with torch {meta['torch_version']} at commit "
         f"{meta['commit']}{wall} by:",
         "",
@@ -418,10 +498,11 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         "| entries native at every dtype |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for label in ("op_db", "module_db"):
+    for label in SUMMARY_LABELS:
         x = s[label]
         lines.append(
-            f"| {label} | {x['entries']} | {x['pairs']} | {x['native']} | {x['fallback']} | "
+            f"| {SUMMARY_LABELS[label]} | {x['entries']} | {x['pairs']} | {x['native']} | "
+            f"{x['fallback']} | "
             f"{x['fail']} | {x['skip']} | {_pct(x['pass_rate'])} | {_pct(x['native_rate'])} | "
             f"{_pct(x.get('pass_rate_without_fallback'))} | "
             f"{x['entries_without_failures']} | {x['entries_native_at_every_dtype']} |"
@@ -438,11 +519,12 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         "| output strides checked against the meta kernel (outputs) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label in ("op_db", "module_db"):
+    for label in SUMMARY_LABELS:
         x = s[label]
         rules = x["passed_by_rule"]
         lines.append(
-            f"| {label} | {x['passed_values_compared']} | {x['passed_values_not_compared']} | "
+            f"| {SUMMARY_LABELS[label]} | {x['passed_values_compared']} | "
+            f"{x['passed_values_not_compared']} | "
             f"{x['passed_with_fallback']} | {rules.get('float64 arbiter', 0)} | "
             f"{rules.get('CPU layout-dependent', 0)} | {x['stride_checks']} |"
         )
@@ -460,14 +542,14 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         f"Against `tests/conformance/known_failures.json`: {len(unexpected_failures)} "
         f"unexpected failures, {len(unexpected_passes)} unexpected passes.",
         "",
-        "## By dtype (op_db)",
+        "## By dtype (op_db, the CPU's dtypes)",
         "",
         "| dtype | native | fallback | fail | skip |",
         "|---|---|---|---|---|",
     ]
     by_dtype: dict[str, Counter] = defaultdict(Counter)
     for r in results:
-        if r["kind"] == "op":
+        if r["kind"] == "op" and not r.get("cuda_only"):
             by_dtype[r["dtype"]][r["status"]] += 1
     for dtype in sorted(by_dtype, key=_dtype_rank):
         c = by_dtype[dtype]
@@ -504,21 +586,33 @@ def _markdown(meta, results, unexpected_failures, unexpected_passes) -> list[str
         examples = ", ".join(sorted({f"`{r['name']}`" for r in rs})[:6])
         lines.append(f"| {len(rs)} | {category.replace('|', '/')} | {examples} |")
 
+    lines += _cuda_only_section([r for r in results if r.get("cuda_only")])
+
     for kind, title in (("op", "op_db"), ("module", "module_db")):
         rs = [r for r in results if r["kind"] == kind]
-        dtypes = sorted({r["dtype"] for r in rs}, key=_dtype_rank)
+        dtypes = sorted({r["dtype"] for r in rs if not r.get("cuda_only")}, key=_dtype_rank)
+        # The dtypes only CUDA has get one column of their own, e.g. "f16 F, c32 X".
+        cuda_column = kind == "op" and any(r.get("cuda_only") for r in rs)
+        header = [DTYPE_SHORT.get(d, d) for d in dtypes] + (["CUDA-only"] if cuda_column else [])
         lines += [
             "",
             f"## {title}: every entry",
             "",
-            "| entry | " + " | ".join(DTYPE_SHORT.get(d, d) for d in dtypes) + " |",
-            "|---|" + "---|" * len(dtypes),
+            "| entry | " + " | ".join(header) + " |",
+            "|---|" + "---|" * len(header),
         ]
         by_name: dict[str, dict[str, str]] = defaultdict(dict)
+        cuda_cells: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for r in rs:
-            by_name[r["name"]][r["dtype"]] = SYMBOL[r["status"]]
-        for name in sorted(by_name):
+            if r.get("cuda_only"):
+                cuda_cells[r["name"]].append((r["dtype"], SYMBOL[r["status"]]))
+            else:
+                by_name[r["name"]][r["dtype"]] = SYMBOL[r["status"]]
+        for name in sorted(set(by_name) | set(cuda_cells)):
             cells = [by_name[name].get(d, "") for d in dtypes]
+            if cuda_column:
+                pairs = sorted(cuda_cells[name], key=lambda c: _dtype_rank(c[0]))
+                cells.append(", ".join(f"{DTYPE_SHORT.get(d, d)} {sym}" for d, sym in pairs))
             lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
 
     lines += ["", "## Failures", ""]
@@ -551,6 +645,16 @@ def main(argv=None) -> int:
         help="samples per pair, evenly spaced over the list (0: all)",
     )
     parser.add_argument("--timeout", type=float, default=300, help="seconds per pair")
+    parser.add_argument(
+        "--cuda-only",
+        action="store_true",
+        help="only the op dtypes CUDA has and the CPU lacks (no modules)",
+    )
+    parser.add_argument(
+        "--no-fallback-widening",
+        action="store_true",
+        help="turn the host fallback's dtype widening off in the workers (as before it existed)",
+    )
     parser.add_argument("--no-ops", action="store_true")
     parser.add_argument("--no-modules", action="store_true")
     parser.add_argument("--raw", type=Path, default=DEFAULT_RAW, help="JSON-lines results")
@@ -566,7 +670,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.worker:
-        _worker(args.max_samples, args.timeout)
+        _worker(args.max_samples, args.timeout, widening=not args.no_fallback_widening)
         return 0
 
     from . import known as known_module
@@ -580,7 +684,7 @@ def main(argv=None) -> int:
     if args.from_raw:
         results = _read_raw(args.from_raw)
     else:
-        items = _all_items(args.only, not args.no_ops, not args.no_modules)
+        items = _all_items(args.only, not args.no_ops, not args.no_modules, args.cuda_only)
         if args.shard:
             index, count = (int(x) for x in args.shard.split("/"))
             items = items[index::count]
@@ -595,15 +699,19 @@ def main(argv=None) -> int:
         log_path = args.raw.with_suffix(".log")
         with open(args.raw, "a" if args.resume else "w") as raw_file, open(log_path, "w") as log:
             results = previous + _run_items(
-                items, args.jobs, args.max_samples, args.timeout, raw_file, log, _progress
-            )
+                items, args.jobs, args.max_samples, args.timeout, raw_file, log, _progress,
+                widening=not args.no_fallback_widening,
+            )  # fmt: skip
     seconds = None if args.from_raw else time.monotonic() - started
 
     unexpected_failures, unexpected_passes = known_module.mismatches(known, results)
     summary = summarize(results)
     for label, x in summary.items():
+        if not x["pairs"]:
+            continue
         print(
-            f"{label}: {x['pairs']} pairs: {x['native']} native, {x['fallback']} fallback, "
+            f"{SUMMARY_LABELS[label]}: {x['pairs']} pairs: {x['native']} native, "
+            f"{x['fallback']} fallback, "
             f"{x['fail']} fail, {x['skip']} skip; pass rate {_pct(x['pass_rate'])}, "
             f"native rate {_pct(x['native_rate'])}"
         )
