@@ -85,3 +85,32 @@ def test_strict_mode_still_refuses_before_widening():
     x = torch.randn(1, 1, 2, 2, 2).half().to("neuron")
     with openneuron.strict(), pytest.raises(NotImplementedError, match="avg_pool3d"):
         torch.nn.functional.avg_pool3d(x, 2)
+
+
+def test_bool_widens_only_where_cuda_has_a_bool_kernel():
+    flags = torch.tensor([True, False, True])
+    openneuron.clear_op_tracking()
+    assert torch.equal(torch.abs(flags.to("neuron")).cpu(), flags)
+    assert torch.trace(torch.eye(3).bool().to("neuron")).item() == 3
+    assert openneuron.get_widened_ops()["aten::trace"] == {"torch.bool": "torch.int64"}
+    # Negation of bool: CUDA refuses it as the CPU does, with the CPU's message.
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+        -flags.to("neuron")
+
+
+def test_a_dtype_argument_naming_a_missing_dtype_is_widened_too():
+    values = torch.randn(4, dtype=torch.complex64)
+    openneuron.clear_op_tracking()
+    product = torch.prod(values.to("neuron"), dtype=torch.complex32)
+    assert product.dtype == torch.complex32
+    assert openneuron.get_widened_ops()["aten::prod"] == {"torch.complex32": "torch.complex64"}
+    expected = torch.prod(values).to(torch.complex32)
+    assert product.cpu().to(torch.complex64) == expected.to(torch.complex64)
+
+
+def test_complex32_fft_runs_widened():
+    """The CPU's FFT names a complex32 tensor by its real part ("type: Half")."""
+    signal = torch.randn(8, dtype=torch.complex64).to(torch.complex32)
+    spectrum = torch.fft.fft(signal.to("neuron"))
+    expected = torch.fft.fft(signal.to(torch.complex64)).to(torch.complex32)
+    assert torch.equal(spectrum.cpu().to(torch.complex64), expected.to(torch.complex64))

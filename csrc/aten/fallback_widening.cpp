@@ -23,32 +23,50 @@ std::atomic<bool> g_widening{true};
 
 using Widening = std::map<at::ScalarType, at::ScalarType>;  // original dtype -> computed at
 
-// Ops whose CUDA kernels take integer inputs where the CPU's do not.
+// Ops whose CUDA kernels take integer (or bool) inputs where the CPU's do not; any other op's
+// CPU error for an integer or bool dtype stands, since CUDA refuses those too.
 bool has_cuda_integer_kernel(const std::string& name) {
   static const std::set<std::string> kOps = {"aten::histc", "aten::histc.out"};
   return kOps.count(name) > 0;
 }
+bool has_cuda_bool_kernel(const std::string& name) {
+  static const std::set<std::string> kOps = {"aten::abs", "aten::abs_", "aten::abs.out",
+                                             "aten::trace"};
+  return kOps.count(name) > 0;
+}
 
-// The dtype an AT_DISPATCH failure names ("\"histogram_cpu\" not implemented for 'Int'").
+// The dtype a CPU kernel's refusal names: AT_DISPATCH's ("\"histogram_cpu\" not implemented
+// for 'Int'") and the FFT's ("Unsupported dtype Half", "MKL FFT doesn't support tensors of
+// type: Half").
 std::optional<at::ScalarType> dtype_named_in(const std::string& message) {
-  static const std::string kMarker = "not implemented for '";
-  const size_t at = message.find(kMarker);
-  if (at == std::string::npos) return std::nullopt;
-  const size_t begin = at + kMarker.size();
-  const size_t end = message.find('\'', begin);
-  if (end == std::string::npos) return std::nullopt;
-  const std::string named = message.substr(begin, end - begin);
-  for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
-    const auto type = static_cast<at::ScalarType>(i);
-    if (named == c10::toString(type)) return type;
+  static const std::pair<const char*, char> kMarkers[] = {
+      {"not implemented for '", '\''},
+      {"Unsupported dtype ", ' '},
+      {"doesn't support tensors of type: ", ' '},
+  };
+  for (const auto& [marker, terminator] : kMarkers) {
+    const size_t at = message.find(marker);
+    if (at == std::string::npos) continue;
+    const size_t begin = at + std::string(marker).size();
+    size_t end = message.find(terminator, begin);
+    if (end == std::string::npos) end = message.size();
+    std::string named = message.substr(begin, end - begin);
+    while (!named.empty() && (named.back() == '\n' || named.back() == '.')) named.pop_back();
+    for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
+      const auto type = static_cast<at::ScalarType>(i);
+      if (named == c10::toString(type)) return type;
+    }
   }
   return std::nullopt;
 }
 
 // The next dtype up that holds every value of `type`, or none where CUDA's contract gives no
-// reason to widen (bool, and integers outside has_cuda_integer_kernel).
-std::optional<at::ScalarType> wider_dtype(at::ScalarType type, bool integers_too) {
+// reason to widen (integers and bool outside has_cuda_integer_kernel / has_cuda_bool_kernel).
+std::optional<at::ScalarType> wider_dtype(at::ScalarType type, bool integers_too, bool bool_too) {
   switch (type) {
+    case at::kBool:
+      if (bool_too) return at::kLong;
+      return std::nullopt;
     case at::kHalf:
     case at::kBFloat16:
     case at::kFloat8_e4m3fn:
@@ -80,18 +98,18 @@ std::optional<at::ScalarType> wider_dtype(at::ScalarType type, bool integers_too
 }
 
 // Extends `widening` after a run that failed on `failing`; false when nothing wider exists.
-bool widen_further(Widening& widening, at::ScalarType failing, bool integers_too) {
+bool widen_further(Widening& widening, at::ScalarType failing, bool integers_too, bool bool_too) {
   bool changed = false;
   for (auto& [original, computed] : widening) {
     if (computed != failing) continue;
-    const auto wider = wider_dtype(failing, integers_too);
+    const auto wider = wider_dtype(failing, integers_too, bool_too);
     if (!wider) return false;
     computed = *wider;
     changed = true;
   }
   if (changed) return true;
   if (widening.count(failing) > 0) return false;
-  const auto wider = wider_dtype(failing, integers_too);
+  const auto wider = wider_dtype(failing, integers_too, bool_too);
   if (!wider) return false;
   widening[failing] = *wider;
   return true;
@@ -147,8 +165,15 @@ struct WidenedArgument {
   std::vector<at::Tensor> widened;
 };
 
-// The arguments with every tensor of a widened dtype converted.
-torch::jit::Stack widened_arguments(const std::vector<c10::IValue>& arguments,
+// A ScalarType argument (the schema types it as an int, so it is known by its name).
+bool is_scalar_type_argument(const c10::Argument& argument) {
+  return argument.name() == "dtype" || argument.name() == "out_dtype";
+}
+
+// The arguments with every tensor of a widened dtype converted, and every dtype= argument that
+// names a widened dtype naming what it is computed at (prod(x, dtype=complex32)).
+torch::jit::Stack widened_arguments(const c10::OperatorHandle& op,
+                                    const std::vector<c10::IValue>& arguments,
                                     const Widening& widening,
                                     std::vector<WidenedArgument>* converted) {
   auto widen = [&](const at::Tensor& tensor) {
@@ -178,6 +203,9 @@ torch::jit::Stack widened_arguments(const std::vector<c10::IValue>& arguments,
       }
       if (any) converted->push_back({i, originals, widened});
       stack.emplace_back(c10::List<at::Tensor>(widened));
+    } else if (value.isInt() && is_scalar_type_argument(op.schema().arguments()[i])) {
+      const auto found = widening.find(static_cast<at::ScalarType>(value.toInt()));
+      stack.emplace_back(found == widening.end() ? value : c10::IValue(found->second));
     } else {
       stack.push_back(value);
     }
@@ -214,16 +242,33 @@ std::map<std::string, Widening>& learned_widenings() {
 }
 std::mutex g_learned_mutex;
 
-bool uses_any(const std::vector<c10::IValue>& arguments, const Widening& widening) {
+// Whether a tensor argument, or a dtype= argument, has a dtype `widening` widens.
+bool uses_any(const c10::OperatorHandle& op, const std::vector<c10::IValue>& arguments,
+              const Widening& widening) {
   auto uses = [&](const at::Tensor& tensor) {
     return tensor.defined() && widening.count(tensor.scalar_type()) > 0;
   };
-  for (const c10::IValue& value : arguments) {
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::IValue& value = arguments[i];
     if (value.isTensor() && uses(value.toTensor())) return true;
     if (value.isTensorList()) {
       for (const at::Tensor& tensor : value.toTensorVector()) {
         if (uses(tensor)) return true;
       }
+    }
+    if (value.isInt() && is_scalar_type_argument(op.schema().arguments()[i]) &&
+        widening.count(static_cast<at::ScalarType>(value.toInt())) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether any tensor argument has dtype `type`.
+bool has_tensor_of(const std::vector<c10::IValue>& arguments, at::ScalarType type) {
+  for (const c10::IValue& value : arguments) {
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().scalar_type() == type) {
+      return true;
     }
   }
   return false;
@@ -235,7 +280,7 @@ void run_widened(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t
                  const std::optional<std::vector<std::vector<at::ScalarType>>>& expected,
                  const std::function<void(torch::jit::Stack*)>& host_run) {
   std::vector<WidenedArgument> converted;
-  torch::jit::Stack widened = widened_arguments(arguments, widening, &converted);
+  torch::jit::Stack widened = widened_arguments(op, arguments, widening, &converted);
   stack->resize(first);
   stack->insert(stack->end(), widened.begin(), widened.end());
   host_run(stack);
@@ -306,7 +351,7 @@ void run_widening_unsupported_dtypes(const c10::OperatorHandle& op, torch::jit::
       const auto found = learned_widenings().find(name);
       if (found != learned_widenings().end()) learned = found->second;
     }
-    if (learned && uses_any(arguments, *learned)) {
+    if (learned && uses_any(op, arguments, *learned)) {
       run_widened(op, stack, first, arguments, *learned, expected_dtypes(), host_run);
       record(name, *learned);
       return;
@@ -319,10 +364,16 @@ void run_widening_unsupported_dtypes(const c10::OperatorHandle& op, torch::jit::
   } catch (const c10::Error& error) {
     if (!g_widening.load()) throw;
     failing = dtype_named_in(error.msg());
+    // The FFT names a complex tensor by its real part's dtype ("type: Half" for complex32).
+    if (failing && at::isFloatingType(*failing) && !has_tensor_of(arguments, *failing) &&
+        has_tensor_of(arguments, c10::toComplexType(*failing))) {
+      failing = c10::toComplexType(*failing);
+    }
     const bool integers_too = has_cuda_integer_kernel(name);
+    const bool bool_too = has_cuda_bool_kernel(name);
     Widening widening;
-    if (!failing || !widen_further(widening, *failing, integers_too) ||
-        !uses_any(arguments, widening)) {
+    if (!failing || !widen_further(widening, *failing, integers_too, bool_too) ||
+        !uses_any(op, arguments, widening)) {
       throw;
     }
     const auto expected = expected_dtypes();
@@ -336,7 +387,7 @@ void run_widening_unsupported_dtypes(const c10::OperatorHandle& op, torch::jit::
         return;
       } catch (const c10::Error& retry_error) {
         const auto next = dtype_named_in(retry_error.msg());
-        if (!next || !widen_further(widening, *next, integers_too)) break;
+        if (!next || !widen_further(widening, *next, integers_too, bool_too)) break;
       }
     }
     throw;
