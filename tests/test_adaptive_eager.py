@@ -288,7 +288,7 @@ def test_autograd_and_optimizers_match_eager():
     assert openneuron.adaptive_eager_metrics()["fused_segments"] >= 1
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt2", "llama", "bert-bf16"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt2", "llama", "bert-bf16", "moe"])
 def test_workloads_ten_steps_equal_plain_eager(name):
     steps = 10
     with warnings.catch_warnings():
