@@ -114,3 +114,7 @@ def test_complex32_fft_runs_widened():
     spectrum = torch.fft.fft(signal.to("neuron"))
     expected = torch.fft.fft(signal.to(torch.complex64)).to(torch.complex32)
     assert torch.equal(spectrum.cpu().to(torch.complex64), expected.to(torch.complex64))
+    # A real fp16 out= beside the complex32 input: both widen.
+    out = torch.empty(0, dtype=torch.half, device="neuron")
+    torch.fft.irfft(signal.to("neuron"), out=out)
+    assert torch.equal(out.cpu(), torch.fft.irfft(signal.to(torch.complex64)).half())

@@ -364,18 +364,16 @@ void run_widening_unsupported_dtypes(const c10::OperatorHandle& op, torch::jit::
   } catch (const c10::Error& error) {
     if (!g_widening.load()) throw;
     failing = dtype_named_in(error.msg());
-    // The FFT names a complex tensor by its real part's dtype ("type: Half" for complex32).
-    if (failing && at::isFloatingType(*failing) && !has_tensor_of(arguments, *failing) &&
-        has_tensor_of(arguments, c10::toComplexType(*failing))) {
-      failing = c10::toComplexType(*failing);
-    }
     const bool integers_too = has_cuda_integer_kernel(name);
     const bool bool_too = has_cuda_bool_kernel(name);
     Widening widening;
-    if (!failing || !widen_further(widening, *failing, integers_too, bool_too) ||
-        !uses_any(op, arguments, widening)) {
-      throw;
+    if (!failing || !widen_further(widening, *failing, integers_too, bool_too)) throw;
+    // The FFT names a complex tensor by its real part's dtype ("type: Half" for complex32, also
+    // when a real out= sits beside it): the complex tensors widen with the real ones.
+    if (at::isFloatingType(*failing) && has_tensor_of(arguments, c10::toComplexType(*failing))) {
+      widen_further(widening, c10::toComplexType(*failing), integers_too, bool_too);
     }
+    if (!uses_any(op, arguments, widening)) throw;
     const auto expected = expected_dtypes();
     // Each retry names the next dtype the CPU lacks; a handful of steps reaches float64.
     for (int attempt = 0; attempt < 6; ++attempt) {
