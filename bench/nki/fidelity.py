@@ -1,5 +1,7 @@
-"""Fidelity: the NKI matmul tutorial's kernels on [4096, 8192] @ [8192, 8192] fp32, one trn2
-core, estimated by the simulator's timing model against the tutorial's published figures.
+"""Our own rewrite of the NKI matmul tutorial's kernels (bench/nki/matmul_kernels.py) on
+[4096, 8192] @ [8192, 8192] fp32, one trn2 core, estimated by the simulator's timing model
+beside the tutorial's published figures. A calibration aid, not a fidelity figure: fidelity is
+quoted only from AWS's kernels run unchanged (bench/nki/library_latency.py).
 
     .venv/bin/python -m bench.nki.fidelity [--json bench/results/nki_fidelity.json]
 """
