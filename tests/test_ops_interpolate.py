@@ -6,12 +6,12 @@ fp32/bf16/fp16, channels_last and non-contiguous inputs; results must keep the C
 nothing may run on the host fallback.
 """
 
-import contextlib
 import warnings
 
 import pytest
 import torch
 import torch.nn.functional as F
+from kernel_mutants import kernel_replaced
 
 import openneuron
 
@@ -195,19 +195,6 @@ def test_errors_match_the_cpu(call):
     with pytest.raises(RuntimeError) as neuron_error:
         call(x.to(DEVICE))
     assert str(neuron_error.value) == str(cpu_error.value)
-
-
-@contextlib.contextmanager
-def kernel_replaced(op_name, kernel):
-    """kernel replaces aten::op_name on neuron inside the block, the real kernel after it."""
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-        library.impl(op_name, kernel, "PrivateUse1")
-    try:
-        yield
-    finally:
-        library._destroy()
 
 
 def bilinear_with_align_corners_flipped(

@@ -6,12 +6,11 @@ Values cannot match the CPU bit for bit (each device has its own generator), so 
 checked against the distribution instead, with bounds of about 6 standard errors for N samples.
 """
 
-import contextlib
 import math
-import warnings
 
 import pytest
 import torch
+from kernel_mutants import kernel_replaced
 
 import openneuron
 
@@ -342,19 +341,6 @@ def test_normal_out_statistics(dtype, form):
 # ---- the out= checks catch wrong kernels ------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _mutated(op_name, kernel):
-    """kernel replaces aten::op_name on neuron inside the block (the real kernel after it)."""
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-        library.impl(op_name, kernel, "PrivateUse1")
-    try:
-        yield
-    finally:
-        library._destroy()
-
-
 def _normal_std_ten_percent_high(mean, std, *, generator=None, out):
     out.resize_(torch.broadcast_shapes(mean.shape, std.shape))
     out.normal_(0.0, 1.0, generator=generator)
@@ -367,10 +353,10 @@ def _bernoulli_p_ten_percent_low(p, *, generator=None, out):
 
 
 def test_out_statistics_catch_wrong_kernels():
-    with _mutated("normal.Tensor_Tensor_out", _normal_std_ten_percent_high):
+    with kernel_replaced("normal.Tensor_Tensor_out", _normal_std_ten_percent_high):
         with pytest.raises(AssertionError):
             test_normal_out_statistics(torch.float32, "tensor_tensor")
-    with _mutated("bernoulli.out", _bernoulli_p_ten_percent_low):
+    with kernel_replaced("bernoulli.out", _bernoulli_p_ten_percent_low):
         with pytest.raises(AssertionError):
             test_bernoulli_out_statistics(torch.float32)
     test_normal_out_statistics(torch.float32, "tensor_tensor")  # the real kernels pass again

@@ -11,30 +11,16 @@ check is the allocator test below, shared with tests/test_streams_events.py's in
 
 from __future__ import annotations
 
-import contextlib
 import math
-import warnings
 
 import pytest
 import torch
+from kernel_mutants import kernel_replaced as mutated
 
 from . import harness
 from .catalog import ops_by_name
 
 MAX_SAMPLES = 12
-
-
-@contextlib.contextmanager
-def mutated(op_name: str, kernel):
-    """kernel replaces aten::op_name on neuron inside the block, the real kernel after it."""
-    library = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-        library.impl(op_name, kernel, "PrivateUse1")
-    try:
-        yield
-    finally:
-        library._destroy()
 
 
 def check(op_name: str, dtype: torch.dtype) -> harness.Result:
