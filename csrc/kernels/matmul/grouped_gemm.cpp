@@ -7,19 +7,11 @@
 #include "kernels/core/scalar.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/pointwise/cast.h"
+#include "kernels/runtime/parallel_views.h"
 
 namespace openneuron::kernels {
 
 namespace {
-
-// Elements [start, start + length) of dimension dim.
-TensorView narrow(const TensorView& view, int dim, int64_t start, int64_t length) {
-  TensorView part = view;
-  part.data = static_cast<char*>(view.data) +
-              start * view.strides[dim] * static_cast<int64_t>(element_size(view.dtype));
-  part.sizes[dim] = length;
-  return part;
-}
 
 // Entry `index` of the leading dimension, as a view of one dimension less.
 TensorView select_first(const TensorView& view, int64_t index) {
@@ -40,14 +32,14 @@ int64_t group_end(const TensorView& offsets, int64_t group) {
   return ends[group * offsets.strides[0]];
 }
 
-// Runs product(g, start, length) per group over a grouped dimension of `extent`; returns
+// Runs product(g, begin, end) per group over a grouped dimension of `extent`; returns
 // where the last group ended.
 template <typename Product>
 int64_t for_each_group(const TensorView& offsets, int64_t extent, Product&& product) {
   int64_t start = 0;
   for (int64_t g = 0; g < offsets.sizes[0]; ++g) {
     const int64_t end = std::clamp<int64_t>(group_end(offsets, g), start, extent);
-    product(g, start, end - start);
+    product(g, start, end);
     start = end;
   }
   return start;
@@ -67,24 +59,30 @@ void grouped_gemm(const TensorView& out, const TensorView& a, const TensorView& 
   }
   if (a.ndim == 2 && b.ndim == 3) {
     const int64_t rows = a.sizes[0];
-    const int64_t done = for_each_group(*offsets, rows, [&](int64_t g, int64_t s, int64_t n) {
-      if (n > 0) gemm(narrow(out, 0, s, n), narrow(a, 0, s, n), select_first(b, g), nullptr, 1, 0);
+    const int64_t done = for_each_group(*offsets, rows, [&](int64_t g, int64_t begin, int64_t end) {
+      if (end > begin) {
+        gemm(slice_view(out, 0, begin, end), slice_view(a, 0, begin, end), select_first(b, g),
+             nullptr, 1, 0);
+      }
     });
-    if (done < rows) fill(narrow(out, 0, done, rows - done), zero);
+    if (done < rows) fill(slice_view(out, 0, done, rows), zero);
   } else if (a.ndim == 3 && b.ndim == 2) {
     const int64_t cols = b.sizes[1];
-    const int64_t done = for_each_group(*offsets, cols, [&](int64_t g, int64_t s, int64_t n) {
-      if (n > 0) gemm(narrow(out, 1, s, n), select_first(a, g), narrow(b, 1, s, n), nullptr, 1, 0);
+    const int64_t done = for_each_group(*offsets, cols, [&](int64_t g, int64_t begin, int64_t end) {
+      if (end > begin) {
+        gemm(slice_view(out, 1, begin, end), select_first(a, g), slice_view(b, 1, begin, end),
+             nullptr, 1, 0);
+      }
     });
-    if (done < cols) fill(narrow(out, 1, done, cols - done), zero);
+    if (done < cols) fill(slice_view(out, 1, done, cols), zero);
   } else if (a.ndim == 2 && b.ndim == 2) {
     const int64_t inner = a.sizes[1];
-    for_each_group(*offsets, inner, [&](int64_t g, int64_t s, int64_t n) {
+    for_each_group(*offsets, inner, [&](int64_t g, int64_t begin, int64_t end) {
       const TensorView out_g = select_first(out, g);
-      if (n == 0) {
+      if (end == begin) {
         fill(out_g, zero);
       } else {
-        gemm(out_g, narrow(a, 1, s, n), narrow(b, 0, s, n), nullptr, 1, 0);
+        gemm(out_g, slice_view(a, 1, begin, end), slice_view(b, 0, begin, end), nullptr, 1, 0);
       }
     });
   } else {
