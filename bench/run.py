@@ -283,6 +283,8 @@ def machine() -> dict:
         "neuron_isa": f"{details['capability']} (kernels {details['kernels']},"
         f" oneDNN {details['onednn']})",
         "torch_isa": torch.backends.cpu.get_cpu_capability(),
+        "gemm_library": details["gemm_library"],
+        "mkl": details["mkl"].split(" from ")[0],
         "caps": " ".join(f"{k}={v}" for k, v in capped.items()) or "none",
         "cores": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 1),
@@ -417,6 +419,8 @@ def markdown_report(results: dict, arguments: str, label: str) -> str:
         "",
         f"Vector ISA: neuron {machine_info['neuron_isa']}; torch CPU"
         f" {machine_info['torch_isa']}; caps in effect: {machine_info['caps']}."
+        f" Matrix-product library choice: {machine_info['gemm_library']}"
+        f" (OPENNEURON_GEMM_LIBRARY); {machine_info['mkl']}."
         " `neuron_library` counts the dense-math library calls neuron made during the row's"
         " timing (`own kernels` when none).",
     ]

@@ -26,6 +26,10 @@ SMOKE = textwrap.dedent(
     assert abs(on_neuron - on_cpu) <= 1e-3 * max(1.0, abs(on_cpu)), (on_neuron, on_cpu)
     import openneuron
     assert openneuron.__file__.find("site-packages") >= 0, openneuron.__file__
+    # oneMKL comes in as a declared dependency and is found in the new environment.
+    mkl = openneuron.cpu_capability_details()["mkl"]
+    assert " from " in mkl, mkl
+    assert openneuron._C._library_call_counts()["mkl_gemm"] > 0
     print(openneuron.cpu_capability(), openneuron.get_fallback_ops())
     """
 )

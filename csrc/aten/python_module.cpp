@@ -14,7 +14,9 @@
 #include "aten/runtime_errors.h"
 #include "aten/sim_binding.h"
 #include "kernels/runtime/cpu_isa.h"
+#include "kernels/runtime/gemm_library.h"
 #include "kernels/runtime/library_calls.h"
+#include "kernels/runtime/mkl_library.h"
 #include "kernels/runtime/process_state.h"
 #include "runtime/device_profile.h"
 #include "runtime/runtime.h"
@@ -148,8 +150,13 @@ PYBIND11_MODULE(_C, m) {
     result["detected"] = kernels::cpu_isa_name(kernels::detected_cpu_isa());
     result["kernels"] = kernels::use_avx512_kernels() ? "avx512" : "avx2";
     result["onednn"] = kernels::dnnl_effective_isa_name();
+    result["gemm_library"] = kernels::gemm_library_name(kernels::requested_gemm_library());
     return result;
   });
+  // Before the first product: where the `mkl` package put libmkl_rt (empty: not installed).
+  m.def("_set_mkl_library_path", &openneuron::kernels::set_mkl_library_path);
+  // Loads oneMKL if not yet loaded; its version and path, or why it is not loaded.
+  m.def("_mkl_status", [] { return openneuron::kernels::mkl_status(); });
   m.def("_library_call_counts", [] {
     namespace kernels = openneuron::kernels;
     const auto counts = kernels::library_call_counts();

@@ -15,6 +15,8 @@ def _autoload() -> None:
     """
 
 
+import os
+
 import torch
 
 
@@ -43,6 +45,11 @@ except ImportError as error:  # the wheel's runtime libraries come from the syst
             " (Debian: apt-get install libdnnl2 libopenblas0-pthread)"
         ) from error
     raise
+from openneuron import dense_libraries as _dense_libraries  # noqa: E402
+
+# oneMKL loads lazily at the first matrix product; an explicit OPENNEURON_MKL_LIBRARY wins.
+if not os.environ.get("OPENNEURON_MKL_LIBRARY"):
+    _C._set_mkl_library_path(_dense_libraries.mkl_library_path())
 from openneuron import device as _device_module
 from openneuron import printing as _printing
 from openneuron.adaptive_eager import (
@@ -121,8 +128,10 @@ def cpu_capability() -> str:
 
 def cpu_capability_details() -> dict:
     """``cpu_capability()`` with what lies behind it: the CPU's own level (``detected``),
-    the kernel build in use (``kernels``) and the ISA oneDNN's JIT kernels use (``onednn``)."""
-    return dict(_C._cpu_capability())
+    the kernel build in use (``kernels``), the ISA oneDNN's JIT kernels use (``onednn``), the
+    matrix-product library choice (``gemm_library``, from ``OPENNEURON_GEMM_LIBRARY``) and
+    oneMKL's version and path, or why it is not loaded (``mkl``)."""
+    return dict(_C._cpu_capability(), mkl=_C._mkl_status())
 
 
 # A malformed OPENNEURON_MAX_CPU_ISA fails here, naming the accepted values, rather than

@@ -12,6 +12,7 @@
 #include "kernels/core/dense_float.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
+#include "kernels/runtime/gemm_library.h"
 #include "kernels/runtime/library_calls.h"
 #include "kernels/runtime/parallel_views.h"
 
@@ -158,6 +159,9 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
                const TensorView* bias, double alpha, double beta) {
   const bool supported_dtype = out.dtype == DType::BFloat16 || out.dtype == DType::Float32;
   if (!supported_dtype || a_in.dtype != out.dtype || b.dtype != out.dtype) return false;
+  if (out.dtype == DType::Float32 ? !gemm_allows_onednn_fp32() : !gemm_allows_onednn_bf16()) {
+    return false;
+  }
   for (int d = 0; d < out.ndim; ++d) {
     if (out.sizes[d] == 0 || a_in.sizes[d] == 0 || b.sizes[d] == 0 || out.strides[d] == 0)
       return false;

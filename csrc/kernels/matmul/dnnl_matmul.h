@@ -9,7 +9,8 @@
 namespace openneuron::kernels {
 
 // Computes gemm()'s contract (see matmul.h) with oneDNN when it has an optimised kernel for
-// these operands; returns false, having written nothing, when it does not.
+// these operands and gemm_library.h lets oneDNN run this dtype; returns false, having written
+// nothing, otherwise.
 bool dnnl_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
                const TensorView* bias, double alpha, double beta);
 

@@ -1,5 +1,5 @@
-// Private helper for the nn kernels: row-major fp32 sgemm on dense matrices (oneDNN, with
-// OpenBLAS where oneDNN declines).
+// Private helper for the nn kernels: row-major fp32 sgemm on dense matrices (the library
+// gemm_library.h chooses: oneMKL, or oneDNN with OpenBLAS where oneDNN declines).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@ inline void nn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
     return;
   }
   if (dense_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-  openblas_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  blas_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace openneuron::kernels

@@ -16,6 +16,8 @@ const char* library_call_name(LibraryCall call) {
       return "onednn_matmul";
     case LibraryCall::kOpenBlasGemm:
       return "openblas_gemm";
+    case LibraryCall::kMklGemm:
+      return "mkl_gemm";
     case LibraryCall::kOneDnnConvolution:
       return "onednn_convolution";
     case LibraryCall::kCount:

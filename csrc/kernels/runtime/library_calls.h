@@ -11,11 +11,12 @@ namespace openneuron::kernels {
 enum class LibraryCall {
   kOneDnnMatmul,       // a product run by oneDNN's matmul primitive
   kOpenBlasGemm,       // a product run by OpenBLAS (sgemm/dgemm)
+  kMklGemm,            // a product run by oneMKL (sgemm/dgemm)
   kOneDnnConvolution,  // a convolution pass run by oneDNN's convolution primitives
   kCount
 };
 
-// "onednn_matmul", "openblas_gemm", "onednn_convolution".
+// "onednn_matmul", "openblas_gemm", "mkl_gemm", "onednn_convolution".
 const char* library_call_name(LibraryCall call);
 
 void count_library_call(LibraryCall call);

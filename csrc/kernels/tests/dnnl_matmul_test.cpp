@@ -3,10 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/runtime/cpu_isa.h"
+#include "kernels/runtime/gemm_library.h"
 #include "kernels/runtime/library_calls.h"
+#include "kernels/runtime/mkl_library.h"
 #include "test_util.h"
 
 namespace openneuron::kernels {
@@ -36,7 +41,16 @@ void check_batched(DType dtype, TensorView a, TensorView w) {
   }
 }
 
-class DnnlLayouts : public ::testing::TestWithParam<DType> {};
+// Lets oneDNN run fp32 too (the default gives fp32 to oneMKL when it is installed).
+class ForcedGemmLibrary {
+ public:
+  explicit ForcedGemmLibrary(GemmLibrary library) { set_gemm_library_for_testing(library); }
+  ~ForcedGemmLibrary() { reset_gemm_library_for_testing(); }
+};
+
+class DnnlLayouts : public ::testing::TestWithParam<DType> {
+  ForcedGemmLibrary onednn_{GemmLibrary::kOneDnn};
+};
 
 TEST_P(DnnlLayouts, SizeOneBatchWithArbitraryStride) {
   std::mt19937 rng(1);
@@ -82,6 +96,7 @@ bool brgemm_matmul_available() { return cpu_isa() >= CpuIsa::kAvx512; }
 
 TEST(DnnlMatmul, RunsContiguousFloat32) {
   SKIP_WITHOUT_BRGEMM();
+  const ForcedGemmLibrary onednn(GemmLibrary::kOneDnn);
   auto a = make_tensor(DType::Float32, {16, 16});
   auto w = make_tensor(DType::Float32, {16, 16});
   auto out = make_tensor(DType::Float32, {16, 16});
@@ -92,6 +107,7 @@ TEST(DnnlMatmul, RunsContiguousFloat32) {
 // would silently fall back to BLAS) and match the reference.
 TEST(DnnlMatmul, SplitsLargeProductsAcrossThreadsCorrectly) {
   SKIP_WITHOUT_BRGEMM();
+  const ForcedGemmLibrary onednn(GemmLibrary::kOneDnn);
   std::mt19937 rng(3);
   auto a = make_tensor(DType::Float32, {513, 256});
   auto w = make_tensor(DType::Float32, {256, 257});
@@ -114,40 +130,68 @@ TEST(DnnlMatmul, DeclinesDtypesItDoesNotHandle) {
   EXPECT_FALSE(dnnl_gemm(out.view, a.view, a.view, nullptr, 1.0, 0.0));
 }
 
-// On every CPU: gemm() runs oneDNN where it has brgemm kernels, else OpenBLAS, and the
-// library that ran is the one expected (fp32 and bf16, which is widened to fp32 for BLAS).
-TEST(Gemm, UsesOneDnnWhereItHasKernelsElseOpenBlas) {
-  for (DType dtype : {DType::Float32, DType::BFloat16}) {
-    SCOPED_TRACE(dtype == DType::Float32 ? "fp32" : "bf16");
-    std::mt19937 rng(4);
-    auto a = make_tensor(dtype, {96, 80});
-    auto w = make_tensor(dtype, {80, 72});
-    auto out = make_tensor(dtype, {96, 72});
-    testing::fill_random(a.view, rng, -1, 1);
-    testing::fill_random(w.view, rng, -1, 1);
-    const uint64_t onednn = calls(LibraryCall::kOneDnnMatmul);
-    const uint64_t openblas = calls(LibraryCall::kOpenBlasGemm);
-    gemm(out.view, a.view, w.view, nullptr, 1.0, 0.0);
-    if (brgemm_matmul_available()) {
-      EXPECT_EQ(calls(LibraryCall::kOneDnnMatmul), onednn + 1);
-      EXPECT_EQ(calls(LibraryCall::kOpenBlasGemm), openblas);
-    } else {
-      EXPECT_EQ(calls(LibraryCall::kOneDnnMatmul), onednn);
-      EXPECT_EQ(calls(LibraryCall::kOpenBlasGemm), openblas + 1);
-    }
-    for (int64_t i = 0; i < 96; i += 7) {
-      for (int64_t j = 0; j < 72; j += 5) {
-        double expected = 0;
-        for (int64_t k = 0; k < 80; ++k) expected += get(a.view, {i, k}) * get(w.view, {k, j});
-        EXPECT_TRUE(testing::close(dtype, get(out.view, {i, j}), expected)) << i << "," << j;
+// The library each choice must run a product on, on this CPU.
+LibraryCall expected_library(GemmLibrary choice, DType dtype) {
+  const bool mkl = mkl_gemms() != nullptr;
+  const LibraryCall blas = mkl && choice != GemmLibrary::kOneDnn && choice != GemmLibrary::kOpenBlas
+                               ? LibraryCall::kMklGemm
+                               : LibraryCall::kOpenBlasGemm;
+  const bool onednn_may_run = choice == GemmLibrary::kOneDnn ||
+                              (choice == GemmLibrary::kAuto && (dtype == DType::BFloat16 || !mkl));
+  return onednn_may_run && brgemm_matmul_available() ? LibraryCall::kOneDnnMatmul : blas;
+}
+
+// On every CPU and for every library choice: gemm() runs the library the choice names (oneDNN
+// only where it has brgemm kernels), and the product is right (fp32, and bf16, which is widened
+// to fp32 for BLAS).
+TEST(Gemm, RunsOnTheChosenLibrary) {
+  std::vector<GemmLibrary> choices = {GemmLibrary::kAuto, GemmLibrary::kOneDnn,
+                                      GemmLibrary::kOpenBlas};
+  if (mkl_gemms() != nullptr) choices.push_back(GemmLibrary::kMkl);
+  for (GemmLibrary choice : choices) {
+    const ForcedGemmLibrary forced(choice);
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+      SCOPED_TRACE(std::string(gemm_library_name(choice)) +
+                   (dtype == DType::Float32 ? " fp32" : " bf16"));
+      std::mt19937 rng(4);
+      auto a = make_tensor(dtype, {96, 80});
+      auto w = make_tensor(dtype, {80, 72});
+      auto out = make_tensor(dtype, {96, 72});
+      testing::fill_random(a.view, rng, -1, 1);
+      testing::fill_random(w.view, rng, -1, 1);
+      const auto before = library_call_counts();
+      gemm(out.view, a.view, w.view, nullptr, 1.0, 0.0);
+      const auto after = library_call_counts();
+      const LibraryCall expected = expected_library(choice, dtype);
+      for (size_t call = 0; call < after.size(); ++call) {
+        const uint64_t want = call == static_cast<size_t>(expected) ? 1 : 0;
+        EXPECT_EQ(after[call] - before[call], want)
+            << library_call_name(static_cast<LibraryCall>(call));
+      }
+      for (int64_t i = 0; i < 96; i += 7) {
+        for (int64_t j = 0; j < 72; j += 5) {
+          double expected_value = 0;
+          for (int64_t k = 0; k < 80; ++k) {
+            expected_value += get(a.view, {i, k}) * get(w.view, {k, j});
+          }
+          EXPECT_TRUE(testing::close(dtype, get(out.view, {i, j}), expected_value))
+              << i << "," << j;
+        }
       }
     }
   }
 }
 
-// The OpenBLAS path splits large products into row or column blocks across threads (and
-// keeps small ones whole); every block must land in its place, for every transpose.
-TEST(OpenBlasGemm, SplitsByRowsAndColumnsForEveryTranspose) {
+// The BLAS path (oneMKL and OpenBLAS alike) splits large products into row or column blocks
+// across threads (and keeps small ones whole); every block must land in its place, for every
+// transpose.
+class BlasGemm : public ::testing::TestWithParam<GemmLibrary> {};
+
+TEST_P(BlasGemm, SplitsByRowsAndColumnsForEveryTranspose) {
+  if (GetParam() == GemmLibrary::kMkl && mkl_gemms() == nullptr) {
+    GTEST_SKIP() << "oneMKL is not installed here: " << mkl_status();
+  }
+  const ForcedGemmLibrary forced(GetParam());
   struct Shape {
     int64_t m, n, k;
   };
@@ -162,8 +206,7 @@ TEST(OpenBlasGemm, SplitsByRowsAndColumnsForEveryTranspose) {
       for (float& v : b) v = uniform(rng);
       for (float& v : c) v = uniform(rng);
       const std::vector<float> c0 = c;
-      openblas_sgemm(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(),
-                     ldc);
+      blas_sgemm(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
       for (int64_t i = 0; i < s.m; ++i) {
         for (int64_t j = 0; j < s.n; ++j) {
           double sum = 0;
@@ -181,6 +224,9 @@ TEST(OpenBlasGemm, SplitsByRowsAndColumnsForEveryTranspose) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Libraries, BlasGemm,
+                         ::testing::Values(GemmLibrary::kMkl, GemmLibrary::kOpenBlas),
+                         [](const auto& info) { return gemm_library_name(info.param); });
 INSTANTIATE_TEST_SUITE_P(Dtypes, DnnlLayouts, ::testing::Values(DType::Float32, DType::BFloat16));
 
 }  // namespace
