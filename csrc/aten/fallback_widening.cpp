@@ -35,6 +35,15 @@ bool has_cuda_bool_kernel(const std::string& name) {
   return kOps.count(name) > 0;
 }
 
+// Ops whose CPU kernels accept 16-bit floats but compute in them (polygamma's series overflows
+// float16 to inf and loses digits), where CUDA computes at float32 and rounds once: their
+// 16-bit arguments widen before the host run, as if the CPU had refused them.
+bool computes_16bit_at_float32_on_cuda(const std::string& name) {
+  static const std::set<std::string> kOps = {"aten::polygamma", "aten::polygamma.out",
+                                             "aten::polygamma_"};
+  return kOps.count(name) > 0;
+}
+
 // The dtype a CPU kernel's refusal names: AT_DISPATCH's ("\"histogram_cpu\" not implemented
 // for 'Int'") and the FFT's ("Unsupported dtype Half", "MKL FFT doesn't support tensors of
 // type: Half").
@@ -344,6 +353,18 @@ void run_widening_unsupported_dtypes(const c10::OperatorHandle& op, torch::jit::
     if (names_a_device) return std::nullopt;
     return result_dtypes_on_meta(op, arguments);
   };
+  if (g_widening.load() && computes_16bit_at_float32_on_cuda(name)) {
+    const Widening upfront = {{at::kHalf, at::kFloat}, {at::kBFloat16, at::kFloat}};
+    if (uses_any(op, arguments, upfront)) {
+      run_widened(op, stack, first, arguments, upfront, expected_dtypes(), host_run);
+      Widening used;
+      for (const auto& [original, computed] : upfront) {
+        if (uses_any(op, arguments, {{original, computed}})) used[original] = computed;
+      }
+      record(name, used);
+      return;
+    }
+  }
   if (g_widening.load()) {
     std::optional<Widening> learned;
     {
