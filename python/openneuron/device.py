@@ -62,6 +62,7 @@ __all__ = [
     "get_rng_state_all",
     "init",
     "initial_seed",
+    "is_bf16_supported",
     "is_available",
     "is_initialized",
     "manual_seed",
@@ -185,16 +186,32 @@ def get_device_name(device: Any = None) -> str:
     return f"Simulated NeuronCore-{config['core_version']} ({config['profile']})"
 
 
-def get_device_properties(device: Any = None) -> dict[str, Any]:
+class DeviceProperties(dict):
+    """A device's properties, read as attributes (``props.total_memory``, as code written for
+    ``torch.cuda`` and TorchNeuron does) or as keys (``props["total_memory"]``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"neuron device properties have no {name!r}") from None
+
+
+def get_device_properties(device: Any = None) -> DeviceProperties:
     """Name, profile and memory capacity of ``device``."""
     _index(device)
     config = _C._config()
-    return {
-        "name": get_device_name(device),
-        "profile": config["profile"],
-        "total_memory": config["device_memory_bytes"],
-        "profile_hbm_bytes": config["profile_hbm_bytes"],
-    }
+    return DeviceProperties(
+        name=get_device_name(device),
+        profile=config["profile"],
+        total_memory=config["device_memory_bytes"],
+        profile_hbm_bytes=config["profile_hbm_bytes"],
+    )
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 is a native type of the device (its matmuls accumulate in fp32)."""
+    return True
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

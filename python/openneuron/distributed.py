@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 
 import torch
 import torch.distributed as dist
@@ -59,9 +60,36 @@ def _adopt_orphaned_default(pg) -> None:
         pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
 
 
+def _name_unnamed_backend(kwargs: dict) -> None:
+    """Records the neuron backend's name for a group made with no backend named.
+
+    ``init_process_group()`` with none records ``"undefined"``, which ``dist.get_backend()``
+    then returns though the group runs on one known backend; when that backend is ours (its
+    config reads ``"neuron:neuron"``), the group is recorded under our name, as it would be
+    had the caller named it. Mixed configs (``"cpu:gloo,neuron:neuron"``) keep their string,
+    as torch keeps ``"cpu:gloo,cuda:nccl"``.
+    """
+    unnamed = kwargs.get("backend_name") == dist.Backend.UNDEFINED
+    if unnamed and kwargs.get("backend_config") == f"neuron:{BACKEND_NAME}":
+        kwargs["backend_name"] = BACKEND_NAME
+
+
+def _bind_local_rank_device() -> None:
+    """Makes device ``LOCAL_RANK`` (modulo the device count) current when the default group is
+    made, as TorchNeuron does: launchers (torchrun, ``accelerate launch``) then put each local
+    rank on its own device without a ``set_device`` call. A device the process chose itself
+    (any but the initial 0) is kept."""
+    local_rank = os.environ.get("LOCAL_RANK")
+    if local_rank is None or not local_rank.isdigit() or torch.neuron.device_count() == 0:
+        return
+    if torch.neuron.current_device() == 0:
+        torch.neuron.set_device(int(local_rank) % torch.neuron.device_count())
+
+
 def _watch_new_groups() -> None:
     """Every group (init_process_group, new_group, split_group, device meshes) is registered
-    through one function: fix each group's default backend there."""
+    through one function: fix each group's default backend and name there, and bind this
+    rank's device when the default group is made."""
     from torch.distributed import distributed_c10d
 
     register_group = distributed_c10d._register_pg_in_world
@@ -71,6 +99,12 @@ def _watch_new_groups() -> None:
     @functools.wraps(register_group)
     def register_and_adopt(pg, *args, **kwargs):
         _adopt_orphaned_default(pg)
+        _name_unnamed_backend(kwargs)
+        uses_neuron = isinstance(pg, dist.ProcessGroup) and (
+            torch.device("neuron") in pg._device_types
+        )
+        if uses_neuron and distributed_c10d.GroupMember.WORLD is None:
+            _bind_local_rank_device()
         return register_group(pg, *args, **kwargs)
 
     register_and_adopt._openneuron = True

@@ -3,7 +3,8 @@
 A finder at the front of ``sys.meta_path`` answers ``nki`` and ``nki.*`` with the modules of
 ``openneuron.nki`` (the same objects, so one trace state), but only when no other ``nki`` can
 be found on ``sys.path``: an installed AWS nki always wins. The older name ``neuronxcc.nki`` is
-answered the same way when no ``neuronxcc`` is installed.
+answered the same way when no ``neuronxcc`` is installed, and so is each package of
+``PACKAGE_ALIASES`` (``torch_neuronx``, TorchNeuron's import name).
 """
 
 import importlib
@@ -11,6 +12,9 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+
+# Import names answered with an openneuron package (with its submodules) when not installed.
+PACKAGE_ALIASES = {"torch_neuronx": "openneuron.torch_neuronx"}
 
 
 class _Loader(importlib.abc.Loader):
@@ -30,6 +34,8 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname == "neuronxcc" or fullname.startswith("neuronxcc."):
             return self._legacy_spec(fullname)
+        if fullname.partition(".")[0] in PACKAGE_ALIASES:
+            return self._package_spec(fullname)
         if fullname != "nki" and not fullname.startswith("nki."):
             return None
         if fullname == "nki":
@@ -54,6 +60,19 @@ class NkiAliasFinder(importlib.abc.MetaPathFinder):
             return None
         else:
             name = "openneuron." + fullname.removeprefix("neuronxcc.")
+        if importlib.util.find_spec(name) is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
+
+    @staticmethod
+    def _package_spec(fullname):
+        top, _, rest = fullname.partition(".")
+        if not rest:
+            if importlib.machinery.PathFinder.find_spec(top) is not None:
+                return None  # the real package is installed
+        elif not getattr(sys.modules.get(top), "_is_openneuron_alias", False):
+            return None
+        name = PACKAGE_ALIASES[top] + (f".{rest}" if rest else "")
         if importlib.util.find_spec(name) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
