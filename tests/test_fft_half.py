@@ -85,3 +85,21 @@ def test_other_dtypes_keep_pytorchs_front_end():
     torch.testing.assert_close(torch.fft.fft2(x.to("neuron")).cpu(), torch.fft.fft2(x))
     with pytest.raises(RuntimeError, match="Unsupported dtype"):
         torch.fft.fft(torch.zeros(8, dtype=torch.bfloat16, device="neuron"))
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "fft2", "ihfftn"])
+def test_out_form_takes_the_16_bit_result(name):
+    transform = getattr(torch.fft, name)
+    x = torch.randn(4, 8).half()
+    reference = transform(x.float())
+    narrowed = torch.complex32 if reference.is_complex() else torch.float16
+    out = torch.empty(0, dtype=narrowed, device="neuron")
+    assert transform(x.to("neuron"), out=out) is out
+    assert torch.equal(as_wide(out.cpu()), as_wide(reference.to(narrowed)))
+    # A wider out holds the 16-bit result cast up, as CUDA computes it.
+    wide = torch.empty(0, dtype=as_wide(reference).dtype, device="neuron")
+    transform(x.to("neuron"), out=wide)
+    assert torch.equal(wide.cpu(), as_wide(reference.to(narrowed)))
+    wrong_kind = torch.empty(0, dtype=torch.float16 if reference.is_complex() else torch.complex32)
+    with pytest.raises(RuntimeError, match="output tensor"):
+        transform(x.to("neuron"), out=wrong_kind.to("neuron"))
