@@ -9,9 +9,10 @@ torch_openreg/tests/ and ported at run time by a mechanical substitution, nothin
 ``NEURON`` and ``openreg`` becomes ``neuron`` (so ``torch.openreg`` is ``torch.neuron`` and
 ``device="openreg:1"`` is ``device="neuron:1"``). The ported copies are written next to the JSON
 output, never into this repository. Each file runs in its own pytest process; results come from
-its JUnit XML. Every failure must match an entry of known_failures_openreg.json: the test's id
-and a regular expression its failure text must contain (its signature), with the reason. Exit
-status 1 when a failure is not listed, fails with another signature, or a listed test passes.
+its JUnit XML (its output is in FILE.log beside it). Every failure must match an entry of
+known_failures_openreg.json: the test's id and a regular expression its failure text must
+contain (its signature), with the reason. Exit status 1 when a failure is not listed, fails
+with another signature, or a listed test passes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -31,6 +33,8 @@ KNOWN_FAILURES = Path(__file__).with_name("known_failures_openreg.json")
 SUITE = Path("test/cpp_extensions/open_registration_extension/torch_openreg/tests")
 
 # Applied in this order; each is a plain, case-sensitive text replacement.
+EXIT_GRACE_SECONDS = 30
+
 SUBSTITUTIONS = (("torch_openreg", "openneuron"), ("OPENREG", "NEURON"), ("openreg", "neuron"))
 
 
@@ -71,17 +75,37 @@ def run_file(ported: Path, out_dir: Path, extra: list[str], timeout: float) -> d
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), str(REPO)])}
     started = time.monotonic()
     note = ""
-    try:
-        proc = subprocess.run(
-            cmd, cwd=ported.parent, env=env, capture_output=True, text=True, timeout=timeout
-        )
-        if proc.returncode not in (0, 1):
-            tail = (proc.stdout + proc.stderr).strip().splitlines()
-            note = f"pytest exit {proc.returncode}" + (f": {tail[-1][:300]}" if tail else "")
-    except subprocess.TimeoutExpired:
-        note = f"timeout after {timeout} s"
+    log = out_dir / f"{ported.stem}.log"
+    # Its own session, so that the process and whatever it spawned can be stopped together.
+    with log.open("w") as log_file:
+        proc = subprocess.Popen(
+            cmd, cwd=ported.parent, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    written_at = None
+    while proc.poll() is None:
+        time.sleep(1)
+        if written_at is None and xml.exists():
+            written_at = time.monotonic()
+        waited = time.monotonic() - started
+        # A test that leaves child processes waiting (test_ipc.py's consumers, on a backend
+        # without device IPC) keeps pytest from exiting after it wrote its results.
+        if written_at is not None and time.monotonic() - written_at > EXIT_GRACE_SECONDS:
+            note = f"stopped {EXIT_GRACE_SECONDS} s after writing its results (children left)"
+        elif waited > timeout:
+            note = f"timeout after {timeout} s"
+        else:
+            continue
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        break
+    if not note and proc.returncode not in (0, 1, 5):  # 5: every test skipped
+        tail = log.read_text(errors="replace").strip().splitlines()
+        note = f"pytest exit {proc.returncode}" + (f": {tail[-1][:300]}" if tail else "")
     cases = read_cases(xml) if xml.exists() else {}
-    counts = {s: sum(1 for v, _ in cases.values() if v == s) for s in ("passed", "failed", "skipped")}
+    counts = {
+        s: sum(1 for v, _ in cases.values() if v == s) for s in ("passed", "failed", "skipped")
+    }
     return {
         "collected": len(cases), **counts, "note": note,
         "seconds": round(time.monotonic() - started),
