@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test test-upstream test-upstream-dynamo conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-upstream test-upstream-dynamo test-openreg conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -108,6 +108,11 @@ test-upstream: build
 # and on cpu; see tests/upstream/README.md.
 test-upstream-dynamo: build
 	$(PYTHON) -m tests.upstream.run_dynamo --pytorch-src "$(PYTORCH_SRC)"
+
+# Not in make test: the test suite of OpenReg (PyTorch's reference PrivateUse1 backend) from a
+# PyTorch checkout, ported to neuron at run time; see tests/upstream/README.md.
+test-openreg: build
+	$(PYTHON) -m tests.upstream.run_openreg --pytorch-src "$(PYTORCH_SRC)"
 
 # Not in make test: the full OpInfo/ModuleInfo sweep; writes docs/op_coverage.md and .json.
 conformance: build

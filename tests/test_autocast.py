@@ -52,3 +52,29 @@ def test_training_step_under_autocast_keeps_float32_master_weights():
 def test_amp_supported_dtypes():
     assert torch.neuron.get_amp_supported_dtype() == [torch.bfloat16, torch.float16]
     assert torch.amp.is_autocast_available("neuron")
+
+
+def test_binary_cross_entropy_is_refused_as_unsafe_and_its_logits_form_runs():
+    probabilities = torch.rand(6, device="neuron")
+    targets = torch.rand(6, device="neuron")
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        with pytest.raises(
+            RuntimeError, match="unsafe to autocast.*binary_cross_entropy_with_logits"
+        ):
+            nn.functional.binary_cross_entropy(probabilities, targets)
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            nn.BCELoss()(probabilities, targets)
+        loss = nn.functional.binary_cross_entropy_with_logits(probabilities, targets)
+    assert loss.dtype == torch.float32  # a precision-sensitive op: fp32 under autocast
+    # Outside the region it runs, and the refusal left the process usable.
+    assert torch.isfinite(nn.functional.binary_cross_entropy(probabilities, targets))
+
+
+def test_autocast_covers_every_op_cudas_autocast_does():
+    """The ops with an autocast kernel on neuron are CUDA's, less its cuDNN-only convolutions;
+    so an op CUDA's autocast casts or refuses (binary_cross_entropy) is cast or refused here."""
+    cuda = set(torch._C._dispatch_get_registrations_for_dispatch_key("AutocastCUDA"))
+    neuron = set(torch._C._dispatch_get_registrations_for_dispatch_key("AutocastPrivateUse1"))
+    cuda_only = {"aten::cudnn_convolution", "aten::cudnn_convolution_transpose"}
+    assert "aten::binary_cross_entropy" in neuron
+    assert neuron == cuda - cuda_only

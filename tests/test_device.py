@@ -123,6 +123,22 @@ def test_device_name_and_properties():
     assert props["total_memory"] <= props["profile_hbm_bytes"]
 
 
+def test_accelerator_device_capability_lists_the_dtypes_a_neuron_tensor_holds():
+    supported = torch.accelerator.get_device_capability("neuron:0")["supported_dtypes"]
+    assert torch.accelerator.get_device_capability(torch.device("neuron", 1)) is not None
+    # Each listed dtype can be made on the device, converted there and copied back; no other.
+    every_dtype = {v for v in vars(torch).values() if isinstance(v, torch.dtype)}
+    for dtype in sorted(every_dtype, key=str):
+        try:
+            made = torch.ones(3, dtype=dtype, device="neuron")
+            wide = made.to(torch.complex64 if dtype.is_complex else torch.float32)
+            works = made.cpu().dtype == dtype and bool(wide.cpu().eq(1).all())
+        except (RuntimeError, NotImplementedError, TypeError):
+            works = False
+        assert (dtype in supported) == works, dtype
+    assert {torch.float32, torch.bfloat16, torch.float8_e4m3fn, torch.complex64} <= supported
+
+
 def test_get_device_name_rejects_a_missing_device():
     with pytest.raises(RuntimeError, match="neuron:0, neuron:1"):
         torch.neuron.get_device_name(7)

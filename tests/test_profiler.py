@@ -190,3 +190,34 @@ def test_backward_ops_and_nested_ops_are_linked():
         assert op["launched_by"] == op["name"], op  # aten::sum's kernel comes from a nested sum
     matmuls = [op for op in ops if op["name"] == "aten::mm"]
     assert all(op["flops"] == 2 * 32 * 64 * 64 for op in matmuls)
+
+
+def test_legacy_autograd_profiler_times_device_work(capfd):
+    """torch.autograd.profiler.profile(use_device="neuron") (PyTorch's legacy profiler, which
+    times each op with a pair of device events) reports non-negative times, device time for the
+    ops that queue device work, and no profiler errors."""
+    import time
+
+    x = torch.randn(192, 192, device="neuron")
+    torch.neuron.synchronize()
+    started = time.perf_counter()
+    with torch.autograd.profiler.profile(use_device="neuron") as prof:
+        for _ in range(3):
+            (x @ x).relu_()
+        torch.neuron.synchronize()
+    wall_us = (time.perf_counter() - started) * 1e6
+    log = capfd.readouterr().err
+    assert "not enabled" not in log and "INTERNAL ASSERT" not in log, log
+    events = prof.function_events
+    assert events and all(e.cpu_time_total >= 0 and e.device_time_total >= 0 for e in events)
+    matmuls = [e for e in events if e.name == "aten::mm"]
+    assert len(matmuls) == 3
+    assert all(e.self_device_time_total > 0 for e in matmuls)
+    # Device time is time the stream spent inside the region: bounded by its wall time.
+    assert sum(e.device_time_total for e in matmuls) <= wall_us
+    # An op that queues nothing has next to no device time (its two marks pass back to back).
+    empty = sum(e.device_time_total for e in events if e.name == "aten::empty")
+    assert empty < 0.05 * sum(e.device_time_total for e in matmuls)
+    # The parent op's device time includes its child's.
+    parents = [e for e in events if e.name == "aten::matmul"]
+    assert all(p.device_time_total >= c.device_time_total for p, c in zip(parents, matmuls))

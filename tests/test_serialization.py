@@ -123,3 +123,25 @@ def test_non_contiguous_tensor_keeps_its_layout():
     loaded = torch.load(save_to_buffer(host.to("neuron").t()))
     assert loaded.stride() == host.t().stride()
     assert torch.equal(loaded.cpu(), host.t())
+
+
+def test_backend_metadata_survives_save_and_load_onto_neuron(tmp_path):
+    tensor = torch.arange(6.0, device="neuron")
+    assert torch._utils.get_tensor_metadata(tensor) == {}
+    flags = {"packed_layout": True, "calibrated": False}
+    torch._utils.set_tensor_metadata(tensor, flags)
+    assert torch._utils.get_tensor_metadata(tensor) == flags
+    torch._utils.set_tensor_metadata(tensor, {"calibrated": True})  # one flag changes
+    flags["calibrated"] = True
+    assert torch._utils.get_tensor_metadata(tensor) == flags
+    assert torch._utils.get_tensor_metadata(tensor.detach()) == flags  # shallow copies keep them
+    assert torch._utils.get_tensor_metadata(tensor + 1) == {}  # an op's result starts bare
+
+    path = tmp_path / "tagged.pt"
+    torch.save({"weight": tensor}, path)
+    loaded = torch.load(path)["weight"]
+    assert loaded.device == neuron0
+    assert torch._utils.get_tensor_metadata(loaded) == flags
+    torch.testing.assert_close(loaded.cpu(), tensor.cpu())
+    # Loaded onto the CPU, the neuron-only flags are dropped (PyTorch's own bits would stay).
+    assert torch._utils.get_tensor_metadata(torch.load(path, map_location="cpu")["weight"]) == {}

@@ -95,6 +95,25 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return static_cast<c10::DeviceIndex>(Runtime::device_count_or_zero());
   }
 
+  // torch.accelerator.get_device_capability: the dtypes a neuron tensor can hold and convert
+  // between. Every device has the same set: all but the quantized, bit-packed, sub-byte integer
+  // and packed fp4 types, which have no neuron kernels or conversions (nor CPU conversions).
+  c10::DeviceCapability getDeviceCapability(c10::Device device) const override {
+    OPENNEURON_RUNTIME_CALL(Runtime::get().device(index_or_current(device.index())));
+    c10::DeviceCapability capability;  // starts with every dtype
+    auto& supports = capability.capability_data.supported_scalar_types;
+    supports.has_QInt8 = supports.has_QUInt8 = supports.has_QInt32 = 0;
+    supports.has_QUInt4x2 = supports.has_QUInt2x4 = 0;
+    supports.has_Bits1x8 = supports.has_Bits2x4 = supports.has_Bits4x2 = 0;
+    supports.has_Bits8 = supports.has_Bits16 = 0;
+    supports.has_Float4_e2m1fn_x2 = 0;
+    supports.has_UInt1 = supports.has_UInt2 = supports.has_UInt3 = supports.has_UInt4 = 0;
+    supports.has_UInt5 = supports.has_UInt6 = supports.has_UInt7 = 0;
+    supports.has_Int1 = supports.has_Int2 = supports.has_Int3 = supports.has_Int4 = 0;
+    supports.has_Int5 = supports.has_Int6 = supports.has_Int7 = 0;
+    return capability;
+  }
+
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
               const c10::EventFlag flag) const override {
     TORCH_CHECK(device_index == -1 || device_index == stream.device_index(), "event device index ",

@@ -153,6 +153,10 @@ def _register_backend() -> None:
 _register_backend()
 _route_default_compile_backend()
 
+from openneuron import dynamo_device as _dynamo_device  # noqa: E402
+
+_dynamo_device.install()
+
 from openneuron import autograd_exit as _autograd_exit  # noqa: E402, F401  (its atexit handler)
 
 
