@@ -80,6 +80,11 @@ def test_empty_operands():
         torch.zeros(0, device="neuron"), torch.ones(3, device="neuron")
     )
     assert no_boundaries.cpu().tolist() == [0, 0, 0]
+    # Per-row boundaries with empty rows, and rows of no values.
+    for boundaries_shape, values_shape in [((2, 0), (2, 3)), ((2, 5), (2, 0)), ((0, 4), (0, 2))]:
+        boundaries, values = torch.zeros(boundaries_shape), torch.ones(values_shape)
+        got = torch.searchsorted(*on_neuron(boundaries, values))
+        assert torch.equal(got.cpu(), torch.searchsorted(boundaries, values))
 
 
 @pytest.mark.parametrize(

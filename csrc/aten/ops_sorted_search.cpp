@@ -9,6 +9,7 @@
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/searchsorted.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/accumulate.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -47,11 +48,16 @@ bool search_is_native(at::ScalarType common) {
 void run_search(at::Tensor& result, const at::Tensor& boundaries, const at::Tensor& values,
                 const std::optional<at::Tensor>& sorter, bool right, at::ScalarType common) {
   const c10::Device device = result.device();
+  // Rows: 1-D boundaries serve every value (one row of all values); N-D boundaries pair their
+  // leading dims with the values' (the meta check made them equal). Sizes may be 0.
+  const bool shared = boundaries.dim() <= 1;
   const int64_t length = boundaries.dim() == 0 ? 1 : boundaries.size(-1);
-  const int64_t boundary_rows = boundaries.dim() <= 1 ? 1 : boundaries.numel() / length;
-  const int64_t value_count =
-      boundaries.dim() <= 1 || values.dim() == 0 ? values.numel() : values.size(-1);
-  const int64_t value_rows = value_count == 0 ? 0 : values.numel() / value_count;
+  const auto leading = [](const at::Tensor& t) {
+    return c10::multiply_integers(t.sizes().begin(), t.sizes().end() - 1);
+  };
+  const int64_t boundary_rows = shared ? 1 : leading(boundaries);
+  const int64_t value_rows = shared ? 1 : leading(values);
+  const int64_t value_count = shared ? values.numel() : values.size(-1);
   if (values.numel() == 0) return;
   const at::Tensor rows_b =
       boundaries.to(device).to(common).contiguous().reshape({boundary_rows, length});
