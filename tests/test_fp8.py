@@ -223,11 +223,11 @@ def test_scaled_mm_refuses_what_cuda_refuses_at_the_call():
     one = torch.tensor(1.0)
     with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
         call(a, b[:16], one, one)
-    with pytest.raises(RuntimeError, match="Invalid scaling configuration"):
+    with pytest.raises(ValueError, match="Invalid scaling configuration"):
         call(a.bfloat16(), b, one, one)
-    with pytest.raises(RuntimeError, match="Invalid scaling configuration"):
+    with pytest.raises(ValueError, match="Invalid scaling configuration"):
         call(a, b, torch.ones(16), torch.ones(16))  # row-wise scales must be 2-D
-    with pytest.raises(RuntimeError, match="Invalid scaling configuration"):
+    with pytest.raises(ValueError, match="Invalid scaling configuration"):
         call(a, b, one.double(), one)
     with pytest.raises(RuntimeError, match="divisible by 16"):
         a8, b8 = float8_operands(16, 24, 16)
@@ -274,9 +274,9 @@ def test_scaled_mm_refuses_what_cuda_refuses_at_the_call():
 def test_cpu_refuses_the_same_scaling_configurations():
     """Where the CPU checks what we check, its exception type is ours."""
     a, b = float8_operands(16, 32, 16)
-    with pytest.raises(RuntimeError, match="Invalid scaling configuration"):
+    with pytest.raises(ValueError, match="Invalid scaling configuration"):
         torch._scaled_mm(a, b, torch.ones(16), torch.ones(16))
-    with pytest.raises(RuntimeError, match="Invalid scaling configuration"):
+    with pytest.raises(ValueError, match="Invalid scaling configuration"):
         call(a, b, torch.ones(16), torch.ones(16))
 
 

@@ -63,19 +63,21 @@ Scaling choose_scaling(const at::Tensor& mat1, const at::Tensor& mat2, const at:
       "scaling (MX, NVFP4, 1x128/128x128) is not implemented. Got scale_a ",
       scale_a.scalar_type(), " ", scale_a.sizes(), " and scale_b ", scale_b.scalar_type(), " ",
       scale_b.sizes());
-  TORCH_CHECK(false,
-              "Invalid scaling configuration.\n"
-              "- For TensorWise scaling, a and b should be float8, scales should be float and "
-              "singletons.\n"
-              "- For RowWise scaling, a and b should be float8, scales should be float, scale_a "
-              "should be (",
-              mat1.size(0), ", 1) and scale_b should be (1, ", mat2.size(1),
-              "), and both should be contiguous.\n"
-              "Got a.dtype()=",
-              mat1.scalar_type(), ", scale_a.dtype()=", scale_a.scalar_type(),
-              ", scale_a.size()=", scale_a.sizes(), ", scale_a.stride()=", scale_a.strides(),
-              ", b.dtype()=", mat2.scalar_type(), ", scale_b.dtype()=", scale_b.scalar_type(),
-              ", scale_b.size()=", scale_b.sizes(), " and scale_b.stride()=", scale_b.strides());
+  // ValueError, as the CPU's _scaled_mm raises it.
+  TORCH_CHECK_VALUE(
+      false,
+      "Invalid scaling configuration.\n"
+      "- For TensorWise scaling, a and b should be float8, scales should be float and "
+      "singletons.\n"
+      "- For RowWise scaling, a and b should be float8, scales should be float, scale_a "
+      "should be (",
+      mat1.size(0), ", 1) and scale_b should be (1, ", mat2.size(1),
+      "), and both should be contiguous.\n"
+      "Got a.dtype()=",
+      mat1.scalar_type(), ", scale_a.dtype()=", scale_a.scalar_type(),
+      ", scale_a.size()=", scale_a.sizes(), ", scale_a.stride()=", scale_a.strides(),
+      ", b.dtype()=", mat2.scalar_type(), ", scale_b.dtype()=", scale_b.scalar_type(),
+      ", scale_b.size()=", scale_b.sizes(), " and scale_b.stride()=", scale_b.strides());
 }
 
 // CUDA's all-on-one-device rule: unlike elementwise ops, a 0-dim CPU scale is refused too.
@@ -234,8 +236,8 @@ at::Tensor& scaled_mm_out(const at::Tensor& mat1, const at::Tensor& mat2, const 
                           at::Tensor& out) {
   OPENNEURON_NATIVE_OP("aten::_scaled_mm.out");
   check_scaled_mm(mat1, mat2, scale_a, scale_b, bias, scale_result, out.scalar_type());
-  TORCH_CHECK(!out_dtype || *out_dtype == out.scalar_type(),
-              "out_dtype must match output matrix type");
+  TORCH_CHECK_VALUE(!out_dtype || *out_dtype == out.scalar_type(),
+                    "out_dtype must match output matrix type");
   check_scaled_mm_devices(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
   const c10::DeviceGuard guard(mat1.device());
   at::native::resize_output(out, {mat1.size(0), mat2.size(1)});
