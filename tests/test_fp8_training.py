@@ -58,7 +58,7 @@ def test_float8_training_runs_on_neuron_with_the_cpus_losses(recipe):
     on_device = train("neuron", recipe)
     assert set(openneuron.get_fallback_ops()) <= FLOAT64_SCALE_OPS
     assert "aten::_scaled_mm" in openneuron.get_executed_ops()
-    # Same float8 quantisation, products rounded once to bf16 on both: measured within 2e-3.
+    # Same float8 quantisation, products rounded once to bf16 on both: measured within 5e-4.
     assert on_device == pytest.approx(train("cpu", recipe), abs=5e-3)
-    # float8 linears track the bf16 model's losses (measured: within 3e-3 over these steps).
+    # float8 linears track the bf16 model's losses (measured: within 2.5e-3 over these steps).
     assert on_device == pytest.approx(train("cpu", None), abs=2e-2)
