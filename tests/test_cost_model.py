@@ -82,3 +82,24 @@ def test_grouped_matmul_costs_one_product_per_expert():
     # The weight-gradient form splits the tokens of [M, T] @ [T, N] into the offsets' groups.
     gradient = op_cost("aten::_grouped_mm", [[512, 2048], [2048, 1024], [8]], dtypes)
     assert gradient.total_us == pytest.approx(matmul_cost(8, 512, 256, 1024, "bfloat16").total_us)
+
+
+def test_scaled_float8_matmuls_run_at_the_fp8_rate():
+    """torch._scaled_mm at 2048^3: the Tensor engine at twice its bf16 rate (trn2's FP8 "double
+    row"), one byte per operand element; a bf16 mm of the same shape is slower."""
+    shapes = [[2048, 2048], [2048, 2048], [], []]
+    dtypes = ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float"]
+    fp8 = op_cost("aten::_scaled_mm", shapes, dtypes)
+    bf16 = matmul_cost(1, 2048, 2048, 2048, "bfloat16")
+    assert fp8.engines_us["tensor"] == pytest.approx(bf16.engines_us["tensor"] / 2)
+    assert fp8.flops == bf16.flops
+    assert fp8.dma_bytes < bf16.dma_bytes
+    assert fp8.total_us < bf16.total_us
+    # Experts in FP8: the grouped form shares the grouped product's shape rules.
+    grouped = op_cost(
+        "aten::_scaled_grouped_mm",
+        [[2048, 512], [8, 512, 1024], [2048], [8, 1024], [8]],
+        ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "int"],
+    )
+    per_expert = matmul_cost(8, 256, 512, 1024, "bfloat16")
+    assert grouped.engines_us["tensor"] == pytest.approx(per_expert.engines_us["tensor"] / 2)

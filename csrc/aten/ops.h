@@ -101,6 +101,23 @@ at::Tensor grouped_mm(const at::Tensor& self, const at::Tensor& mat2,
                       const std::optional<at::Tensor>& offs, const std::optional<at::Tensor>& bias,
                       std::optional<at::ScalarType> out_dtype);
 
+// Scaled float8 matrix products, plain and grouped (ops_scaled_mm.cpp).
+at::Tensor scaled_mm(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& scale_a,
+                     const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
+                     const std::optional<at::Tensor>& scale_result,
+                     std::optional<at::ScalarType> out_dtype, bool use_fast_accum);
+at::Tensor& scaled_mm_out(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& scale_a,
+                          const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
+                          const std::optional<at::Tensor>& scale_result,
+                          std::optional<at::ScalarType> out_dtype, bool use_fast_accum,
+                          at::Tensor& out);
+at::Tensor scaled_grouped_mm(const at::Tensor& mat_a, const at::Tensor& mat_b,
+                             const at::Tensor& scale_a, const at::Tensor& scale_b,
+                             const std::optional<at::Tensor>& offs,
+                             const std::optional<at::Tensor>& bias,
+                             const std::optional<at::Tensor>& scale_result,
+                             std::optional<at::ScalarType> out_dtype, bool use_fast_accum);
+
 // Softmax (ops_softmax.cpp).
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float);
 at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out);

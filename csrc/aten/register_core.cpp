@@ -88,6 +88,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("dot", TORCH_FN(dot));
   m.impl("dot.out", TORCH_FN(dot_out));
   m.impl("_grouped_mm", TORCH_FN(grouped_mm));
+  m.impl("_scaled_mm", TORCH_FN(scaled_mm));
+  m.impl("_scaled_mm.out", TORCH_FN(scaled_mm_out));
+  m.impl("_scaled_grouped_mm", TORCH_FN(scaled_grouped_mm));
 
   // Softmax.
   m.impl("_softmax", TORCH_FN(softmax));

@@ -24,6 +24,9 @@ enum class DnnlBuffer {
   kConvScratchpad,
   kMatmulScratchpad,
   kMatmulLeftOperand,
+  kScaledLeftOperand,
+  kScaledRightOperand,
+  kScaledAccumulator,
   kCount
 };
 

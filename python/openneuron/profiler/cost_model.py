@@ -26,8 +26,19 @@ _DTYPES = {
     "bool": "uint8",
     "unsigned char": "uint8",
     "signed char": "int8",
+    "c10::Float8_e4m3fn": "float8_e4m3",
+    "float8_e4m3fn": "float8_e4m3",
+    "c10::Float8_e5m2": "float8_e5m2",
+    "float8_e5m2": "float8_e5m2",
 }
 _BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "uint8": 1, "int8": 1}
+_BYTES.update({"float8_e4m3": 1, "float8_e5m2": 1})
+
+# Dense FP8 TFLOPS per core: the Tensor engine's "double row" FP8 mode acts as a 256 x 128 array
+# on trn2 (158 TFLOPS against 79 for bf16). trn3 publishes its MX rate (315, a 512 x 128 array)
+# but not a plain FP8 one; tensor-wise and row-wise FP8 is priced there at trn2's double rate.
+FP8_TFLOPS = {"trn2": 158.0, "trn3": 158.0}
+SCALED_MATMULS = {"_scaled_mm", "_scaled_grouped_mm"}
 
 MATMULS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"}
 # Scalar engine: one input through the activation table.
@@ -115,6 +126,42 @@ def _grouped_matmul_cost(shapes, dtype, profile):
     return matmul_cost(groups, a[0], -(-a[1] // groups), b[1], dtype, profile)
 
 
+def _at_float8_rate(cost: OpCost, profile: str) -> OpCost:
+    """cost, a product costed as 8-bit bf16-rate matmul instructions, with its Tensor-engine
+    time at the FP8 rate (DMA and PSUM evacuation unchanged)."""
+    from openneuron import _C
+
+    speedup = FP8_TFLOPS[profile] / _C._sim_profile(profile)["peak_bf16_tflops"]
+    engines = dict(cost.engines_us)
+    engines["tensor"] = engines["tensor"] / speedup
+    latency = cost.total_us - max(cost.engines_us.values())
+    bound = max(engines, key=engines.get)
+    return OpCost(
+        total_us=engines[bound] + latency,
+        engines_us=engines,
+        bound=bound,
+        flops=cost.flops,
+        dma_bytes=cost.dma_bytes,
+        instructions=cost.instructions,
+    )
+
+
+def _scaled_matmul_cost(base, tensors, profile):
+    """torch._scaled_mm / _scaled_grouped_mm: float8 operands at the FP8 rate; the scales are
+    applied while the accumulator is evacuated, so they add no pass of their own."""
+    mats = [s for s, _ in tensors if len(s) >= 2][:2]
+    if len(mats) < 2:
+        return None
+    dtype = next((d for _, d in tensors if d in ("float8_e4m3", "float8_e5m2")), "float8_e4m3")
+    if base == "_scaled_mm":
+        a, b = mats
+        cost = matmul_cost(1, a[0], a[1], b[1], dtype, profile)
+    else:
+        offsets = [s for s, d in tensors if len(s) == 1 and d == "int32"]
+        cost = _grouped_matmul_cost(mats + offsets, dtype, profile)
+    return _at_float8_rate(cost, profile) if cost is not None else None
+
+
 def op_cost(name: str, shapes: Sequence[Any], dtypes: Sequence[str], profile="trn2", cores=1):
     """The projected cost of ATen op `name` on input `shapes` / `dtypes` (as the profiler
     records them) on `cores` physical NeuronCores sharing the work (a logical core at LNC=2
@@ -154,6 +201,8 @@ def _one_core_cost(name, shapes, dtypes, profile):
         return matmul_cost(batch, m, a[-1], b[-1], dtype, profile)
     if base == "_grouped_mm":
         return _grouped_matmul_cost([s for s, _ in tensors], dtype, profile)
+    if base in SCALED_MATMULS:
+        return _scaled_matmul_cost(base, tensors, profile)
     numels = [prod(s) for s, _ in tensors]
     largest, shape = max(zip(numels, (s for s, _ in tensors), strict=True))
     bytes_in = sum(numels) * size

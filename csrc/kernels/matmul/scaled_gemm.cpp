@@ -1,0 +1,278 @@
+// Scaled float8 products: the float8 operands are widened to fp32 (every float8 value, and the
+// product of any two, is exact in fp32), multiplied by an fp32 GEMM (oneDNN, else OpenBLAS),
+// and the scales, bias and rounding applied once per element afterwards, as the Tensor engine
+// applies them when it evacuates its fp32 PSUM accumulator.
+#include "kernels/matmul/scaled_gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/core/element_types.h"
+#include "kernels/matmul/blas_gemm.h"
+#include "kernels/matmul/dnnl_matmul.h"
+#include "kernels/pointwise/cast.h"
+#include "kernels/runtime/dnnl_runtime.h"
+#include "kernels/runtime/parallel_views.h"
+
+namespace openneuron::kernels {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) {
+  throw std::invalid_argument("openneuron kernels: scaled_gemm: " + message);
+}
+
+bool is_float8(DType dtype) { return dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2; }
+
+// All 256 values of a float8 format, so widening is one table load per element.
+using Float8Table = std::array<float, 256>;
+
+const Float8Table& float8_values(DType dtype) {
+  static const Float8Table e4m3 = [] {
+    Float8Table table;
+    for (int bits = 0; bits < 256; ++bits) table[bits] = e4m3fn_bits_to_float(uint8_t(bits));
+    return table;
+  }();
+  static const Float8Table e5m2 = [] {
+    Float8Table table;
+    for (int bits = 0; bits < 256; ++bits) table[bits] = e5m2_bits_to_float(uint8_t(bits));
+    return table;
+  }();
+  return dtype == DType::Float8E4M3 ? e4m3 : e5m2;
+}
+
+// Widens the float8 matrix src [R, C] into dense fp32: dst[r * C + c] = src[r, c], or, when
+// `transposed`, dst[c * R + r] (chosen so the reads run along src's unit stride).
+void widen(const TensorView& src, float* dst, bool transposed) {
+  const Float8Table& values = float8_values(src.dtype);
+  const auto* bytes = static_cast<const uint8_t*>(src.data);
+  const int64_t outer = transposed ? src.sizes[1] : src.sizes[0];
+  const int64_t inner = transposed ? src.sizes[0] : src.sizes[1];
+  const int64_t outer_stride = transposed ? src.strides[1] : src.strides[0];
+  const int64_t inner_stride = transposed ? src.strides[0] : src.strides[1];
+  const int64_t grain = std::max<int64_t>(1, kParallelGrainElements / std::max<int64_t>(inner, 1));
+  parallel_for(0, outer, grain, [&](int64_t first, int64_t last) {
+    for (int64_t o = first; o < last; ++o) {
+      const uint8_t* row = bytes + o * outer_stride;
+      float* out_row = dst + o * inner;
+      if (inner_stride == 1) {
+        for (int64_t i = 0; i < inner; ++i) out_row[i] = values[row[i]];
+      } else {
+        for (int64_t i = 0; i < inner; ++i) out_row[i] = values[row[i * inner_stride]];
+      }
+    }
+  });
+}
+
+// The n values of a 1-D view of 1 or n elements, as fp32 (one element repeats).
+std::vector<float> widened_vector(const TensorView& view, int64_t n) {
+  std::vector<float> values(static_cast<size_t>(n));
+  TensorView dst;
+  dst.data = values.data();
+  dst.dtype = DType::Float32;
+  dst.ndim = 1;
+  dst.sizes[0] = n;
+  dst.strides[0] = 1;
+  TensorView src = view;
+  if (src.sizes[0] == 1) src.strides[0] = 0;
+  src.sizes[0] = n;
+  copy(dst, src);
+  return values;
+}
+
+void check(const TensorView& out, const TensorView& a, const TensorView& b,
+           const ProductScales& scales) {
+  if (out.ndim != 2 || a.ndim != 2 || b.ndim != 2) fail("operands must be 2-D");
+  const int64_t m = out.sizes[0];
+  const int64_t n = out.sizes[1];
+  if (a.sizes[0] != m || b.sizes[1] != n || a.sizes[1] != b.sizes[0]) {
+    fail("shapes do not form [M,K] @ [K,N] -> [M,N]");
+  }
+  if (!is_float8(a.dtype) || !is_float8(b.dtype)) fail("a and b must be float8");
+  const bool wide_out =
+      out.dtype == DType::Float32 || out.dtype == DType::BFloat16 || out.dtype == DType::Float16;
+  if (!wide_out && !is_float8(out.dtype)) fail("out must be fp32, bf16, fp16 or float8");
+  const auto check_scale = [](const TensorView& scale, int64_t length, const char* name) {
+    if (scale.dtype != DType::Float32 || scale.ndim != 1 ||
+        (scale.sizes[0] != 1 && scale.sizes[0] != length)) {
+      fail(std::string(name) + " must be 1-D fp32 with 1 or " + std::to_string(length) +
+           " elements");
+    }
+  };
+  check_scale(scales.scale_a, m, "scale_a");
+  check_scale(scales.scale_b, n, "scale_b");
+  if (scales.bias != nullptr &&
+      (scales.bias->ndim != 1 || scales.bias->sizes[0] != n || !is_floating(scales.bias->dtype))) {
+    fail("bias must be 1-D floating with N elements");
+  }
+  if (scales.scale_result != nullptr &&
+      (scales.scale_result->dtype != DType::Float32 || scales.scale_result->numel() != 1)) {
+    fail("scale_result must hold one fp32 element");
+  }
+}
+
+// c [M, N] (row stride ldc) = a [M, K] @ b [K, N] in fp32, from the widened operands.
+void accumulate(float* c, int64_t ldc, const TensorView& a, const TensorView& b) {
+  const int64_t m = a.sizes[0];
+  const int64_t k = a.sizes[1];
+  const int64_t n = b.sizes[1];
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  // oneDNN wants the left operand row-major; the right one is widened in its own layout
+  // (a CUDA-style column-major b becomes a transposed operand, read along its unit stride).
+  auto* a32 = static_cast<float*>(
+      dnnl_thread_buffer(DnnlBuffer::kScaledLeftOperand, size_t(m * k) * sizeof(float)));
+  auto* b32 = static_cast<float*>(
+      dnnl_thread_buffer(DnnlBuffer::kScaledRightOperand, size_t(k * n) * sizeof(float)));
+  const bool b_transposed = n > 1 && b.strides[0] == 1 && b.strides[1] != 1;
+  widen(a, a32, false);
+  widen(b, b32, b_transposed);
+  const int64_t ldb = b_transposed ? k : n;
+  if (!dense_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc)) {
+    openblas_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc);
+  }
+}
+
+// c[i, j] = c[i, j] * (scale_a[i] * scale_b[j]) + bias[j], times scale_result if given.
+void scale_in_place(float* c, int64_t ldc, int64_t m, int64_t n, const ProductScales& scales,
+                    bool apply_scale_result) {
+  const std::vector<float> row_scales = widened_vector(scales.scale_a, m);
+  const std::vector<float> column_scales = widened_vector(scales.scale_b, n);
+  const std::vector<float> bias =
+      scales.bias != nullptr ? widened_vector(*scales.bias, n) : std::vector<float>();
+  const float result_scale = apply_scale_result ? widened_vector(*scales.scale_result, 1)[0] : 1.0f;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrainElements / std::max<int64_t>(n, 1));
+  parallel_for(0, m, grain, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      float* row = c + i * ldc;
+      const float row_scale = row_scales[size_t(i)];
+      if (bias.empty()) {
+        for (int64_t j = 0; j < n; ++j) row[j] *= row_scale * column_scales[size_t(j)];
+      } else {
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = row[j] * (row_scale * column_scales[size_t(j)]) + bias[size_t(j)];
+      }
+      if (apply_scale_result) {
+        for (int64_t j = 0; j < n; ++j) row[j] *= result_scale;
+      }
+    }
+  });
+}
+
+TensorView select_first(const TensorView& view, int64_t index) {
+  TensorView part;
+  part.data = static_cast<char*>(view.data) +
+              index * view.strides[0] * static_cast<int64_t>(element_size(view.dtype));
+  part.dtype = view.dtype;
+  part.ndim = view.ndim - 1;
+  for (int d = 0; d < part.ndim; ++d) {
+    part.sizes[d] = view.sizes[d + 1];
+    part.strides[d] = view.strides[d + 1];
+  }
+  return part;
+}
+
+int64_t group_end(const TensorView& offsets, int64_t group) {
+  return static_cast<const int32_t*>(offsets.data)[group * offsets.strides[0]];
+}
+
+}  // namespace
+
+void scaled_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
+                 const ProductScales& scales) {
+  check(out, a, b, scales);
+  const int64_t m = out.sizes[0];
+  const int64_t n = out.sizes[1];
+  if (m == 0 || n == 0) return;
+  const OneOpenMPThread one_openmp_thread;
+  // An fp32 out with unit column stride is the accumulator itself; otherwise scratch.
+  const bool direct = out.dtype == DType::Float32 && (n == 1 || out.strides[1] == 1) &&
+                      (m == 1 || out.strides[0] >= n);
+  float* c = direct ? static_cast<float*>(out.data)
+                    : static_cast<float*>(dnnl_thread_buffer(DnnlBuffer::kScaledAccumulator,
+                                                             size_t(m * n) * sizeof(float)));
+  const int64_t ldc = direct ? (m == 1 ? n : out.strides[0]) : n;
+  accumulate(c, ldc, a, b);
+  const bool apply_scale_result = is_float8(out.dtype) && scales.scale_result != nullptr;
+  scale_in_place(c, ldc, m, n, scales, apply_scale_result);
+  if (!direct) {
+    TensorView accumulator;
+    accumulator.data = c;
+    accumulator.dtype = DType::Float32;
+    accumulator.ndim = 2;
+    accumulator.sizes[0] = m;
+    accumulator.sizes[1] = n;
+    accumulator.strides[0] = n;
+    accumulator.strides[1] = 1;
+    copy(out, accumulator);
+  }
+}
+
+void scaled_grouped_gemm(const TensorView& out, const TensorView& a, const TensorView& b,
+                         const TensorView& scale_a, const TensorView& scale_b,
+                         const TensorView* offsets) {
+  const Scalar zero = Scalar::from_int(0);
+  const auto product = [](const TensorView& out_g, const TensorView& a_g, const TensorView& b_g,
+                          const TensorView& scale_a_g, const TensorView& scale_b_g) {
+    scaled_gemm(out_g, a_g, b_g, ProductScales{scale_a_g, scale_b_g});
+  };
+  if (a.ndim == 3 && b.ndim == 3) {
+    for (int64_t g = 0; g < out.sizes[0]; ++g) {
+      product(select_first(out, g), select_first(a, g), select_first(b, g),
+              select_first(scale_a, g), select_first(scale_b, g));
+    }
+    return;
+  }
+  if (offsets == nullptr || offsets->dtype != DType::Int32 || offsets->ndim != 1) {
+    fail("grouped products need int32 offsets");
+  }
+  // Group g covers [begin, end) of the grouped dimension; ends are clamped as grouped_gemm's.
+  const auto for_each_group = [&](int64_t extent, const auto& run) {
+    int64_t begin = 0;
+    for (int64_t g = 0; g < offsets->sizes[0]; ++g) {
+      const int64_t end = std::clamp<int64_t>(group_end(*offsets, g), begin, extent);
+      run(g, begin, end);
+      begin = end;
+    }
+    return begin;
+  };
+  if (a.ndim == 2 && b.ndim == 3) {
+    const int64_t rows = a.sizes[0];
+    const int64_t done = for_each_group(rows, [&](int64_t g, int64_t begin, int64_t end) {
+      if (end == begin) return;
+      product(slice_view(out, 0, begin, end), slice_view(a, 0, begin, end), select_first(b, g),
+              slice_view(scale_a, 0, begin, end), select_first(scale_b, g));
+    });
+    if (done < rows) fill(slice_view(out, 0, done, rows), zero);
+  } else if (a.ndim == 3 && b.ndim == 2) {
+    const int64_t cols = b.sizes[1];
+    const int64_t done = for_each_group(cols, [&](int64_t g, int64_t begin, int64_t end) {
+      if (end == begin) return;
+      product(slice_view(out, 1, begin, end), select_first(a, g), slice_view(b, 1, begin, end),
+              select_first(scale_a, g), slice_view(scale_b, 0, begin, end));
+    });
+    if (done < cols) fill(slice_view(out, 1, done, cols), zero);
+  } else if (a.ndim == 2 && b.ndim == 2) {
+    const int64_t m = a.sizes[0];
+    const int64_t n = b.sizes[1];
+    for_each_group(a.sizes[1], [&](int64_t g, int64_t begin, int64_t end) {
+      const TensorView out_g = select_first(out, g);
+      if (end == begin) {
+        fill(out_g, zero);
+        return;
+      }
+      product(out_g, slice_view(a, 1, begin, end), slice_view(b, 0, begin, end),
+              slice_view(scale_a, 0, g * m, g * m + m), slice_view(scale_b, 0, g * n, g * n + n));
+    });
+  } else {
+    fail("grouped operands must be 2-D or 3-D");
+  }
+}
+
+}  // namespace openneuron::kernels

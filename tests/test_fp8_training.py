@@ -1,0 +1,64 @@
+"""torchao's float8 training (convert_to_float8_training) on neuron: a tiny random-weight Llama
+whose linear layers multiply in float8 through torch._scaled_mm trains natively, with the losses
+of the same run on the CPU and close to its bf16 run. torchao computes each scale from its amax
+in float64, which is not a NeuronCore type: those three scalar ops are the only host fallback."""
+
+import warnings
+
+import pytest
+import torch
+
+import openneuron
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # torchao's optional CUDA extensions do not load on CPU
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+from transformers import LlamaConfig, LlamaForCausalLM
+
+STEPS = 4
+# torchao's amax_to_scale: float64 clamp(amax), reciprocal and multiply by the float8 maximum.
+FLOAT64_SCALE_OPS = {"aten::clamp", "aten::reciprocal", "aten::mul.Tensor"}
+
+
+def train(device, recipe):
+    """Losses of STEPS AdamW steps of a 2-layer bf16 Llama; recipe None keeps bf16 linears."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    if recipe is not None:
+        convert_to_float8_training(
+            model,
+            config=Float8LinearConfig.from_recipe_name(recipe),
+            module_filter_fn=lambda module, name: name != "lm_head",
+        )
+    model = model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, 128, (4, 32), generator=torch.Generator().manual_seed(1)).to(device)
+    losses = []
+    for _ in range(STEPS):
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
+def test_float8_training_runs_on_neuron_with_the_cpus_losses(recipe):
+    openneuron.clear_op_tracking()
+    on_device = train("neuron", recipe)
+    assert set(openneuron.get_fallback_ops()) <= FLOAT64_SCALE_OPS
+    assert "aten::_scaled_mm" in openneuron.get_executed_ops()
+    # Same float8 quantisation, products rounded once to bf16 on both: measured within 5e-4.
+    assert on_device == pytest.approx(train("cpu", recipe), abs=5e-3)
+    # float8 linears track the bf16 model's losses (measured: within 2.5e-3 over these steps).
+    assert on_device == pytest.approx(train("cpu", None), abs=2e-2)
