@@ -135,7 +135,7 @@ void accumulate(float* c, int64_t ldc, const TensorView& a, const TensorView& b)
   widen(b, b32, b_transposed);
   const int64_t ldb = b_transposed ? k : n;
   if (!dense_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc)) {
-    openblas_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc);
+    blas_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc);
   }
 }
 
