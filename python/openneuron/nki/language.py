@@ -154,17 +154,22 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
 empty = ndarray
 
 
-def full(shape, fill_value, dtype=float32, buffer=None, name=None, **_ignored):
+def full(
+    shape, fill_value, dtype=float32, buffer=None, name=None, lazy_initialization=None, **_ignored
+):
+    """A new tensor holding `fill_value`. ``lazy_initialization`` lets AWS's compiler defer or
+    fold the fill into the first write; the values are the same, so it is accepted and the
+    fill is always made (one memset, as without it)."""
     result = ndarray(shape, dtype, buffer, name)
     nisa.memset(result, fill_value)
     return result
 
 
-def zeros(shape, dtype=float32, buffer=None, name=None, **_ignored):
+def zeros(shape, dtype=float32, buffer=None, name=None, lazy_initialization=None, **_ignored):
     return full(shape, 0.0, dtype, buffer, name)
 
 
-def ones(shape, dtype=float32, buffer=None, name=None, **_ignored):
+def ones(shape, dtype=float32, buffer=None, name=None, lazy_initialization=None, **_ignored):
     return full(shape, 1.0, dtype, buffer, name)
 
 

@@ -182,7 +182,16 @@ class NkiTensor:
             expected *= self.shape[d]
         return True
 
-    def reshape(self, *shape):
+    def reshape(self, *shape, **keywords):
+        """A view of the same elements in `shape` (positional ints, one tuple, or
+        ``shape=``; one -1 is inferred); the view must be contiguous."""
+        if keywords:
+            if shape or set(keywords) != {"shape"}:
+                tr.fail(
+                    "unknown-argument",
+                    f"reshape() takes the shape positionally or as shape=, got {sorted(keywords)}",
+                )
+            shape = (keywords["shape"],)
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = [int(s) for s in shape]
