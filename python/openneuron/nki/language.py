@@ -81,6 +81,7 @@ class tile_size:
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
     psum_min = 1
+    bn_stats_fmax = 512
     total_available_sbuf_size = 224 * 1024
 
 
@@ -88,8 +89,64 @@ def ds(start, size, step=1):
     return DynSlice(start, size, step)
 
 
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition dimension of a shape; dimensions before it are
+    block dimensions (the older API's tiles of several [P, F] blocks)."""
+
+
 def par_dim(size):
-    return size
+    return ParDim(size)
+
+
+class BlockTensor:
+    """A tile with leading block dimensions, ``(B..., par_dim(P), F...)``: B blocks of
+    [P, F...] side by side in one on-chip buffer. Indexing the block dimensions with integers
+    gives that block as an ordinary tile; any other use of the whole is refused."""
+
+    def __init__(self, base, blocks, free):
+        self.base = base
+        self.blocks = tuple(blocks)
+        self.free = tuple(free)
+        self.shape = self.blocks + (base.partitions,) + self.free
+        self.dtype = base.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def block(self, indices):
+        number = 0
+        for index, extent in zip(indices, self.blocks, strict=True):
+            if isinstance(index, DynSlice) and index.size == 1:
+                index = index.start
+            if not isinstance(index, numbers.Integral):
+                tr.fail(
+                    "unsupported",
+                    f"block dimensions of a {list(self.shape)} tile are indexed with integers "
+                    f"only (got {index!r})",
+                )
+            index = int(index) + (extent if int(index) < 0 else 0)
+            if not 0 <= index < extent:
+                tr.fail("out-of-bounds", f"block {index} of {extent} in {list(self.shape)}")
+            number = number * extent + index
+        width = 1
+        for f in self.free:
+            width *= f
+        view = self.base[:, number * width : (number + 1) * width]
+        return view.reshape((self.base.partitions,) + self.free) if len(self.free) != 1 else view
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        count = len(self.blocks)
+        tile = self.block(key[:count])
+        rest = key[count:]
+        return tile[rest] if rest else tile
+
+    def __setitem__(self, key, value):
+        _assign(self[key], value)
+
+    def __repr__(self):
+        return f"BlockTensor({self.base.buffer.name!r}, {list(self.shape)})"
 
 
 # ---------------------------------------------------------------- loops and programs
@@ -140,7 +197,7 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
     modelled as aliases."""
     if isinstance(shape, int):
         shape = (shape,)
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(s if isinstance(s, ParDim) else int(s) for s in shape)
     dtype = as_dtype(dtype)
     if dtype.code < 0:
         tr.fail("unsupported", f"{dtype.name} (packed MX) tensors are not simulated yet")
@@ -148,6 +205,16 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
     if memory != tr.HBM and len(shape) < 2:
         shape = shape + (1,)
     trace = tr.current()
+    marked = [d for d, s in enumerate(shape) if isinstance(s, ParDim)]
+    if memory != tr.HBM and marked and marked[0] > 0:
+        at = marked[0]
+        blocks, free = shape[:at], shape[at + 1 :]
+        columns = 1
+        for s in blocks + free:
+            columns *= s
+        base = NkiTensor(trace.new_buffer(name, memory, dtype, (shape[at], columns)))
+        return BlockTensor(base, blocks, free)
+    shape = tuple(int(s) for s in shape)
     return NkiTensor(trace.new_buffer(name, memory, as_dtype(dtype), shape))
 
 
@@ -161,7 +228,7 @@ def full(
     fold the fill into the first write; the values are the same, so it is accepted and the
     fill is always made (one memset, as without it)."""
     result = ndarray(shape, dtype, buffer, name)
-    nisa.memset(result, fill_value)
+    nisa.memset(result.base if isinstance(result, BlockTensor) else result, fill_value)
     return result
 
 
@@ -236,6 +303,8 @@ copy._act = 0  # as an activation function: the identity
 
 def _assign(view, value):
     """`view[...] = value`: a DMA when either side is in HBM, else an engine copy."""
+    if value is view or (isinstance(value, NkiTensor) and _same_view(value, view)):
+        return  # `t[...] += x` writes back the view it already updated
     if not isinstance(value, NkiTensor):
         nisa.memset(view, value)
     elif view.memory == tr.HBM or value.memory == tr.HBM:
@@ -244,6 +313,11 @@ def _assign(view, value):
         nisa.tensor_copy(view, value.reshape(view.shape) if value._is_contiguous() else value)
     else:
         nisa.tensor_copy(view, value)
+
+
+def _same_view(a, b):
+    return (a.buffer is b.buffer and a.shape == b.shape and a.strides == b.strides
+            and a.offset == b.offset and a.start_partition == b.start_partition)  # fmt: skip
 
 
 # ---------------------------------------------------------------- tensor engine
@@ -258,8 +332,10 @@ def matmul(x, y, transpose_x=False, **_ignored):
     """x @ y into a new fp32 PSUM tile (x.T @ y when transpose_x: x is then [K, M]).
     ``psum_tile += nl.matmul(...)`` accumulates into psum_tile with the same instruction."""
     if not transpose_x:
-        x_t = copy(transpose(x))
-        x = x_t
+        x = transpose(x)
+    # The Tensor engine reads SBUF: an operand in PSUM (a transpose's result) is staged first.
+    x = copy(x) if x.memory == tr.PSUM else x
+    y = copy(y) if y.memory == tr.PSUM else y
     result = ndarray((x.free_size, y.free_size), float32, psum)
     index = nisa.nc_matmul(result, x, y, accumulate=False)
     result.pending_matmul = index

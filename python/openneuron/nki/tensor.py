@@ -113,6 +113,10 @@ class NkiTensor:
         return NkiTensor(self.buffer, dtype or self.dtype, shape, strides, offset, start_partition)
 
     def __getitem__(self, key):
+        from openneuron.nki import index_grid
+
+        if index_grid.is_grid_key(key):
+            return index_grid.view_of(self, key)  # the older API's nl.arange / nl.mgrid
         if not isinstance(key, tuple):
             key = (key,)
         if any(k is Ellipsis for k in key):
@@ -318,6 +322,41 @@ class NkiTensor:
             for d, s in enumerate(self.strides[:-1])
         ) + (1,)
         return self._view(shape, strides, int(self.offset * ratio), self.start_partition, dtype)
+
+    def broadcast_to(self, shape):
+        """The older API's broadcast: free dimensions of size 1 become stride-0 views; a
+        single partition is spread over `shape[0]` partitions by the Tensor engine (a matmul
+        by a ones row, as partitions cannot be read with stride 0), copied back in dtype."""
+        from openneuron.nki import isa as nisa
+        from openneuron.nki import language as nl
+
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != self.ndim or any(
+            s != t and t != 1 for s, t in zip(shape, self.shape, strict=True)
+        ):
+            tr.fail("shape-mismatch", f"cannot broadcast {list(self.shape)} to {list(shape)}")
+        strides = tuple(
+            0 if t == 1 and s != 1 else st
+            for s, t, st in zip(shape, self.shape, self.strides, strict=True)
+        )
+        if not self.on_chip or shape[0] == self.shape[0]:
+            return self._view(
+                shape, (self.strides[0],) + strides[1:], self.offset, self.start_partition
+            )
+        if self.shape[0] != 1:
+            tr.fail("shape-mismatch", f"cannot broadcast {self.shape[0]} partitions to {shape[0]}")
+        row = self if self.free_size == 1 or self._is_contiguous() else nl.copy(self)
+        row = row.reshape(1, row.free_size) if row.ndim != 2 else row
+        ones = nl.ndarray((1, shape[0]), dtype=self.dtype, buffer=nl.sbuf)
+        nisa.memset(ones, 1.0)
+        spread = nl.ndarray((shape[0], row.free_size), dtype=self.dtype, buffer=nl.sbuf)
+        for start in range(0, row.free_size, 512):
+            width = min(512, row.free_size - start)
+            part = nl.ndarray((shape[0], width), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(part, ones, row[:, start : start + width], accumulate=False)
+            nisa.tensor_copy(spread[:, start : start + width], part)
+        spread = spread.reshape((shape[0],) + tuple(self.shape[1:])) if self.ndim != 2 else spread
+        return spread.broadcast_to(shape)
 
     @property
     def T(self):

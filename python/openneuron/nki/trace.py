@@ -110,6 +110,7 @@ class Trace:
         self.num_programs = tuple(num_programs)
         self.profile = profile
         self.matmul_written = set()  # PSUM regions a matmul already wrote (accumulate=None)
+        self.constants = {}  # HBM buffer index -> host array (nl.shared_constant)
 
     def new_buffer(self, name, memory, dtype, shape, initialized=False):
         line = kernel_line()
