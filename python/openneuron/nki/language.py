@@ -99,16 +99,17 @@ def par_dim(size):
 
 
 class BlockTensor:
-    """A tile with leading block dimensions, ``(B..., par_dim(P), F...)``: B blocks of
-    [P, F...] side by side in one on-chip buffer. Indexing the block dimensions with integers
-    gives that block as an ordinary tile; any other use of the whole is refused."""
+    """A tile with leading block dimensions, ``(B..., par_dim(P), F...)``: B tiles of
+    [P, F...], each its own buffer (allocated at its first use, so placement follows each
+    block's live range, as the older compiler placed them). Indexing the block dimensions with
+    integers gives that block as an ordinary tile; any other use of the whole is refused."""
 
-    def __init__(self, base, blocks, free):
-        self.base = base
+    def __init__(self, name, memory, dtype, blocks, partitions, free):
+        self.name, self.memory, self.dtype = name, memory, dtype
         self.blocks = tuple(blocks)
         self.free = tuple(free)
-        self.shape = self.blocks + (base.partitions,) + self.free
-        self.dtype = base.dtype
+        self.shape = self.blocks + (partitions,) + self.free
+        self.tiles = {}
 
     @property
     def ndim(self):
@@ -129,11 +130,24 @@ class BlockTensor:
             if not 0 <= index < extent:
                 tr.fail("out-of-bounds", f"block {index} of {extent} in {list(self.shape)}")
             number = number * extent + index
-        width = 1
-        for f in self.free:
-            width *= f
-        view = self.base[:, number * width : (number + 1) * width]
-        return view.reshape((self.base.partitions,) + self.free) if len(self.free) != 1 else view
+        tile = self.tiles.get(number)
+        if tile is None:
+            shape = self.shape[len(self.blocks) :]
+            name = f"{self.name or 'block'}[{number}]"
+            tile = NkiTensor(tr.current().new_buffer(name, self.memory, self.dtype, shape))
+            self.tiles[number] = tile
+        return tile
+
+    def every_block(self):
+        count = 1
+        for extent in self.blocks:
+            count *= extent
+        for number in range(count):
+            indices = []
+            for extent in reversed(self.blocks):
+                indices.append(number % extent)
+                number //= extent
+            yield self.block(tuple(reversed(indices)))
 
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
@@ -146,7 +160,7 @@ class BlockTensor:
         _assign(self[key], value)
 
     def __repr__(self):
-        return f"BlockTensor({self.base.buffer.name!r}, {list(self.shape)})"
+        return f"BlockTensor({self.name!r}, {list(self.shape)})"
 
 
 # ---------------------------------------------------------------- loops and programs
@@ -208,12 +222,9 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
     marked = [d for d, s in enumerate(shape) if isinstance(s, ParDim)]
     if memory != tr.HBM and marked and marked[0] > 0:
         at = marked[0]
-        blocks, free = shape[:at], shape[at + 1 :]
-        columns = 1
-        for s in blocks + free:
-            columns *= s
-        base = NkiTensor(trace.new_buffer(name, memory, dtype, (shape[at], columns)))
-        return BlockTensor(base, blocks, free)
+        free = tuple(int(s) for s in shape[at + 1 :]) or (1,)
+        blocks = tuple(int(s) for s in shape[:at])
+        return BlockTensor(name, memory, dtype, blocks, int(shape[at]), free)
     shape = tuple(int(s) for s in shape)
     return NkiTensor(trace.new_buffer(name, memory, as_dtype(dtype), shape))
 
@@ -228,7 +239,8 @@ def full(
     fold the fill into the first write; the values are the same, so it is accepted and the
     fill is always made (one memset, as without it)."""
     result = ndarray(shape, dtype, buffer, name)
-    nisa.memset(result.base if isinstance(result, BlockTensor) else result, fill_value)
+    for tile in result.every_block() if isinstance(result, BlockTensor) else [result]:
+        nisa.memset(tile, fill_value)
     return result
 
 
@@ -305,6 +317,19 @@ def _assign(view, value):
     """`view[...] = value`: a DMA when either side is in HBM, else an engine copy."""
     if value is view or (isinstance(value, NkiTensor) and _same_view(value, view)):
         return  # `t[...] += x` writes back the view it already updated
+    if (
+        isinstance(value, NkiTensor)
+        and value.pending_matmul is not None
+        and view.memory == tr.PSUM
+        and value.shape == view.shape
+    ):
+        # `psum_tile[...] = nisa.nc_matmul(...)` (older API): the matmul writes there itself.
+        trace = tr.current()
+        fields = trace.instructions[value.pending_matmul][2]
+        fields["dst"], fields["flags"] = view, 0
+        trace.matmul_written.add((view.buffer.index, view.start_partition, view.offset))
+        value.pending_matmul = None
+        return
     if not isinstance(value, NkiTensor):
         nisa.memset(view, value)
     elif view.memory == tr.HBM or value.memory == tr.HBM:

@@ -384,11 +384,14 @@ class NkiTensor:
     def _binary(self, other, op, reverse=False):
         from openneuron.nki import language as nl
 
-        return (
-            nl._binary(getattr(nl, op), other, self)
-            if reverse
-            else nl._binary(getattr(nl, op), self, other)
-        )
+        function = getattr(nl, op)
+        left, right = (other, self) if reverse else (self, other)
+        if tr.current().valid_boxes:
+            # A tile an older-API masked call left partly unwritten: compute its valid box.
+            from openneuron.nki.legacy.nki.language import masked
+
+            return masked(lambda a, b: nl._binary(function, a, b))(left, right)
+        return nl._binary(function, left, right)
 
     def __add__(self, o):
         return self._binary(o, "add")

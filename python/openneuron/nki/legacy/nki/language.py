@@ -94,11 +94,13 @@ def masked(function, result_buffer=sbuf):
     a full-size result when the box is partial."""
 
     def call(*args, mask=None, **kwargs):
-        if mask is None:
-            return function(*args, **kwargs)
         tiles = [a for a in list(args) + list(kwargs.values()) if isinstance(a, _Tensor)]
+        inherited = _inherited_box(tiles)
+        if mask is None and inherited is None:
+            return function(*args, **kwargs)
         reference = builtins.max(tiles, key=lambda t: t.size)
         box = mask_box(mask, reference.shape)
+        box = inherited if box is None else box
         if box is None:
             return function(*args, **kwargs)
         if box == "empty":
@@ -114,6 +116,7 @@ def masked(function, result_buffer=sbuf):
         )
         whole = ndarray(shape, part.dtype, _memory_of(part))
         _isa.tensor_copy(restrict(whole, box), part)
+        _tr.current().valid_boxes[whole.buffer.index] = box
         return whole
 
     call.__name__ = getattr(function, "__name__", "masked")
@@ -121,6 +124,18 @@ def masked(function, result_buffer=sbuf):
     call._alu = getattr(function, "_alu", None)
     call._act = getattr(function, "_act", None)
     return call
+
+
+def _inherited_box(tiles):
+    """The box a masked call left valid in one of `tiles` (whole tiles only): later calls
+    without a mask compute just that box, since the hardware's values outside it are
+    whatever the memory held and a masked store never writes them."""
+    boxes = _tr.current().valid_boxes
+    for tile in tiles:
+        box = boxes.get(tile.buffer.index)
+        if box is not None and tile.shape == tile.buffer.shape and tile.offset == 0:
+            return box
+    return None
 
 
 def _memory_of(tile):
@@ -135,6 +150,8 @@ def load(src, mask=None, dtype=None, **_ignored):
     if box == "empty":
         return result
     _isa.dma_copy(restrict(result, box), restrict(src, box))
+    if box is not None:
+        _tr.current().valid_boxes[result.buffer.index] = box
     return result
 
 
@@ -143,6 +160,8 @@ def store(dst, value, mask=None, **_ignored):
     box = mask_box(mask, dst.shape)
     if box == "empty":
         return
+    if box is None and isinstance(value, _Tensor):
+        box = _inherited_box([value])
     if not isinstance(value, _Tensor):
         value = _current.full(dst.shape, value, dst.dtype)
     elif value.memory == _tr.PSUM:
