@@ -183,3 +183,24 @@ def test_benchmark_baremetal_and_profile_entry_points():
     assert benchmarked.benchmark_result.nc_latency.get_latency_percentile(99) > 0
     profiled = nki.profile(working_directory="unused", save_neff_name="unused.neff")(double)
     np.testing.assert_array_equal(profiled(x), 2 * x)
+
+
+def test_matmul_assigned_into_psum_blocks_writes_there():
+    @nki.jit
+    def products(a_t, b):
+        blocks = b.shape[1] // 64
+        out = nl.ndarray((a_t.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        held = nl.ndarray((blocks, nl.par_dim(a_t.shape[1]), 64), dtype=nl.float32, buffer=nl.psum)
+        left = nl.load(a_t)
+        for j in nl.affine_range(blocks):
+            held[j, :, :] = nisa.nc_matmul(left, nl.load(b[:, j * 64 : (j + 1) * 64]))
+        for j in nl.affine_range(blocks):
+            nl.store(out[:, j * 64 : (j + 1) * 64], value=held[j])
+        return out
+
+    a_t, b = rng.random((32, 16), np.float32), rng.random((32, 256), np.float32)
+    result = current_nki.kernel.launch(products, (a_t, b), {})
+    np.testing.assert_allclose(result.outputs, a_t.T @ b, rtol=1e-5)
+    copies = [op for op, _, f in result.traces[0].instructions if f["src0"] is not None
+              and f["src0"].memory == 2 and f["dst"].memory == 2]  # fmt: skip
+    assert not copies  # the matmuls wrote the blocks themselves: no PSUM-to-PSUM copy

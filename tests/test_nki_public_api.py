@@ -74,3 +74,16 @@ def test_reshape_takes_shape_as_a_keyword():
 
     with pytest.raises(KernelTraceError, match=r"\[unknown-argument\] reshape\(\)"):
         nki.simulate(wrong)(np.zeros((2, 8), np.float32))
+
+
+def test_matmul_stages_a_transposed_operand_held_in_psum():
+    @nki.jit
+    def gram(x):
+        out = nl.ndarray((x.shape[1], x.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        tile = nl.load(x)
+        flipped = nl.transpose(nl.transpose(tile))  # PSUM, as the attention tutorial's
+        nl.store(out, nl.copy(nl.matmul(flipped, tile, transpose_x=True)))
+        return out
+
+    x = np.random.default_rng(5).random((32, 16), np.float32)
+    np.testing.assert_allclose(nki.simulate(gram)(x), x.T @ x, rtol=1e-5)

@@ -347,7 +347,8 @@ def _same_view(a, b):
 
 # ---------------------------------------------------------------- tensor engine
 def transpose(x, dtype=None, **_ignored):
-    """x[P,F] transposed on the Tensor engine, into PSUM."""
+    """x[P,F] transposed on the Tensor engine, into PSUM (an x in PSUM is staged to SBUF)."""
+    x = copy(x) if x.memory == tr.PSUM else x
     result = ndarray((x.free_size, x.partitions), dtype or x.dtype, psum)
     nisa.nc_transpose(result, x.reshape(x.partitions, x.free_size) if x.ndim != 2 else x)
     return result
