@@ -204,3 +204,23 @@ def test_matmul_assigned_into_psum_blocks_writes_there():
     copies = [op for op, _, f in result.traces[0].instructions if f["src0"] is not None
               and f["src0"].memory == 2 and f["dst"].memory == 2]  # fmt: skip
     assert not copies  # the matmuls wrote the blocks themselves: no PSUM-to-PSUM copy
+
+
+def test_a_mask_false_on_loop_indices_leaves_the_matmul_out():
+    @nki.jit
+    def first_chunks(a_t, b):
+        out = nl.ndarray((a_t.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((a_t.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(4):
+            rows = k * 16 + nl.arange(16)[:, None]
+            acc += nisa.nc_matmul(
+                nl.load(a_t[rows, nl.arange(a_t.shape[1])[None, :]]),
+                nl.load(b[rows, nl.arange(b.shape[1])[None, :]]),
+                mask=(k * 16 < 32),  # a plain bool: the last two chunks are left out
+            )
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    a_t, b = rng.random((64, 8), np.float32), rng.random((64, 8), np.float32)
+    expected = a_t[:32].T @ b[:32]
+    np.testing.assert_allclose(nki.simulate_kernel(first_chunks, a_t, b), expected, rtol=1e-5)

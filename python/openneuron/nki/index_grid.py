@@ -148,8 +148,8 @@ class Mask:
 
     def shape(self):
         if self.parts is not None:
-            shapes = [p.shape() for p in self.parts]
-            return tuple(np.broadcast_shapes(*shapes))
+            shapes = [p.shape() for p in self.parts if isinstance(p, Mask)]
+            return tuple(np.broadcast_shapes(*shapes)) if shapes else (1,)
         grids = [g for g in (self.left, self.right) if isinstance(g, GridExpr)]
         return tuple(np.broadcast_shapes(*[g.shape for g in grids]))
 
@@ -157,9 +157,15 @@ class Mask:
         shape = shape or self.shape()
         if self.parts is not None:
             combine = np.logical_and if self.op == "and" else np.logical_or
-            result = self.parts[0].values(shape)
+
+            def part_values(part):  # a Python bool in the expression holds everywhere
+                if isinstance(part, Mask):
+                    return part.values(shape)
+                return np.full(shape, bool(part))
+
+            result = part_values(self.parts[0])
             for part in self.parts[1:]:
-                result = combine(result, part.values(shape))
+                result = combine(result, part_values(part))
             return result
         left, right = _grid_values(self.left, shape), _grid_values(self.right, shape)
         return _COMPARE[self.op](left, right)
@@ -169,6 +175,9 @@ class Mask:
 
     def __or__(self, other):
         return Mask(None, None, "or", [self, other])
+
+    __rand__ = __and__
+    __ror__ = __or__
 
 
 def arange(*args):

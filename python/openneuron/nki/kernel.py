@@ -145,6 +145,10 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         from openneuron.nki import torch_kernels
 
+        if getattr(tr._local, "trace", None) is not None:
+            # A @nki.jit helper called from a kernel being traced: it is part of that kernel.
+            return self.func(*args, **kwargs)
+
         if torch_kernels.has_device_tensor(args, kwargs):
             return torch_kernels.call_on_device(self, args, kwargs)
         result = launch(self, args, kwargs)

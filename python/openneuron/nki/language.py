@@ -152,6 +152,8 @@ class BlockTensor:
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
         count = len(self.blocks)
+        if len(key) < count:  # leading block indices only: the blocks under them
+            return _BlockSlice(self, tuple(key))
         tile = self.block(key[:count])
         rest = key[count:]
         return tile[rest] if rest else tile
@@ -161,6 +163,20 @@ class BlockTensor:
 
     def __repr__(self):
         return f"BlockTensor({self.name!r}, {list(self.shape)})"
+
+
+class _BlockSlice(BlockTensor):
+    """``blocks[i]`` of a tile with several block dimensions: the blocks under index i."""
+
+    def __init__(self, parent, prefix):
+        self.parent, self.prefix = parent, prefix
+        self.name, self.memory, self.dtype = parent.name, parent.memory, parent.dtype
+        self.blocks = parent.blocks[len(prefix) :]
+        self.free = parent.free
+        self.shape = parent.shape[len(prefix) :]
+
+    def block(self, indices):
+        return self.parent.block(self.prefix + tuple(indices))
 
 
 # ---------------------------------------------------------------- loops and programs
@@ -317,9 +333,11 @@ def _assign(view, value):
     """`view[...] = value`: a DMA when either side is in HBM, else an engine copy."""
     if value is view or (isinstance(value, NkiTensor) and _same_view(value, view)):
         return  # `t[...] += x` writes back the view it already updated
+    if isinstance(value, NkiTensor) and value.pending_matmul == MASKED_OUT:
+        return
     if (
         isinstance(value, NkiTensor)
-        and value.pending_matmul is not None
+        and value.pending_matmul not in (None, MASKED_OUT)
         and view.memory == tr.PSUM
         and value.shape == view.shape
     ):
@@ -368,12 +386,18 @@ def matmul(x, y, transpose_x=False, **_ignored):
     return result
 
 
+# pending_matmul of a result whose call a mask left out: assigning or adding it does nothing.
+MASKED_OUT = -1
+
+
 def _accumulate(target, other):
     """`target += other`: folds a fresh matmul into target's PSUM accumulation."""
+    if isinstance(other, NkiTensor) and other.pending_matmul == MASKED_OUT:
+        return target
     trace = tr.current()
     if (
         isinstance(other, NkiTensor)
-        and other.pending_matmul is not None
+        and other.pending_matmul not in (None, MASKED_OUT)
         and target.memory == tr.PSUM
     ):
         opcode, engine, fields = trace.instructions[other.pending_matmul]
@@ -433,17 +457,26 @@ def _binary(op, a, b, dtype=None):
         a_tile = False
         reference = b
     out_dtype = dtype or _result_dtype(a, b)
-    result = ndarray(reference.shape, out_dtype, sbuf)
+    shape = reference.shape
+    if a_tile and b_tile and a.shape != b.shape and a.ndim == b.ndim and a.size != b.size:
+        shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+    result = ndarray(shape, out_dtype, sbuf)
     if a_tile and b_tile:
         if a.shape != b.shape:
-            if a.partitions != b.partitions or a.free_size != b.free_size:
+            broadcastable = a.ndim == b.ndim and all(
+                x == y or 1 in (x, y) for x, y in zip(a.shape[1:], b.shape[1:], strict=True)
+            )
+            if a.partitions != b.partitions or (a.free_size != b.free_size and not broadcastable):
                 tr.fail(
                     "shape-mismatch",
                     f"{op.__name__} of {list(a.shape)} and "
                     f"{list(b.shape)}: the hardware does not broadcast "
                     "across partitions",
                 )
-            b = b.reshape(a.shape)
+            if b.size == a.size:
+                b = b.reshape(a.shape)
+            else:  # free dimensions of size 1 broadcast (by a stride-0 view)
+                a, b = a.broadcast_to(shape), b.broadcast_to(shape)
         nisa.tensor_tensor(result, a, b, op)
     elif a_tile:
         nisa.tensor_scalar(result, a, op, b)

@@ -170,6 +170,8 @@ class NkiTensor:
             strides.append(stride * step)
         if not shape:
             shape, strides = [1], [1]
+        if self.on_chip and len(shape) == 1 and self.ndim > 1:
+            shape, strides = shape + [1], strides + [1]  # a tile keeps a free dimension
         return self._view(tuple(shape), tuple(strides), offset, start)
 
     def __setitem__(self, key, value):

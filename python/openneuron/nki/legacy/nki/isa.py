@@ -127,6 +127,14 @@ def _tensor_scalar_reduce(
     return result
 
 
+def _scalar_tensor_tensor(
+    data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None, **_ignored
+):
+    result = _out(data.shape, dtype or data.dtype)
+    _current.scalar_tensor_tensor(result, data, op0, operand0, op1, operand1, reverse0, reverse1)
+    return result
+
+
 def _max8(src, dtype=None, **_ignored):
     result = _out((src.partitions, 8), dtype or src.dtype)
     _current.max8(result, src)
@@ -195,9 +203,20 @@ tensor_tensor_scan = masked(_tensor_tensor_scan)
 bn_stats = masked(_bn_stats)
 bn_aggr = masked(_bn_aggr)
 tensor_scalar_reduce = masked(_tensor_scalar_reduce)
+scalar_tensor_tensor = masked(_scalar_tensor_tensor)
 max8 = masked(_max8)
 iota = _iota
 affine_select = masked(_affine_select)
+
+
+def dma_copy(dst, src, mask=None, **options):
+    """The current call; under a partial mask only the box is moved."""
+    from openneuron.nki.legacy.nki.language import mask_box, restrict
+
+    box = mask_box(mask, dst.shape)
+    if box == "empty":
+        return None
+    return _current.dma_copy(restrict(dst, box), restrict(src, box), **options)
 
 
 def _dst_first(name):
@@ -218,6 +237,7 @@ def _takes_dst(name, args):
     return name == "tensor_copy" and len(args) >= 2 and isinstance(args[1], NkiTensor)
 
 
-for _name in ("tensor_copy", "tensor_tensor", "activation", "tensor_scalar", "nc_transpose"):
+for _name in ("tensor_copy", "tensor_tensor", "activation", "tensor_scalar", "nc_transpose",
+              "scalar_tensor_tensor"):  # fmt: skip
     globals()[_name] = _dst_first(_name)
 del _name

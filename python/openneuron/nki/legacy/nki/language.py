@@ -51,11 +51,16 @@ float32.max = finfo(float32).max
 
 
 # ---------------------------------------------------------------- masks
+MASKED_OUT = _current.MASKED_OUT
+
+
 def mask_box(mask, shape):
     """None when `mask` is true everywhere on a tile of `shape`, "empty" when nowhere, else
     the tuple of slices of the box where it is true (refused when the true set is no box)."""
-    if mask is None or mask is True:
+    if mask is None or mask is True or (isinstance(mask, np.bool_) and mask):
         return None
+    if mask is False or isinstance(mask, np.bool_):
+        return "empty"  # a condition on loop indices alone, false here
     if not isinstance(mask, Mask):
         _tr.fail("bad-operand", f"mask= takes a comparison of index grids, got {mask!r}")
     own = mask.shape()
@@ -103,8 +108,12 @@ def masked(function, result_buffer=sbuf):
         box = inherited if box is None else box
         if box is None:
             return function(*args, **kwargs)
-        if box == "empty":
-            return ndarray(reference.shape, kwargs.get("dtype") or reference.dtype, result_buffer)
+        if box == "empty":  # left out: `+=` and `[...] =` of this result do nothing
+            skipped = ndarray(
+                reference.shape, kwargs.get("dtype") or reference.dtype, result_buffer
+            )
+            skipped.pending_matmul = MASKED_OUT
+            return skipped
         part = function(
             *[restrict(a, box) for a in args], **{k: restrict(v, box) for k, v in kwargs.items()}
         )
