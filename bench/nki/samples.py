@@ -294,7 +294,9 @@ def run_unit_tests(snapshot: Path, only: str | None, timeout: float):
         Path(scratch, "samples_results_plugin.py").write_text(_PLUGIN)
         results = Path(scratch, "results.jsonl")
         env = dict(os.environ)
-        paths = [str(snapshot / "src"), scratch, str(ROOT / "python"), str(ROOT)]
+        # The child uses the openneuron this process imported (a source tree or an install).
+        package_root = Path(nki.__file__).resolve().parent.parent.parent
+        paths = [str(snapshot / "src"), scratch, str(package_root), str(ROOT)]
         env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
         env["SAMPLES_RESULTS"] = str(results)
         for test_file in sorted(unit.glob("test_*.py")):
