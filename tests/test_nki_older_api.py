@@ -224,3 +224,19 @@ def test_a_mask_false_on_loop_indices_leaves_the_matmul_out():
     a_t, b = rng.random((64, 8), np.float32), rng.random((64, 8), np.float32)
     expected = a_t[:32].T @ b[:32]
     np.testing.assert_allclose(nki.simulate_kernel(first_chunks, a_t, b), expected, rtol=1e-5)
+
+
+def test_loop_reduce_folds_each_iteration_into_the_assigned_tile():
+    @nki.jit
+    def running_max(x):
+        out = nl.ndarray((32, x.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        best = nl.full((32, x.shape[1]), -1e30, dtype=nl.float32)
+        for k in nl.affine_range(x.shape[0] // 32):
+            chunk = nl.load(x[k * 32 : (k + 1) * 32, :])
+            best[...] = nl.loop_reduce(chunk, op=np.maximum, loop_indices=(k,))
+        nl.store(out, value=best)
+        return out
+
+    x = rng.standard_normal((128, 8)).astype(np.float32)
+    expected = x.reshape(4, 32, 8).max(axis=0)
+    np.testing.assert_array_equal(nki.simulate_kernel(running_max, x), expected)

@@ -335,6 +335,9 @@ def _assign(view, value):
         return  # `t[...] += x` writes back the view it already updated
     if isinstance(value, NkiTensor) and value.pending_matmul == MASKED_OUT:
         return
+    if hasattr(type(value), "fold_into"):  # the older API's nl.loop_reduce
+        value.fold_into(view)
+        return
     if (
         isinstance(value, NkiTensor)
         and value.pending_matmul not in (None, MASKED_OUT)

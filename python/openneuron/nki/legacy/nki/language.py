@@ -229,6 +229,32 @@ def shared_constant(constant, dtype=None, **_ignored):
     return _Tensor(buffer)
 
 
+class LoopReduction:
+    """What ``nl.loop_reduce(x, op, loop_indices)`` returns: assigned to a tile view
+    (``acc[...] = nl.loop_reduce(...)``), it folds x into it, view = op(x, view), one Vector
+    instruction per iteration (the loops unroll, so the indices only name them)."""
+
+    def __init__(self, x, op, dtype, box):
+        self.x, self.op, self.dtype, self.box = x, op, dtype, box
+
+    def fold_into(self, view):
+        if self.box == "empty":
+            return
+        target = restrict(view, self.box)
+        _isa.tensor_tensor(target, restrict(self.x, self.box), target, self.op)
+
+    def __getattr__(self, name):
+        _tr.fail(
+            "unsupported",
+            "nl.loop_reduce's result is assigned to the accumulating tile "
+            "(acc[...] = nl.loop_reduce(...)); it is not a tile itself",
+        )
+
+
+def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **_ignored):
+    return LoopReduction(x, op, dtype, mask_box(mask, x.shape))
+
+
 # ---------------------------------------------------------------- SPMD grids
 class nc(int):  # noqa: N801
     """``nl.nc(n)``: n NeuronCores of a logical core along one launch dimension."""
