@@ -240,3 +240,17 @@ def test_loop_reduce_folds_each_iteration_into_the_assigned_tile():
     x = rng.standard_normal((128, 8)).astype(np.float32)
     expected = x.reshape(4, 32, 8).max(axis=0)
     np.testing.assert_array_equal(nki.simulate_kernel(running_max, x), expected)
+
+
+def test_affine_select_of_a_matmul_result_in_psum():
+    @nki.jit
+    def causal_scores(q_t, k_t):
+        out = nl.ndarray((q_t.shape[1], k_t.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        scores = nisa.nc_matmul(nl.load(q_t), nl.load(k_t))  # PSUM
+        i_q, i_k = nl.mgrid[0 : q_t.shape[1], 0 : k_t.shape[1]]
+        nl.store(out, value=nisa.affine_select(i_q >= i_k, scores, -9984.0))
+        return out
+
+    q_t, k_t = rng.random((16, 32), np.float32), rng.random((16, 32), np.float32)
+    expected = np.where(np.tril(np.ones((32, 32), bool)), q_t.T @ k_t, -9984.0)
+    np.testing.assert_allclose(nki.simulate_kernel(causal_scores, q_t, k_t), expected, rtol=1e-5)

@@ -175,6 +175,12 @@ def _affine_select(pred, on_true_tile, on_false_value, dtype=None, **_ignored):
     difference = pred.left - pred.right if isinstance(pred.left, GridExpr) else None
     if difference is None:
         _tr.fail("bad-operand", "affine_select's predicate must have an index grid on its left")
+    if on_true_tile.memory == _tr.PSUM:
+        # The GpSimd engine cannot read PSUM; kernels of this generation pass a matmul's result
+        # straight in, so it is staged through SBUF by a Vector-engine copy first.
+        staged = _out(on_true_tile.shape, on_true_tile.dtype)
+        _current.tensor_copy(staged, on_true_tile)
+        on_true_tile = staged
     shape = on_true_tile.shape
     result = _out(shape, dtype or on_true_tile.dtype)
     pattern = [[difference.terms.get(a, 0), shape[a]] for a in range(1, len(shape))]
