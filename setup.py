@@ -11,8 +11,13 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 
 ROOT = Path(__file__).resolve().parent
+# Processed by `site` at every interpreter start-up: installs the `import nki` finder
+# (python/_openneuron_startup.py) without importing torch.
+STARTUP_PTH = ROOT / "python" / "openneuron-startup.pth"
 
 
 class CMakeExtension(Extension):
@@ -37,4 +42,29 @@ class CMakeBuild(build_ext):
             self.copy_file(str(built), str(target))
 
 
-setup(ext_modules=[CMakeExtension("openneuron._C")], cmdclass={"build_ext": CMakeBuild})
+class BuildPyWithStartupHook(build_py):
+    """Puts the start-up .pth at the root of the wheel (site-packages once installed)."""
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(str(STARTUP_PTH), str(Path(self.build_lib) / STARTUP_PTH.name))
+
+
+class EditableWheelWithStartupHook(editable_wheel):
+    """An editable install gets the start-up .pth too (beside setuptools' own path .pth,
+    which sorts before it, so the hook's module is importable when it runs)."""
+
+    def _run_build_commands(self, dist_name, unpacked_wheel, build_lib, tmp_dir):
+        outputs = super()._run_build_commands(dist_name, unpacked_wheel, build_lib, tmp_dir)
+        self.copy_file(str(STARTUP_PTH), str(Path(unpacked_wheel) / STARTUP_PTH.name))
+        return outputs
+
+
+setup(
+    ext_modules=[CMakeExtension("openneuron._C")],
+    cmdclass={
+        "build_ext": CMakeBuild,
+        "build_py": BuildPyWithStartupHook,
+        "editable_wheel": EditableWheelWithStartupHook,
+    },
+)

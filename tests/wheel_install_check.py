@@ -35,6 +35,21 @@ SMOKE = textwrap.dedent(
 )
 
 
+# The start-up hook the wheel installs: `import nki` with nothing imported first, no torch
+# imported before it is asked for.
+NKI_NAMES = textwrap.dedent(
+    """
+    import sys
+    assert "torch" not in sys.modules, "the start-up hook imported torch"
+    import nki, nki.language, nki.isa
+    import neuronxcc.nki.language as nl
+    from neuronxcc import nki as older
+    assert nki.__name__ == "openneuron.nki", nki.__name__
+    print(older.__name__)
+    """
+)
+
+
 def newest_wheel() -> Path:
     wheels = sorted((ROOT / "dist").glob("openneuron-*.whl"), key=lambda p: p.stat().st_mtime)
     if not wheels:
@@ -57,3 +72,8 @@ def test_wheel_installs_beside_torch_and_autoloads(tmp_path):
     assert done.returncode == 0, done.stderr
     capability = done.stdout.split()[0]
     assert capability in ("avx2", "avx512", "avx512_bf16"), done.stdout
+    names = subprocess.run(
+        [str(python), "-c", NKI_NAMES], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert names.returncode == 0, names.stderr
+    assert names.stdout.strip() == "openneuron.nki.legacy.nki"

@@ -1,10 +1,15 @@
-"""Lets kernel files that ``import nki`` run unchanged when AWS's nki package is absent.
+"""Lets kernel files that ``import nki`` (or the older ``neuronxcc.nki``) run unchanged when
+AWS's packages are absent.
 
-A finder at the front of ``sys.meta_path`` answers ``nki`` and ``nki.*`` with the modules of
-``openneuron.nki`` (the same objects, so one trace state), but only when no other ``nki`` can
-be found on ``sys.path``: an installed AWS nki always wins. The older name ``neuronxcc.nki`` is
-answered the same way when no ``neuronxcc`` is installed, and so is each package of
-``PACKAGE_ALIASES`` (``torch_neuronx``, TorchNeuron's import name).
+A finder at the front of ``sys.meta_path`` answers each name of ``ALIASES`` (and its submodules)
+with the openneuron module the table names: the same module objects, so one trace state. It
+answers only while no package of that top-level name can be found on ``sys.path``: an installed
+AWS package always wins, whenever it appears there.
+
+This file imports nothing but the standard library: the start-up hook (``_openneuron_startup``,
+run from a ``.pth`` file) loads it by path to install the finder without importing openneuron
+or torch; openneuron itself installs it again on import (once: the finder is found by its
+marker attribute, whichever copy of this file made it).
 """
 
 import importlib
@@ -13,8 +18,29 @@ import importlib.machinery
 import importlib.util
 import sys
 
-# Import names answered with an openneuron package (with its submodules) when not installed.
-PACKAGE_ALIASES = {"torch_neuronx": "openneuron.torch_neuronx"}
+# Alias name -> the openneuron module that answers it; ``alias.sub`` is ``module.sub``.
+# The longest matching name wins, so a submodule may be pointed elsewhere than its parent's.
+ALIASES = {
+    "nki": "openneuron.nki",
+    # The older generation of the API, as AWS's compiler package spelled it.
+    "neuronxcc": "openneuron.nki.legacy",
+    # TorchNeuron's import name (docs/torch_neuronx.md lists what it provides).
+    "torch_neuronx": "openneuron.torch_neuronx",
+}
+
+_MARKER = "_openneuron_alias_finder"
+
+
+def target_of(fullname):
+    """The openneuron module that answers `fullname`, or None when no alias covers it."""
+    best = None
+    for alias in ALIASES:
+        if fullname == alias or fullname.startswith(alias + "."):
+            if best is None or len(alias) > len(best):
+                best = alias
+    if best is None:
+        return None
+    return ALIASES[best] + fullname[len(best) :]
 
 
 class _Loader(importlib.abc.Loader):
@@ -31,55 +57,34 @@ class _Loader(importlib.abc.Loader):
 
 
 class NkiAliasFinder(importlib.abc.MetaPathFinder):
+    """Answers the names of ALIASES while no real package of the top-level name exists."""
+
+    _openneuron_alias_finder = True
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "neuronxcc" or fullname.startswith("neuronxcc."):
-            return self._legacy_spec(fullname)
-        if fullname.partition(".")[0] in PACKAGE_ALIASES:
-            return self._package_spec(fullname)
-        if fullname != "nki" and not fullname.startswith("nki."):
+        name = target_of(fullname)
+        if name is None:
             return None
-        if fullname == "nki":
-            if importlib.machinery.PathFinder.find_spec("nki") is not None:
-                return None  # the real nki package is installed
-        elif not getattr(sys.modules.get("nki"), "_is_openneuron_alias", False):
-            return None
-        name = "openneuron." + fullname
-        if importlib.util.find_spec(name) is None:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
-
-    @staticmethod
-    def _legacy_spec(fullname):
-        # The older package name (``neuronxcc.nki``, kernels import its typing module), answered
-        # only when no neuronxcc is installed.
-        if fullname == "neuronxcc":
-            if importlib.machinery.PathFinder.find_spec("neuronxcc") is not None:
-                return None
-            name = "openneuron.nki.legacy"
-        elif not getattr(sys.modules.get("neuronxcc"), "_is_openneuron_alias", False):
-            return None
-        else:
-            name = "openneuron." + fullname.removeprefix("neuronxcc.")
-        if importlib.util.find_spec(name) is None:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
-
-    @staticmethod
-    def _package_spec(fullname):
-        top, _, rest = fullname.partition(".")
-        if not rest:
+        top = fullname.partition(".")[0]
+        if top == fullname:
             if importlib.machinery.PathFinder.find_spec(top) is not None:
                 return None  # the real package is installed
-        elif not getattr(sys.modules.get(top), "_is_openneuron_alias", False):
-            return None
-        name = PACKAGE_ALIASES[top] + (f".{rest}" if rest else "")
-        if importlib.util.find_spec(name) is None:
+            if importlib.util.find_spec(name.partition(".")[0]) is None:
+                return None  # openneuron itself is gone
+        elif not getattr(sys.modules.get(top), "__name__", "").startswith("openneuron."):
+            return None  # the top-level name is someone else's
+        elif importlib.util.find_spec(name) is None:
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(name), is_package=True)
+
+
+def installed_finder():
+    """The alias finder on sys.meta_path (made by either copy of this file), or None."""
+    return next((f for f in sys.meta_path if getattr(f, _MARKER, False)), None)
 
 
 def install():
     """Installs the finder once; returns True when ``import nki`` now gives openneuron.nki."""
-    if not any(isinstance(f, NkiAliasFinder) for f in sys.meta_path):
+    if installed_finder() is None:
         sys.meta_path.insert(0, NkiAliasFinder())
     return importlib.machinery.PathFinder.find_spec("nki") is None

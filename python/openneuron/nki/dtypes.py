@@ -26,6 +26,12 @@ class DType:
             return np.dtype(getattr(ml_dtypes, self._numpy_name))
         return np.dtype(self._numpy_name)
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype, so NumPy takes an NKI dtype where it takes one
+        (``array.astype(nl.bfloat16)``, as AWS's tests write)."""
+        return self.numpy
+
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 

@@ -389,13 +389,22 @@ def tensor_tensor_scan(
     return emit(tr.TENSOR_TENSOR_SCAN, tr.VECTOR, **fields)
 
 
-def tensor_copy(dst, src, engine=None, name=None, **_ignored):
-    return emit(
-        tr.TENSOR_COPY,
-        tr.VECTOR if engine is None else engine,
-        dst=_tensor(dst, "dst"),
-        src0=_tensor(src, "src"),
-    )
+def tensor_copy(dst, src, engine=None, name=None, dtype=None, **_ignored):
+    """dst = src converted to dst's dtype. ``dtype`` (which the current API still takes, as
+    the matmul tutorial passes it) names the type the value passes through: equal to dst's,
+    it changes nothing; otherwise the copy rounds to it first (a second copy, through a
+    scratch tile), so the result is what a cast to `dtype` then to dst's dtype gives."""
+    dst, src = _tensor(dst, "dst"), _tensor(src, "src")
+    engine = tr.VECTOR if engine is None else engine
+    if dtype is not None:
+        from openneuron.nki.dtypes import as_dtype
+
+        dtype = as_dtype(dtype)
+        if dtype is not dst.dtype:
+            middle = NkiTensor(_trace().new_buffer(None, tr.SBUF, dtype, dst.shape))
+            emit(tr.TENSOR_COPY, engine, dst=middle, src0=src)
+            src = middle
+    return emit(tr.TENSOR_COPY, engine, dst=dst, src0=src)
 
 
 def memset(dst, value, engine=None, name=None, **_ignored):

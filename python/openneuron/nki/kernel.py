@@ -145,6 +145,10 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         from openneuron.nki import torch_kernels
 
+        if getattr(tr._local, "trace", None) is not None:
+            # A @nki.jit helper called from a kernel being traced: it is part of that kernel.
+            return self.func(*args, **kwargs)
+
         if torch_kernels.has_device_tensor(args, kwargs):
             return torch_kernels.call_on_device(self, args, kwargs)
         result = launch(self, args, kwargs)
@@ -247,6 +251,10 @@ class _Program:
 
     def __init__(self, recording, input_indices):
         self.recording = recording
+        # Constants the kernel made (nl.shared_constant) are bound like inputs, after them.
+        self.argument_count = len(input_indices)
+        self.constant_values = list(recording.constants.values())
+        input_indices = list(input_indices) + list(recording.constants)
         self.input_indices = input_indices
         self.buffers, self.words, self.immediates = encode(recording)
         self.hbm = [b for b in recording.buffers if b.memory == tr.HBM]
@@ -338,7 +346,10 @@ class CompiledLaunch:
                 final = {}
                 bound = {}
                 for position, index in enumerate(program.input_indices):
-                    host = np.ascontiguousarray(arrays[position])
+                    if position < program.argument_count:
+                        host = np.ascontiguousarray(arrays[position])
+                    else:
+                        host = program.constant_values[position - program.argument_count]
                     if position in program.written_inputs:
                         host = host.copy()
                     final[index] = host
@@ -356,7 +367,7 @@ class CompiledLaunch:
                 for order, buffer in enumerate(program.created):
                     carried[order] = final[buffer.index]
                 for position, index in enumerate(program.input_indices):
-                    if position in program.written_inputs:
+                    if position in program.written_inputs and position < program.argument_count:
                         arrays[position] = final[index]
             cores.append(self._timing(number, is_carried, trace))
         outputs = None

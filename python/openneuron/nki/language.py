@@ -81,6 +81,7 @@ class tile_size:
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
     psum_min = 1
+    bn_stats_fmax = 512
     total_available_sbuf_size = 224 * 1024
 
 
@@ -88,8 +89,94 @@ def ds(start, size, step=1):
     return DynSlice(start, size, step)
 
 
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition dimension of a shape; dimensions before it are
+    block dimensions (the older API's tiles of several [P, F] blocks)."""
+
+
 def par_dim(size):
-    return size
+    return ParDim(size)
+
+
+class BlockTensor:
+    """A tile with leading block dimensions, ``(B..., par_dim(P), F...)``: B tiles of
+    [P, F...], each its own buffer (allocated at its first use, so placement follows each
+    block's live range, as the older compiler placed them). Indexing the block dimensions with
+    integers gives that block as an ordinary tile; any other use of the whole is refused."""
+
+    def __init__(self, name, memory, dtype, blocks, partitions, free):
+        self.name, self.memory, self.dtype = name, memory, dtype
+        self.blocks = tuple(blocks)
+        self.free = tuple(free)
+        self.shape = self.blocks + (partitions,) + self.free
+        self.tiles = {}
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def block(self, indices):
+        number = 0
+        for index, extent in zip(indices, self.blocks, strict=True):
+            if isinstance(index, DynSlice) and index.size == 1:
+                index = index.start
+            if not isinstance(index, numbers.Integral):
+                tr.fail(
+                    "unsupported",
+                    f"block dimensions of a {list(self.shape)} tile are indexed with integers "
+                    f"only (got {index!r})",
+                )
+            index = int(index) + (extent if int(index) < 0 else 0)
+            if not 0 <= index < extent:
+                tr.fail("out-of-bounds", f"block {index} of {extent} in {list(self.shape)}")
+            number = number * extent + index
+        tile = self.tiles.get(number)
+        if tile is None:
+            shape = self.shape[len(self.blocks) :]
+            name = f"{self.name or 'block'}[{number}]"
+            tile = NkiTensor(tr.current().new_buffer(name, self.memory, self.dtype, shape))
+            self.tiles[number] = tile
+        return tile
+
+    def every_block(self):
+        count = 1
+        for extent in self.blocks:
+            count *= extent
+        for number in range(count):
+            indices = []
+            for extent in reversed(self.blocks):
+                indices.append(number % extent)
+                number //= extent
+            yield self.block(tuple(reversed(indices)))
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        count = len(self.blocks)
+        if len(key) < count:  # leading block indices only: the blocks under them
+            return _BlockSlice(self, tuple(key))
+        tile = self.block(key[:count])
+        rest = key[count:]
+        return tile[rest] if rest else tile
+
+    def __setitem__(self, key, value):
+        _assign(self[key], value)
+
+    def __repr__(self):
+        return f"BlockTensor({self.name!r}, {list(self.shape)})"
+
+
+class _BlockSlice(BlockTensor):
+    """``blocks[i]`` of a tile with several block dimensions: the blocks under index i."""
+
+    def __init__(self, parent, prefix):
+        self.parent, self.prefix = parent, prefix
+        self.name, self.memory, self.dtype = parent.name, parent.memory, parent.dtype
+        self.blocks = parent.blocks[len(prefix) :]
+        self.free = parent.free
+        self.shape = parent.shape[len(prefix) :]
+
+    def block(self, indices):
+        return self.parent.block(self.prefix + tuple(indices))
 
 
 # ---------------------------------------------------------------- loops and programs
@@ -140,7 +227,7 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
     modelled as aliases."""
     if isinstance(shape, int):
         shape = (shape,)
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(s if isinstance(s, ParDim) else int(s) for s in shape)
     dtype = as_dtype(dtype)
     if dtype.code < 0:
         tr.fail("unsupported", f"{dtype.name} (packed MX) tensors are not simulated yet")
@@ -148,23 +235,36 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
     if memory != tr.HBM and len(shape) < 2:
         shape = shape + (1,)
     trace = tr.current()
+    marked = [d for d, s in enumerate(shape) if isinstance(s, ParDim)]
+    if memory != tr.HBM and marked and marked[0] > 0:
+        at = marked[0]
+        free = tuple(int(s) for s in shape[at + 1 :]) or (1,)
+        blocks = tuple(int(s) for s in shape[:at])
+        return BlockTensor(name, memory, dtype, blocks, int(shape[at]), free)
+    shape = tuple(int(s) for s in shape)
     return NkiTensor(trace.new_buffer(name, memory, as_dtype(dtype), shape))
 
 
 empty = ndarray
 
 
-def full(shape, fill_value, dtype=float32, buffer=None, name=None, **_ignored):
+def full(
+    shape, fill_value, dtype=float32, buffer=None, name=None, lazy_initialization=None, **_ignored
+):
+    """A new tensor holding `fill_value`. ``lazy_initialization`` lets AWS's compiler defer or
+    fold the fill into the first write; the values are the same, so it is accepted and the
+    fill is always made (one memset, as without it)."""
     result = ndarray(shape, dtype, buffer, name)
-    nisa.memset(result, fill_value)
+    for tile in result.every_block() if isinstance(result, BlockTensor) else [result]:
+        nisa.memset(tile, fill_value)
     return result
 
 
-def zeros(shape, dtype=float32, buffer=None, name=None, **_ignored):
+def zeros(shape, dtype=float32, buffer=None, name=None, lazy_initialization=None, **_ignored):
     return full(shape, 0.0, dtype, buffer, name)
 
 
-def ones(shape, dtype=float32, buffer=None, name=None, **_ignored):
+def ones(shape, dtype=float32, buffer=None, name=None, lazy_initialization=None, **_ignored):
     return full(shape, 1.0, dtype, buffer, name)
 
 
@@ -231,6 +331,26 @@ copy._act = 0  # as an activation function: the identity
 
 def _assign(view, value):
     """`view[...] = value`: a DMA when either side is in HBM, else an engine copy."""
+    if value is view or (isinstance(value, NkiTensor) and _same_view(value, view)):
+        return  # `t[...] += x` writes back the view it already updated
+    if isinstance(value, NkiTensor) and value.pending_matmul == MASKED_OUT:
+        return
+    if hasattr(type(value), "fold_into"):  # the older API's nl.loop_reduce
+        value.fold_into(view)
+        return
+    if (
+        isinstance(value, NkiTensor)
+        and value.pending_matmul not in (None, MASKED_OUT)
+        and view.memory == tr.PSUM
+        and value.shape == view.shape
+    ):
+        # `psum_tile[...] = nisa.nc_matmul(...)` (older API): the matmul writes there itself.
+        trace = tr.current()
+        fields = trace.instructions[value.pending_matmul][2]
+        fields["dst"], fields["flags"] = view, 0
+        trace.matmul_written.add((view.buffer.index, view.start_partition, view.offset))
+        value.pending_matmul = None
+        return
     if not isinstance(value, NkiTensor):
         nisa.memset(view, value)
     elif view.memory == tr.HBM or value.memory == tr.HBM:
@@ -241,9 +361,15 @@ def _assign(view, value):
         nisa.tensor_copy(view, value)
 
 
+def _same_view(a, b):
+    return (a.buffer is b.buffer and a.shape == b.shape and a.strides == b.strides
+            and a.offset == b.offset and a.start_partition == b.start_partition)  # fmt: skip
+
+
 # ---------------------------------------------------------------- tensor engine
 def transpose(x, dtype=None, **_ignored):
-    """x[P,F] transposed on the Tensor engine, into PSUM."""
+    """x[P,F] transposed on the Tensor engine, into PSUM (an x in PSUM is staged to SBUF)."""
+    x = copy(x) if x.memory == tr.PSUM else x
     result = ndarray((x.free_size, x.partitions), dtype or x.dtype, psum)
     nisa.nc_transpose(result, x.reshape(x.partitions, x.free_size) if x.ndim != 2 else x)
     return result
@@ -253,20 +379,28 @@ def matmul(x, y, transpose_x=False, **_ignored):
     """x @ y into a new fp32 PSUM tile (x.T @ y when transpose_x: x is then [K, M]).
     ``psum_tile += nl.matmul(...)`` accumulates into psum_tile with the same instruction."""
     if not transpose_x:
-        x_t = copy(transpose(x))
-        x = x_t
+        x = transpose(x)
+    # The Tensor engine reads SBUF: an operand in PSUM (a transpose's result) is staged first.
+    x = copy(x) if x.memory == tr.PSUM else x
+    y = copy(y) if y.memory == tr.PSUM else y
     result = ndarray((x.free_size, y.free_size), float32, psum)
     index = nisa.nc_matmul(result, x, y, accumulate=False)
     result.pending_matmul = index
     return result
 
 
+# pending_matmul of a result whose call a mask left out: assigning or adding it does nothing.
+MASKED_OUT = -1
+
+
 def _accumulate(target, other):
     """`target += other`: folds a fresh matmul into target's PSUM accumulation."""
+    if isinstance(other, NkiTensor) and other.pending_matmul == MASKED_OUT:
+        return target
     trace = tr.current()
     if (
         isinstance(other, NkiTensor)
-        and other.pending_matmul is not None
+        and other.pending_matmul not in (None, MASKED_OUT)
         and target.memory == tr.PSUM
     ):
         opcode, engine, fields = trace.instructions[other.pending_matmul]
@@ -326,17 +460,26 @@ def _binary(op, a, b, dtype=None):
         a_tile = False
         reference = b
     out_dtype = dtype or _result_dtype(a, b)
-    result = ndarray(reference.shape, out_dtype, sbuf)
+    shape = reference.shape
+    if a_tile and b_tile and a.shape != b.shape and a.ndim == b.ndim and a.size != b.size:
+        shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+    result = ndarray(shape, out_dtype, sbuf)
     if a_tile and b_tile:
         if a.shape != b.shape:
-            if a.partitions != b.partitions or a.free_size != b.free_size:
+            broadcastable = a.ndim == b.ndim and all(
+                x == y or 1 in (x, y) for x, y in zip(a.shape[1:], b.shape[1:], strict=True)
+            )
+            if a.partitions != b.partitions or (a.free_size != b.free_size and not broadcastable):
                 tr.fail(
                     "shape-mismatch",
                     f"{op.__name__} of {list(a.shape)} and "
                     f"{list(b.shape)}: the hardware does not broadcast "
                     "across partitions",
                 )
-            b = b.reshape(a.shape)
+            if b.size == a.size:
+                b = b.reshape(a.shape)
+            else:  # free dimensions of size 1 broadcast (by a stride-0 view)
+                a, b = a.broadcast_to(shape), b.broadcast_to(shape)
         nisa.tensor_tensor(result, a, b, op)
     elif a_tile:
         nisa.tensor_scalar(result, a, op, b)

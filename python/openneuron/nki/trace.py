@@ -110,6 +110,9 @@ class Trace:
         self.num_programs = tuple(num_programs)
         self.profile = profile
         self.matmul_written = set()  # PSUM regions a matmul already wrote (accumulate=None)
+        self.constants = {}  # HBM buffer index -> host array (nl.shared_constant)
+        # On-chip buffer index -> the box a masked older-API call wrote (the rest is unwritten).
+        self.valid_boxes = {}
 
     def new_buffer(self, name, memory, dtype, shape, initialized=False):
         line = kernel_line()

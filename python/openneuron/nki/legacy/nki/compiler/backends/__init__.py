@@ -1,0 +1,1 @@
+"""``neuronxcc.nki.compiler.backends``: only the names kernels import for annotations."""
