@@ -1,8 +1,9 @@
 """torch.distributed for neuron tensors: the c10d backend ``neuron``.
 
 Importing openneuron registers it for the ``neuron`` device, so ``dist.init_process_group()``
-picks it for neuron tensors (with Gloo for CPU tensors), and ``"cpu:gloo,neuron:neuron"`` or
-``"neuron"`` (which also serves CPU tensors) name it explicitly. Its collectives run over
+picks it for neuron tensors (CPU tensors then have no backend: collectives on them raise);
+``"cpu:gloo,neuron:neuron"`` or ``"neuron"`` (which also serves CPU tensors) name it
+explicitly. Its collectives run over
 PyTorch's Gloo (TCP) on a per-device communication stream, ordered after the current stream's
 pending work; ``Work.wait()`` makes the current stream wait.
 """

@@ -37,6 +37,16 @@ inline constexpr bool kIsNarrowFloat =
     std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Float8E4M3> ||
     std::is_same_v<T, Float8E5M2>;
 
+// A value as the kernels compare it: narrow floats as fp32 (exact), everything else as itself.
+template <typename T>
+auto comparable(T value) {
+  if constexpr (kIsNarrowFloat<T>) {
+    return narrow_to_float(value);
+  } else {
+    return value;
+  }
+}
+
 template <typename T>
 inline T narrow_from_float(float value);
 template <>

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "kernels/core/scalar.h"
+#include "kernels/matmul/group_views.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/parallel_views.h"
@@ -12,25 +13,6 @@
 namespace openneuron::kernels {
 
 namespace {
-
-// Entry `index` of the leading dimension, as a view of one dimension less.
-TensorView select_first(const TensorView& view, int64_t index) {
-  TensorView part;
-  part.data = static_cast<char*>(view.data) +
-              index * view.strides[0] * static_cast<int64_t>(element_size(view.dtype));
-  part.dtype = view.dtype;
-  part.ndim = view.ndim - 1;
-  for (int d = 0; d < part.ndim; ++d) {
-    part.sizes[d] = view.sizes[d + 1];
-    part.strides[d] = view.strides[d + 1];
-  }
-  return part;
-}
-
-int64_t group_end(const TensorView& offsets, int64_t group) {
-  const auto* ends = static_cast<const int32_t*>(offsets.data);
-  return ends[group * offsets.strides[0]];
-}
 
 // Runs product(g, begin, end) per group over a grouped dimension of `extent`; returns
 // where the last group ended.

@@ -14,6 +14,7 @@
 #include "kernels/core/element_types.h"
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/dnnl_matmul.h"
+#include "kernels/matmul/group_views.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
 #include "kernels/runtime/parallel_views.h"
@@ -163,23 +164,6 @@ void scale_in_place(float* c, int64_t ldc, int64_t m, int64_t n, const ProductSc
       }
     }
   });
-}
-
-TensorView select_first(const TensorView& view, int64_t index) {
-  TensorView part;
-  part.data = static_cast<char*>(view.data) +
-              index * view.strides[0] * static_cast<int64_t>(element_size(view.dtype));
-  part.dtype = view.dtype;
-  part.ndim = view.ndim - 1;
-  for (int d = 0; d < part.ndim; ++d) {
-    part.sizes[d] = view.sizes[d + 1];
-    part.strides[d] = view.strides[d + 1];
-  }
-  return part;
-}
-
-int64_t group_end(const TensorView& offsets, int64_t group) {
-  return static_cast<const int32_t*>(offsets.data)[group * offsets.strides[0]];
 }
 
 }  // namespace

@@ -12,16 +12,6 @@ namespace openneuron::kernels {
 
 namespace {
 
-// 16-bit floats compare as fp32 (exact); everything else as itself.
-template <typename T>
-auto comparable(T value) {
-  if constexpr (kIsNarrowFloat<T>) {
-    return narrow_to_float(value);
-  } else {
-    return value;
-  }
-}
-
 template <typename T>
 bool is_nan(T value) {
   if constexpr (std::is_floating_point_v<T>) {

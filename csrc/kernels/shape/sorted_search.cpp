@@ -9,16 +9,6 @@
 namespace openneuron::kernels {
 namespace {
 
-// 16-bit floats compare as fp32 (exact); everything else as itself.
-template <typename T>
-auto comparable(T value) {
-  if constexpr (kIsNarrowFloat<T>) {
-    return narrow_to_float(value);
-  } else {
-    return value;
-  }
-}
-
 // Binary search over one row. "Goes before" is !(boundary >= value) for the left side and
 // !(boundary > value) for the right, so a NaN value lands after every number, and NaN
 // boundaries are placed as PyTorch's CPU kernel places them.
