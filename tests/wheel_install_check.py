@@ -29,7 +29,9 @@ SMOKE = textwrap.dedent(
     # oneMKL comes in as a declared dependency and is found in the new environment.
     mkl = openneuron.cpu_capability_details()["mkl"]
     assert " from " in mkl, mkl
-    assert openneuron._C._library_call_counts()["mkl_gemm"] > 0
+    # auto gives it the products on Intel CPUs (OpenBLAS measured faster elsewhere).
+    if openneuron.cpu_capability_details()["auto_prefers_mkl"]:
+        assert openneuron._C._library_call_counts()["mkl_gemm"] > 0
     print(openneuron.cpu_capability(), openneuron.get_fallback_ops())
     """
 )

@@ -157,6 +157,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_mkl_library_path", &openneuron::kernels::set_mkl_library_path);
   // Loads oneMKL if not yet loaded; its version and path, or why it is not loaded.
   m.def("_mkl_status", [] { return openneuron::kernels::mkl_status(); });
+  // Whether OPENNEURON_GEMM_LIBRARY=auto gives fp32/fp64 products to oneMKL (loads it on Intel).
+  m.def("_auto_prefers_mkl", [] { return openneuron::kernels::auto_prefers_mkl(); });
   m.def("_library_call_counts", [] {
     namespace kernels = openneuron::kernels;
     const auto counts = kernels::library_call_counts();

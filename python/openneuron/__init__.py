@@ -130,8 +130,9 @@ def cpu_capability_details() -> dict:
     """``cpu_capability()`` with what lies behind it: the CPU's own level (``detected``),
     the kernel build in use (``kernels``), the ISA oneDNN's JIT kernels use (``onednn``), the
     matrix-product library choice (``gemm_library``, from ``OPENNEURON_GEMM_LIBRARY``) and
-    oneMKL's version and path, or why it is not loaded (``mkl``)."""
-    return dict(_C._cpu_capability(), mkl=_C._mkl_status())
+    oneMKL's version and path, or why it is not loaded (``mkl``), and whether ``auto`` gives
+    fp32/fp64 products to it (``auto_prefers_mkl``: on Intel CPUs)."""
+    return dict(_C._cpu_capability(), mkl=_C._mkl_status(), auto_prefers_mkl=_C._auto_prefers_mkl())
 
 
 # A malformed OPENNEURON_MAX_CPU_ISA fails here, naming the accepted values, rather than

@@ -1,5 +1,7 @@
 #include "kernels/runtime/gemm_library.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,16 @@ namespace openneuron::kernels {
 namespace {
 
 constexpr const char* kVariable = "OPENNEURON_GEMM_LIBRARY";
+
+bool cpu_vendor_is_intel() {
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  char vendor[13] = {0};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+}
 
 // -1: not overridden.
 std::atomic<int> test_override{-1};
@@ -55,10 +67,15 @@ void set_gemm_library_for_testing(GemmLibrary library) {
 
 void reset_gemm_library_for_testing() { test_override.store(-1, std::memory_order_release); }
 
+bool auto_prefers_mkl() {
+  static const bool intel = cpu_vendor_is_intel();
+  return intel && mkl_gemms() != nullptr;
+}
+
 bool gemm_uses_mkl() {
   switch (requested_gemm_library()) {
     case GemmLibrary::kAuto:
-      return mkl_gemms() != nullptr;
+      return auto_prefers_mkl();
     case GemmLibrary::kMkl:
       if (mkl_gemms() == nullptr) {
         throw std::runtime_error(std::string(kVariable) + "=mkl, but " + mkl_status());
@@ -74,8 +91,9 @@ bool gemm_uses_mkl() {
 bool gemm_allows_onednn_fp32() {
   const GemmLibrary library = requested_gemm_library();
   if (library == GemmLibrary::kOneDnn) return true;
-  // Measured: oneMKL's sgemm beats oneDNN's fp32 matmul (0.76-0.82x PyTorch's, which is MKL's).
-  return library == GemmLibrary::kAuto && mkl_gemms() == nullptr;
+  // On Intel CPUs oneMKL takes fp32 (oneDNN 2.6's fp32 matmul reached 0.76-0.82x PyTorch's
+  // MKL there); elsewhere oneDNN runs it where it has kernels, OpenBLAS where it does not.
+  return library == GemmLibrary::kAuto && !auto_prefers_mkl();
 }
 
 bool gemm_allows_onednn_bf16() {

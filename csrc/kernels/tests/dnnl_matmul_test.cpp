@@ -132,12 +132,12 @@ TEST(DnnlMatmul, DeclinesDtypesItDoesNotHandle) {
 
 // The library each choice must run a product on, on this CPU.
 LibraryCall expected_library(GemmLibrary choice, DType dtype) {
-  const bool mkl = mkl_gemms() != nullptr;
-  const LibraryCall blas = mkl && choice != GemmLibrary::kOneDnn && choice != GemmLibrary::kOpenBlas
-                               ? LibraryCall::kMklGemm
-                               : LibraryCall::kOpenBlasGemm;
-  const bool onednn_may_run = choice == GemmLibrary::kOneDnn ||
-                              (choice == GemmLibrary::kAuto && (dtype == DType::BFloat16 || !mkl));
+  const bool auto_mkl = auto_prefers_mkl();
+  const bool mkl = choice == GemmLibrary::kMkl || (choice == GemmLibrary::kAuto && auto_mkl);
+  const LibraryCall blas = mkl ? LibraryCall::kMklGemm : LibraryCall::kOpenBlasGemm;
+  const bool onednn_may_run =
+      choice == GemmLibrary::kOneDnn ||
+      (choice == GemmLibrary::kAuto && (dtype == DType::BFloat16 || !auto_mkl));
   return onednn_may_run && brgemm_matmul_available() ? LibraryCall::kOneDnnMatmul : blas;
 }
 
