@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "aten/op_helpers.h"  // wrapped_number: a number where the schema takes a Tensor
 #include "aten/tensor_views.h"
 #include "compiler/fused_kernel.h"
 #include "compiler/fused_reduction.h"
@@ -62,15 +63,6 @@ at::ScalarType scalar_type_of(kernels::DType dtype) {
 }
 
 // ---- ATen calls ----
-
-// A number where the schema takes a Tensor (an FX graph's aten.add.Tensor(x, 4), or a SymInt
-// input there): what PyTorch's argument parser passes for it, a CPU scalar tensor marked as a
-// wrapped number, so that it promotes like a scalar.
-at::Tensor wrapped_number(const c10::Scalar& s) {
-  at::Tensor t = at::scalar_to_tensor(s);
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
 
 // One argument of an ATen call: a constant, a slot, or a list mixing both.
 struct ArgBuilder {

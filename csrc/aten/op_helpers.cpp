@@ -1,5 +1,6 @@
 #include "aten/op_helpers.h"
 
+#include <ATen/ScalarOps.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
@@ -120,6 +121,12 @@ Operand::Operand(const at::Tensor& tensor, at::IntArrayRef shape, at::ScalarType
     view.strides[d] = 0;
   }
   std::memcpy(host_value, value.data_ptr(), value.element_size());
+}
+
+at::Tensor wrapped_number(const at::Scalar& value) {
+  at::Tensor tensor = at::scalar_to_tensor(value);
+  tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return tensor;
 }
 
 }  // namespace openneuron::bridge

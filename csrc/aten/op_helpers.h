@@ -19,6 +19,10 @@ namespace openneuron::bridge {
 // Returns the neuron device.
 c10::Device check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors);
 
+// A Python number as PyTorch passes it to a Tensor overload: a wrapped 0-dim CPU tensor, which
+// promotes as a scalar (an int tensor against 2.5 compares in float; a half tensor in half).
+at::Tensor wrapped_number(const at::Scalar& value);
+
 // True when every tensor's dtype is one the kernels compute with natively. 0-dim CPU
 // tensors (wrapped scalars) are exempt: Operand converts them to the compute dtype.
 bool all_native_dtypes(std::initializer_list<const at::Tensor*> tensors);

@@ -29,14 +29,6 @@ bool isin_is_native(const at::Tensor& elements, const at::Tensor& test) {
          elements.dim() <= kernels::kMaxDims && test.dim() <= kernels::kMaxDims;
 }
 
-// A Python number as PyTorch passes it to isin: a wrapped 0-dim CPU tensor, which promotes
-// as a scalar (int tensor vs 2.5 compares in float; half tensor vs 2.5 in half).
-at::Tensor wrapped_number(const at::Scalar& value) {
-  at::Tensor tensor = at::scalar_to_tensor(value);
-  tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return tensor;
-}
-
 }  // namespace
 
 at::Tensor& isin_out(const at::Tensor& elements, const at::Tensor& test_elements,

@@ -33,13 +33,6 @@ std::optional<at::Tensor> meta_like(const std::optional<at::Tensor>& tensor) {
   return meta_like(*tensor);
 }
 
-// A Python number as PyTorch passes it: a wrapped 0-dim CPU tensor, promoted as a scalar.
-at::Tensor wrapped_number(const at::Scalar& value) {
-  at::Tensor tensor = at::scalar_to_tensor(value);
-  tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return tensor;
-}
-
 bool search_is_native(at::ScalarType common) {
   return common != at::kBool && !at::isComplexType(common) && is_native_compute_dtype(common);
 }
