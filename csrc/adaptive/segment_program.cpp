@@ -118,7 +118,10 @@ std::shared_ptr<const SegmentProgram> compile_segment(const std::vector<Recorded
   compiler::Graph graph = segment_graph(ops, flow);
   program->ir_before = compiler::print_graph(graph);
   try {
-    compiler::run_pipeline(graph);
+    // Eager results must not depend on what a segment happened to fuse.
+    compiler::PipelineOptions bitwise_only;
+    bitwise_only.bitwise = true;
+    compiler::run_pipeline(graph, {}, bitwise_only);
     program->ir_after = compiler::print_graph(graph);
     lower_to_kernel(graph, flow, *program);
   } catch (const std::exception& e) {

@@ -138,7 +138,7 @@ struct PyCompiledGraph {
 
 PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_passes, bool fuse,
                              bool gemm_epilogues, bool bmm_epilogues, bool conv_epilogues,
-                             bool eliminate_layouts) {
+                             bool eliminate_layouts, bool bitwise) {
   const auto start = std::chrono::steady_clock::now();
   PyCompiledGraph result;
   compiler::Graph graph;
@@ -157,6 +157,7 @@ PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_
       options.bmm_epilogues = bmm_epilogues;
       options.conv_epilogues = conv_epilogues;
       options.eliminate_layouts = eliminate_layouts;
+      options.bitwise = bitwise;
       compiler::run_pipeline(graph, observer, options);
     } else {
       compiler::verify(graph, "loading");
@@ -201,7 +202,7 @@ void register_compiler_bindings(py::module& m) {
   m.def("_compiler_compile", &compile_text, py::arg("text"), py::arg("keep_dumps") = false,
         py::arg("run_passes") = true, py::arg("fuse") = true, py::arg("gemm_epilogues") = true,
         py::arg("bmm_epilogues") = true, py::arg("conv_epilogues") = true,
-        py::arg("eliminate_layouts") = true);
+        py::arg("eliminate_layouts") = true, py::arg("bitwise") = true);
 }
 
 }  // namespace openneuron::bridge

@@ -4,7 +4,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "compiler/epilogue_faults.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/pointwise/cast.h"
 
 namespace openneuron::compiler {
 
@@ -26,6 +28,19 @@ bool is_dense(const TensorView& t) {
 void run_body(const FusedKernel& kernel, const TensorView& product, const TensorView* outputs,
               const TensorView* inputs) {
   const TensorView& shape = outputs[0];
+  if (epilogue_fault() == EpilogueFault::kSkipBody) {  // a test's deliberately wrong kernel
+    if (product.data == shape.data) return;
+    TensorView source = shape;
+    source.data = product.data;
+    source.dtype = product.dtype;
+    int64_t dense_stride = 1;
+    for (int d = shape.ndim - 1; d >= 0; --d) {
+      source.strides[d] = dense_stride;
+      dense_stride *= shape.sizes[d];
+    }
+    kernels::copy(shape, source);
+    return;
+  }
   std::vector<TensorView> ins(static_cast<size_t>(kernel.num_inputs));
   ins[0] = shape;
   ins[0].data = product.data;
@@ -83,6 +98,9 @@ void run_gemm_epilogue(const FusedKernel& kernel, const TensorView& a, const Ten
   }
   if (kernel.num_inputs < 1) throw std::invalid_argument("compiler: gemm_epilogue without product");
   if (product.numel() == 0) return;
+  const EpilogueFault fault = epilogue_fault();  // kNone outside tests
+  if (fault == EpilogueFault::kDropBias) bias = nullptr;
+  if (fault == EpilogueFault::kWrongScale) alpha *= 1.001;
   kernels::gemm(product, a, b, bias, alpha, beta);
   run_body(kernel, product, outputs, inputs);
 }
@@ -101,6 +119,7 @@ void run_conv_epilogue(const FusedKernel& kernel, const TensorView& input, const
   }
   if (kernel.num_inputs < 1) throw std::invalid_argument("compiler: conv epilogue without product");
   if (product.numel() == 0) return;
+  if (epilogue_fault() == EpilogueFault::kDropBias) bias = nullptr;  // kNone outside tests
   kernels::conv2d_forward(product, input, weight, bias, params);
   run_body(kernel, product, outputs, inputs);
 }

@@ -18,6 +18,10 @@ struct PipelineOptions {
   bool gemm_epilogues = true;     // fuse elementwise consumers into mm/addmm (needs fuse)
   bool bmm_epilogues = true;      // ... into bmm (needs gemm_epilogues)
   bool conv_epilogues = true;     // ... into 2-D convolutions (needs gemm_epilogues)
+  // true: every program equals the unfused ops bit for bit (adaptive eager, and torch.compile's
+  // options={"bitwise": True}); false: fusions may round differently (torch.compile's default,
+  // held to the float64 accuracy rule). Passes that would change bits run only when false.
+  bool bitwise = true;
 };
 
 // Verifies `graph`, then runs eliminate_views, eliminate_layouts, fold_constants,

@@ -33,7 +33,11 @@ KNOWN_OPTIONS = {
     "reductions": "bool, default True: fuse sum/mean/amax with their elementwise producers",
     "eliminate_layouts": "bool, default True: remove clones and copies that change nothing",
     "decompose": "bool, default True: decompose ops with no native kernel (decompositions.py)",
+    "bitwise": "bool, default False: every fused kernel equals eager bit for bit (for debugging); "
+    "False holds compiled code to the float64 accuracy rule instead",
 }
+# What an option means when torch.compile leaves it out.
+DEFAULTS = {name: name != "bitwise" for name in KNOWN_OPTIONS}
 _graph_counter = itertools.count()
 _warn_once = cache.warn_once
 
@@ -63,7 +67,9 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
         _warn_once(str(error), f"openneuron compile: graph {number} runs uncompiled: {error}")
         return make_boxed_func(gm.forward)
     debug = _debug_dir()
-    key = cache.signature(ir_text + repr(sorted(options.items())))
+    # Every option with its default filled in, so an explicit default and an omitted one share
+    # an entry and a bitwise program never stands in for a free one (or the other way round).
+    key = cache.signature(ir_text + repr(sorted({**DEFAULTS, **options}.items())))
     compiled = cache.memory_get(key)
     if compiled is not None:
         metrics.record(cache_hits_memory=1)
@@ -90,6 +96,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 bmm_epilogues=options.get("bmm_epilogue", True),
                 conv_epilogues=options.get("conv_epilogue", True),
                 eliminate_layouts=options.get("eliminate_layouts", True),
+                bitwise=options.get("bitwise", False),
             )
             if options.get("cache", True):
                 cache.disk_put(key, compiled.ir)
@@ -105,6 +112,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 bmm_epilogues=options.get("bmm_epilogue", True),
                 conv_epilogues=options.get("conv_epilogue", True),
                 eliminate_layouts=options.get("eliminate_layouts", True),
+                bitwise=options.get("bitwise", False),
             )
         _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
     stats = compiled.stats
