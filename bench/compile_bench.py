@@ -44,6 +44,8 @@ CONFIGS = (
     ("cpu_inductor", "cpu", "inductor"),
     # The compiler without GEMM epilogue and reduction fusion: the before of those passes.
     ("neuron_compiled_elementwise_only", "neuron", "neuron-elementwise-only"),
+    # options={"bitwise": True}: only fusions that equal eager bit for bit.
+    ("neuron_compiled_bitwise", "neuron", "neuron-bitwise"),
 )
 ELEMENTWISE_ONLY = {"gemm_epilogue": False, "reductions": False}
 
@@ -57,7 +59,7 @@ def timed_step(built, device: str, index: int) -> tuple[float, float]:
 
 
 def measure(workload, size: str, repeats: int) -> dict:
-    """One workload in all five configurations. The steady steps are interleaved (one step of
+    """One workload in all six configurations. The steady steps are interleaved (one step of
     each configuration per round) so that load from other processes on the machine falls on
     all of them alike; each figure is the median over the rounds."""
     import openneuron
@@ -73,6 +75,8 @@ def measure(workload, size: str, repeats: int) -> dict:
             built = workload.build(device, size=size)
             if compiled == "neuron-elementwise-only":
                 built.compile(backend="neuron", options=ELEMENTWISE_ONLY)
+            elif compiled == "neuron-bitwise":
+                built.compile(backend="neuron", options={"bitwise": True})
             elif compiled:
                 built.compile(backend=compiled)
             first = timed_step(built, device, 0)[0]
@@ -98,11 +102,15 @@ def measure(workload, size: str, repeats: int) -> dict:
     row["elementwise_only_vs_eager"] = (
         row["neuron_eager_ms"] / row["neuron_compiled_elementwise_only_ms"]
     )
+    row["bitwise_vs_eager"] = row["neuron_eager_ms"] / row["neuron_compiled_bitwise_ms"]
     row["compiled_vs_inductor"] = row["cpu_inductor_ms"] / row["neuron_compiled_ms"]
     # CPU time: the work done, which load on the machine disturbs less than wall time does.
     row["cpu_time_compiled_vs_eager"] = row["neuron_eager_cpu_ms"] / row["neuron_compiled_cpu_ms"]
     row["cpu_time_elementwise_only_vs_eager"] = (
         row["neuron_eager_cpu_ms"] / row["neuron_compiled_elementwise_only_cpu_ms"]
+    )
+    row["cpu_time_bitwise_vs_eager"] = (
+        row["neuron_eager_cpu_ms"] / row["neuron_compiled_bitwise_cpu_ms"]
     )
     row["cpu_time_compiled_vs_inductor"] = (
         row["cpu_inductor_cpu_ms"] / row["neuron_compiled_cpu_ms"]
@@ -145,7 +153,8 @@ def markdown(results: dict, arguments: str) -> str:
         "",
         f"Measured {results['date']} with `.venv/bin/python bench/compile_bench.py "
         f"{arguments}` (`make bench-compile`). Step times in ms (medians over rounds that "
-        "interleave the five configurations; `*_cpu_ms` is the process's CPU time over all "
+        "interleave the six configurations (`bitwise`: compiled with "
+        '`options={"bitwise": True}`); `*_cpu_ms` is the process CPU time over all '
         "threads, less disturbed by load than wall time); load average at the start "
         f"{results.get('load', '?')}; cold compile in s "
         "(first step less a steady one, empty caches, Dynamo and AOTAutograd included); "
@@ -195,9 +204,11 @@ def main() -> None:
         for key in (
             "compiled_vs_eager",
             "elementwise_only_vs_eager",
+            "bitwise_vs_eager",
             "compiled_vs_inductor",
             "cpu_time_compiled_vs_eager",
             "cpu_time_elementwise_only_vs_eager",
+            "cpu_time_bitwise_vs_eager",
             "cpu_time_compiled_vs_inductor",
             "cold_compile_ratio",
             "backend_compile_ratio",

@@ -1,8 +1,10 @@
 """torch.compile on neuron: the backend against eager, its caches, options, errors and metrics.
 
-Compiled programs run every pointwise op with the kernel library's own loop (fused, tile by
-tile) and every other op through the same ATen kernels as eager, so compiled results must equal
-eager results bit for bit; each comparison below is exact.
+These tests compile with options={"bitwise": True}: programs then run every pointwise op with
+the kernel library's own loop (fused, tile by tile) and every other op through the same ATen
+kernels as eager, so compiled results must equal eager results bit for bit; each comparison
+below is exact. The default mode, held to the float64 accuracy rule instead, is tested in
+test_compile_accuracy.py and by the fuzzer slices at the end of this file.
 """
 
 import logging
@@ -22,6 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from bench.workloads import WORKLOADS  # noqa: E402
 from tests.compile_fixtures import fresh_compiler  # noqa: E402, F401
 from tests.compile_fuzz import fuzz  # noqa: E402
+
+# Compiled results equal eager's bit for bit only in this mode.
+BITWISE = {"bitwise": True}
 
 
 class Block(torch.nn.Module):
@@ -62,7 +67,7 @@ def assert_bitwise(a, b):
 def test_forward_and_backward_equal_eager_bitwise(dtype):
     model, x = block_and_input(dtype=dtype)
     eager = forward_and_grads(model, model, x)
-    compiled = forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    compiled = forward_and_grads(torch.compile(model, backend="neuron", options=BITWISE), model, x)
     assert_bitwise(eager, compiled)
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] == 2  # forward and backward
@@ -91,7 +96,7 @@ def test_conv_epilogue_equals_eager_bitwise(dtype):
     model = ConvBlock().to("neuron", dtype)
     x = torch.randn(4, 8, 20, 20, device="neuron", dtype=dtype, requires_grad=True)
     eager = forward_and_grads(model, model, x)
-    compiled = forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    compiled = forward_and_grads(torch.compile(model, backend="neuron", options=BITWISE), model, x)
     assert_bitwise(eager, compiled)
     metrics = openneuron.compile_metrics()
     # Training: the conv (its bias inside) and relu; relu's result is saved for the backward
@@ -102,7 +107,9 @@ def test_conv_epilogue_equals_eager_bitwise(dtype):
     torch._dynamo.reset()
     openneuron.reset_compile_metrics()
     with torch.no_grad():
-        assert_bitwise([model(x).cpu()], [torch.compile(model, backend="neuron")(x).cpu()])
+        assert_bitwise(
+            [model(x).cpu()], [torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()]
+        )
     assert openneuron.compile_metrics()["conv_epilogues"] == 1
 
 
@@ -128,12 +135,14 @@ def test_cnn_workload_inference_with_folded_batch_norm_fuses_its_convolutions():
     x = torch.randn(8, 3, 32, 32, generator=torch.Generator().manual_seed(5)).to("neuron")
     with torch.no_grad():
         expected = model(x).cpu()
-        got = torch.compile(model, backend="neuron")(x).cpu()
+        got = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
         assert_bitwise([expected], [got])
         assert openneuron.compile_metrics()["conv_epilogues"] == 1
         torch._dynamo.reset()
         openneuron.reset_compile_metrics()
-        got = torch.compile(model, backend="neuron", options={"reductions": False})(x).cpu()
+        got = torch.compile(model, backend="neuron", options={**BITWISE, "reductions": False})(
+            x
+        ).cpu()
         assert_bitwise([expected], [got])
         assert openneuron.compile_metrics()["conv_epilogues"] == 2
 
@@ -161,7 +170,7 @@ def test_bmm_epilogue_equals_eager_bitwise(dtype):
         return [y.detach().cpu(), q.grad.cpu(), k.grad.cpu(), v.grad.cpu()]
 
     eager = run(attention_scores)
-    compiled = run(torch.compile(attention_scores, backend="neuron"))
+    compiled = run(torch.compile(attention_scores, backend="neuron", options=BITWISE))
     assert_bitwise(eager, compiled)
     assert openneuron.compile_metrics()["bmm_epilogues"] >= 1  # the scores' scale and mask add
 
@@ -187,7 +196,7 @@ def test_fused_reductions_equal_eager_bitwise(dtype):
         return [y.detach().cpu(), x.grad.cpu(), weight.grad.cpu()]
 
     eager = run(spelled_out_norms)
-    compiled = run(torch.compile(spelled_out_norms, backend="neuron"))
+    compiled = run(torch.compile(spelled_out_norms, backend="neuron", options=BITWISE))
     assert_bitwise(eager, compiled)
     # Forward: the square into the mean, the shifted exp into the sum; backward: more sums.
     assert openneuron.compile_metrics()["fused_reductions"] >= 3
@@ -204,7 +213,9 @@ def test_compiles_with_structured_trace_logging_on():
     try:
         model, x = block_and_input()
         eager = forward_and_grads(model, model, x)
-        compiled = forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+        compiled = forward_and_grads(
+            torch.compile(model, backend="neuron", options=BITWISE), model, x
+        )
     finally:
         trace_log.removeHandler(handler)
         trace_log.setLevel(previous_level)
@@ -226,7 +237,7 @@ def test_a_wrong_eager_kernel_is_caught():
     the compiled program, whose fused kernel computes tanh itself."""
     model, x = block_and_input()
     with torch.no_grad():
-        compiled = torch.compile(model, backend="neuron")(x).cpu()
+        compiled = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
     library = torch.library.Library("aten", "IMPL")
     library.impl(
         "tanh", lambda t: torch.ops.aten.tanh.default(t.cpu()).mul(1.01).to(t.device), "PrivateUse1"
@@ -243,10 +254,14 @@ def test_inference_modes():
     model, x = block_and_input()
     with torch.no_grad():
         expected = model(x).cpu()
-        assert torch.equal(torch.compile(model, backend="neuron")(x).cpu(), expected)
+        assert torch.equal(
+            torch.compile(model, backend="neuron", options=BITWISE)(x).cpu(), expected
+        )
     torch._dynamo.reset()
     with torch.inference_mode():
-        assert torch.equal(torch.compile(model, backend="neuron")(x).cpu(), expected)
+        assert torch.equal(
+            torch.compile(model, backend="neuron", options=BITWISE)(x).cpu(), expected
+        )
 
 
 def test_default_backend_routes_neuron_graphs_to_ours():
@@ -266,7 +281,7 @@ def test_workloads_compiled_equal_eager(name):
         eager = WORKLOADS[name].build("neuron")
         expected = [eager.step(i).float().cpu() for i in range(steps)]
         compiled = WORKLOADS[name].build("neuron")
-        compiled.compile(backend="neuron")
+        compiled.compile(backend="neuron", options=BITWISE)
         got = [compiled.step(i).float().cpu() for i in range(steps)]
     assert_bitwise(expected, got)
     for p, q in zip(eager.model.parameters(), compiled.model.parameters()):
@@ -282,7 +297,7 @@ def test_workloads_compiled_equal_eager(name):
 
 def test_dynamic_shapes_compile_each_graph_once():
     model, _ = block_and_input()
-    compiled = torch.compile(model, backend="neuron", dynamic=True)
+    compiled = torch.compile(model, backend="neuron", dynamic=True, options=BITWISE)
     for n in (3, 5, 8, 13, 21):
         x = torch.randn(n, 7, 32, device="neuron", requires_grad=True)
         assert_bitwise(forward_and_grads(model, model, x), forward_and_grads(compiled, model, x))
@@ -293,7 +308,7 @@ def test_dynamic_shapes_compile_each_graph_once():
 
 def test_mark_dynamic_and_automatic_dynamic():
     model, _ = block_and_input()
-    compiled = torch.compile(model, backend="neuron")
+    compiled = torch.compile(model, backend="neuron", options=BITWISE)
     with torch.no_grad():
         for n in (4, 6, 9, 11):  # the second size makes Dynamo's automatic dynamic kick in
             x = torch.randn(n, 7, 32, device="neuron")
@@ -304,7 +319,7 @@ def test_mark_dynamic_and_automatic_dynamic():
         torch._dynamo.reset()
         x = torch.randn(5, 7, 32, device="neuron")
         torch._dynamo.mark_dynamic(x, 0)
-        compiled = torch.compile(model, backend="neuron")
+        compiled = torch.compile(model, backend="neuron", options=BITWISE)
         compiled(x)
         compiled(torch.randn(12, 7, 32, device="neuron"))
     metrics = openneuron.compile_metrics()
@@ -329,14 +344,14 @@ def test_graph_breaks_compile_subgraphs_and_fullgraph_raises():
 
     x = torch.randn(16, device="neuron")
     expected = fn(x).cpu()
-    assert torch.equal(torch.compile(fn, backend="neuron")(x).cpu(), expected)
+    assert torch.equal(torch.compile(fn, backend="neuron", options=BITWISE)(x).cpu(), expected)
     metrics = openneuron.compile_metrics()
     assert metrics["graphs"] == 2
     assert sum(metrics["graph_breaks"].values()) >= 1
     assert any("`print`" in reason for reason in metrics["graph_breaks"])  # names the cause
     torch._dynamo.reset()
     with pytest.raises(torch._dynamo.exc.Unsupported):
-        torch.compile(fn, backend="neuron", fullgraph=True)(x)
+        torch.compile(fn, backend="neuron", fullgraph=True, options=BITWISE)(x)
 
 
 def test_autocast_and_mixed_mode():
@@ -348,21 +363,23 @@ def test_autocast_and_mixed_mode():
         return (h.float() * 3).sum()  # eager code after the compiled region
 
     expected = step(model).cpu()
-    assert torch.equal(step(torch.compile(model, backend="neuron")).cpu(), expected)
+    assert torch.equal(
+        step(torch.compile(model, backend="neuron", options=BITWISE)).cpu(), expected
+    )
 
 
 def test_in_memory_and_disk_caches(tmp_path):
     model, x = block_and_input()
     with torch.no_grad():
-        first = torch.compile(model, backend="neuron")(x).cpu()
+        first = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
         torch._dynamo.reset()
-        torch.compile(model, backend="neuron")(x)
+        torch.compile(model, backend="neuron", options=BITWISE)(x)
         assert openneuron.compile_metrics()["cache_hits_memory"] == 1
         entries = list((tmp_path / "cache").glob("*.ir"))
         assert len(entries) == 1
         torch._dynamo.reset()
         cache.clear_memory()
-        again = torch.compile(model, backend="neuron")(x).cpu()
+        again = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
     assert openneuron.compile_metrics()["cache_hits_disk"] == 1
     assert torch.equal(first, again)
     text = entries[0].read_text()
@@ -372,14 +389,14 @@ def test_in_memory_and_disk_caches(tmp_path):
 def corrupt_and_recompile(tmp_path, damage):
     model, x = block_and_input()
     with torch.no_grad():
-        expected = torch.compile(model, backend="neuron")(x).cpu()
+        expected = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
         (entry,) = (tmp_path / "cache").glob("*.ir")
         damage(entry)
         torch._dynamo.reset()
         cache.clear_memory()
         openneuron.reset_compile_metrics()
         with pytest.warns(RuntimeWarning, match="compile cache"):
-            got = torch.compile(model, backend="neuron")(x).cpu()
+            got = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
     assert torch.equal(got, expected)
     assert openneuron.compile_metrics()["cache_errors"] == 1
     assert openneuron.compile_metrics()["cache_hits_disk"] == 0
@@ -417,7 +434,7 @@ def test_read_only_cache_directory_degrades_to_memory(tmp_path):
     directory.chmod(0o500)
     model, x = block_and_input()
     with torch.no_grad(), pytest.warns(RuntimeWarning, match="memory only"):
-        out = torch.compile(model, backend="neuron")(x)
+        out = torch.compile(model, backend="neuron", options=BITWISE)(x)
     assert out.device.type == "neuron"
 
 
@@ -439,13 +456,13 @@ def test_refused_cache_write_degrades_to_memory(tmp_path, monkeypatch):
     with torch.no_grad():
         expected = model(x).cpu()
         with pytest.warns(RuntimeWarning, match="memory only"):
-            out = torch.compile(model, backend="neuron")(x).cpu()
+            out = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
         assert torch.equal(out, expected)
         assert not list(directory.glob("*"))
         torch._dynamo.reset()
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # reported once, not on every graph
-            again = torch.compile(model, backend="neuron")(x).cpu()
+            again = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
     assert torch.equal(again, expected)
     assert openneuron.compile_metrics()["cache_hits_memory"] == 1
 
@@ -456,7 +473,7 @@ def test_unwritable_cache_path_degrades_to_memory(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(blocker / "cache"))
     model, x = block_and_input()
     with torch.no_grad(), pytest.warns(RuntimeWarning, match="memory only"):
-        out = torch.compile(model, backend="neuron")(x).cpu()
+        out = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
     with torch.no_grad():
         assert torch.equal(out, model(x).cpu())
 
@@ -466,23 +483,27 @@ def test_options_and_modes():
     with torch.no_grad():
         expected = model(x).cpu()
         with pytest.warns(RuntimeWarning, match="unknown option 'triton.cudagraphs'"):
-            out = torch.compile(model, backend="neuron", options={"triton.cudagraphs": True})(x)
+            out = torch.compile(
+                model, backend="neuron", options={**BITWISE, "triton.cudagraphs": True}
+            )(x)
         assert torch.equal(out.cpu(), expected)
         torch._dynamo.reset()
         openneuron.reset_compile_metrics()
-        unfused = torch.compile(model, backend="neuron", options={"fuse": False})(x).cpu()
+        unfused = torch.compile(model, backend="neuron", options={**BITWISE, "fuse": False})(
+            x
+        ).cpu()
         metrics = openneuron.compile_metrics()
         assert metrics["fused_kernels"] == metrics["fused_ops"]  # one op per kernel
         assert torch.equal(unfused, expected)
         torch._dynamo.reset()
         out = torch.compile(model, backend="neuron", mode="max-autotune")(x)
-        assert torch.equal(out.cpu(), expected)
+        torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4)  # default mode
 
 
 def test_cache_option_off_writes_no_entry(tmp_path):
     model, x = block_and_input()
     with torch.no_grad():
-        out = torch.compile(model, backend="neuron", options={"cache": False})(x).cpu()
+        out = torch.compile(model, backend="neuron", options={**BITWISE, "cache": False})(x).cpu()
         assert torch.equal(out, model(x).cpu())
     assert openneuron.compile_metrics()["graphs"] == 1
     assert not list((tmp_path / "cache").glob("*.ir"))
@@ -533,7 +554,7 @@ def test_a_graph_the_lowering_cannot_express_runs_uncompiled_warned_once():
         expected = run(complex_rotary)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = run(torch.compile(complex_rotary, backend="neuron"))
+        got = run(torch.compile(complex_rotary, backend="neuron", options=BITWISE))
     assert_bitwise(expected, got)
     uncompiled = [w for w in caught if "runs uncompiled" in str(w.message)]
     assert len(uncompiled) == 1  # forward and backward fail alike: one warning
@@ -548,7 +569,7 @@ def test_a_graph_the_lowering_cannot_express_runs_uncompiled_warned_once():
 def test_debug_dir_dumps_each_stage(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENNEURON_DEBUG_DIR", str(tmp_path / "debug"))
     model, x = block_and_input()
-    forward_and_grads(torch.compile(model, backend="neuron"), model, x)
+    forward_and_grads(torch.compile(model, backend="neuron", options=BITWISE), model, x)
     graphs = sorted((tmp_path / "debug").iterdir())
     assert [g.name.split("_")[-1] for g in graphs] == ["forward", "backward"]
     names = sorted(p.name for p in graphs[0].iterdir())
@@ -568,7 +589,7 @@ def test_errors_name_the_graph_node_and_source_line():
 
     x = torch.randn(1, 2**17, device="neuron")
     with pytest.raises(torch.OutOfMemoryError) as info:
-        torch.compile(fn, backend="neuron")(x)
+        torch.compile(fn, backend="neuron", options=BITWISE)(x)
     text = str(info.value) + "".join(getattr(info.value, "__notes__", []))
     assert "graph node" in text and "fused" in text and "test_compile.py" in text
     assert torch.ones(2, device="neuron").sum().item() == 2  # the process stays usable
@@ -581,13 +602,17 @@ def test_extern_errors_name_the_graph_node_and_source_line():
     line = fn.__code__.co_firstlineno + 1
     x = torch.randn(10, 4, device="neuron")
     with pytest.raises(IndexError, match="out of bounds") as info:
-        torch.compile(fn, backend="neuron")(x, torch.tensor([1, 100], device="neuron"))
+        torch.compile(fn, backend="neuron", options=BITWISE)(
+            x, torch.tensor([1, 100], device="neuron")
+        )
     text = str(info.value) + "".join(getattr(info.value, "__notes__", []))
     assert "(aten::index_select)" in text and f"test_compile.py:{line}" in text
     assert "graph node" in text
     torch._dynamo.reset()
     index = torch.tensor([1, 9], device="neuron")
-    assert torch.equal(torch.compile(fn, backend="neuron")(x, index).cpu(), fn(x, index).cpu())
+    assert torch.equal(
+        torch.compile(fn, backend="neuron", options=BITWISE)(x, index).cpu(), fn(x, index).cpu()
+    )
 
 
 def test_a_wrong_stride_kernel_is_repaired_and_counted():
@@ -609,7 +634,7 @@ def test_a_wrong_stride_kernel_is_repaired_and_counted():
         warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
         library.impl("cumsum", column_major_cumsum, "PrivateUse1")
     try:
-        got = torch.compile(fn, backend="neuron")(x).cpu()
+        got = torch.compile(fn, backend="neuron", options=BITWISE)(x).cpu()
     finally:
         del library
     assert torch.equal(got, expected)
@@ -622,7 +647,7 @@ def test_an_op_without_a_native_kernel_runs_counted_inside_the_program():
 
     x = torch.rand(32, device="neuron")
     openneuron.clear_op_tracking()
-    out = torch.compile(fn, backend="neuron")(x)
+    out = torch.compile(fn, backend="neuron", options=BITWISE)(x)
     assert torch.equal(out.cpu(), fn(x).cpu())
     assert any("i0" in name for name in openneuron.get_fallback_ops())
 
@@ -632,6 +657,23 @@ def test_random_programs_fixed_seed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert fuzz(graphs=40, seed=20261201) == []
+
+
+def test_random_programs_fixed_seed_bitwise():
+    """The same slice compiled with options={"bitwise": True}: forward results equal eager's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert fuzz(graphs=40, seed=20261201, bitwise=True) == []
+
+
+@pytest.mark.parametrize("bitwise", [False, True])
+def test_the_fuzzer_catches_a_subtly_wrong_fused_kernel(bitwise, monkeypatch):
+    """Every fused matrix product scaled by 1.001 (a test-only fault): the fuzzer's rule, float64
+    arbiter or bit equality, must report graphs of the same slice."""
+    monkeypatch.setenv("OPENNEURON_COMPILE_FAULT", "wrong_scale")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(fuzz(graphs=40, seed=20261201, bitwise=bitwise)) >= 2
 
 
 def test_readme_documents_every_option():
