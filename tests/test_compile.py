@@ -351,7 +351,15 @@ def test_autocast_and_mixed_mode():
     assert torch.equal(step(torch.compile(model, backend="neuron")).cpu(), expected)
 
 
-def test_in_memory_and_disk_caches(tmp_path):
+@pytest.fixture
+def our_caches_only():
+    """AOTAutograd's persistent cache off, so a second compile reaches ours (test_compile_warm.py
+    covers that cache)."""
+    with torch._functorch.config.patch(enable_autograd_cache=False):
+        yield
+
+
+def test_in_memory_and_disk_caches(tmp_path, our_caches_only):
     model, x = block_and_input()
     with torch.no_grad():
         first = torch.compile(model, backend="neuron")(x).cpu()
@@ -386,13 +394,13 @@ def corrupt_and_recompile(tmp_path, damage):
     return entry
 
 
-def test_truncated_cache_entry_is_reported_and_recompiled(tmp_path):
+def test_truncated_cache_entry_is_reported_and_recompiled(tmp_path, our_caches_only):
     corrupt_and_recompile(
         tmp_path, lambda p: p.write_text(p.read_text()[: len(p.read_text()) // 2])
     )
 
 
-def test_corrupted_cache_entry_is_reported_and_recompiled(tmp_path):
+def test_corrupted_cache_entry_is_reported_and_recompiled(tmp_path, our_caches_only):
     def flip(p):
         text = p.read_text()
         p.write_text(text.replace("pointwise", "pointwize", 1))
@@ -400,13 +408,13 @@ def test_corrupted_cache_entry_is_reported_and_recompiled(tmp_path):
     corrupt_and_recompile(tmp_path, flip)
 
 
-def test_stale_cache_entry_is_reported_and_recompiled(tmp_path):
+def test_stale_cache_entry_is_reported_and_recompiled(tmp_path, our_caches_only):
     corrupt_and_recompile(
         tmp_path, lambda p: p.write_text(p.read_text().replace("torch ", "torch 0.0-", 1))
     )
 
 
-def test_garbage_cache_entry_is_reported_and_recompiled(tmp_path):
+def test_garbage_cache_entry_is_reported_and_recompiled(tmp_path, our_caches_only):
     corrupt_and_recompile(tmp_path, lambda p: p.write_bytes(b"\x00\xff" * 100))
 
 
@@ -421,7 +429,7 @@ def test_read_only_cache_directory_degrades_to_memory(tmp_path):
     assert out.device.type == "neuron"
 
 
-def test_refused_cache_write_degrades_to_memory(tmp_path, monkeypatch):
+def test_refused_cache_write_degrades_to_memory(tmp_path, monkeypatch, our_caches_only):
     """What a read-only directory does to a user without root, for any user: the cache's write
     (a temporary file in the directory, then a rename) is refused."""
     import tempfile
