@@ -515,7 +515,8 @@ def test_unknown_option_is_warned_about_once():
     unknown = [w for w in caught if "unknown option" in str(w.message)]
     assert len(unknown) == 1
     assert "'epilogue_fusion'" in str(unknown[0].message)
-    assert openneuron.compile_metrics()["graphs"] == 2
+    metrics = openneuron.compile_metrics()  # the second compile loads the first's graph
+    assert metrics["graphs"] == 1 and metrics["cache_hits_aot"] == 1
 
 
 def complex_rotary(x, freqs):
