@@ -1,5 +1,6 @@
 """The fixture every torch.compile test module uses: each test starts with empty caches (Dynamo's,
-ours in memory and a fresh disk cache directory) and zeroed compile metrics."""
+ours in memory, fresh directories for our disk cache and PyTorch's AOTAutograd cache) and
+zeroed compile metrics."""
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from openneuron.compile import cache
 @pytest.fixture(autouse=True)
 def fresh_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "torch_cache"))
     torch._dynamo.reset()
     cache.clear_memory()
     openneuron.reset_compile_metrics()

@@ -10,6 +10,7 @@ import openneuron
 from examples.nki.norms import rmsnorm
 from openneuron.compile import reset_compile_metrics
 from openneuron.nki import torch_kernels
+from tests.compile_fixtures import fresh_compiler  # noqa: F401  (fresh caches per test)
 from tests.test_nki_torch import _rmsnorm_backward, _rmsnorm_backward_setup
 
 # The simulator's rmsnorm against PyTorch's in fp32: measured max error 1e-6; 1e-5 allows for

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.aot_autograd import make_boxed_func
+from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
 
 from openneuron import _C
-from openneuron.compile import cache, metrics
+from openneuron.compile import aot_cache, cache, metrics
 from openneuron.compile.decompositions import decomposition_table
 from openneuron.compile.lower import LoweringError, lower_graph
+from openneuron.compile.output_code import CompiledGraph, UncompiledGraph
 
 # Options of torch.compile(..., options={...}) the backend honours.
 KNOWN_OPTIONS = {
@@ -65,7 +66,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
         # Counted and reported: the graph still runs, op by op through the eager kernels.
         metrics.record_lowering_fallback(str(error))
         _warn_once(str(error), f"openneuron compile: graph {number} runs uncompiled: {error}")
-        return make_boxed_func(gm.forward)
+        return UncompiledGraph(gm, str(error))
     debug = _debug_dir()
     # Every option with its default filled in, so an explicit default and an omitted one share
     # an entry and a bitwise program never stands in for a free one (or the other way round).
@@ -120,22 +121,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
     metrics.record_compile_ms((time.perf_counter() - start) * 1e3)
     metrics.record(lowered_pointwise=counts["pointwise"], lowered_extern=counts["extern"])
 
-    run = compiled.run
-
-    def compiled_fn(args):
-        inputs = list(args)
-        args.clear()  # boxed convention: the program owns the inputs and may free them early
-        inputs.extend(constants)
-        try:
-            return run(inputs)
-        except Exception as error:
-            if compiled.last_failure and compiled.last_failure not in str(error):
-                error.add_note(f"openneuron compiled graph {number}: in {compiled.last_failure}")
-            raise
-
-    compiled_fn._boxed_call = True
-    compiled_fn.compiled_graph = compiled
-    return compiled_fn
+    return CompiledGraph(compiled, compiled.ir, constants, number, key)
 
 
 def _check_options(mode, options) -> dict:
@@ -169,17 +155,23 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     compile_id = torch._guards.CompileContext.current_compile_id()
     if compile_id is not None and getattr(compile_id, "frame_compile_id", 0):
         metrics.record(recompiles=1)
-    forward = functools.partial(_compile_graph, kind="forward", options=options)
-    backward = functools.partial(_compile_graph, kind="backward", options=options)
-    inference = functools.partial(_compile_graph, kind="inference", options=options)
-    return aot_autograd(
-        fw_compiler=forward,
-        bw_compiler=backward,
-        inference_compiler=inference,
+
+    def compiler(kind):
+        # Serializable: AOTAutograd's cache stores what it returns (see output_code.py).
+        return SerializableAOTDispatchCompiler(
+            CompiledGraph, functools.partial(_compile_graph, kind=kind, options=options)
+        )
+
+    backend = aot_autograd(
+        fw_compiler=compiler("forward"),
+        bw_compiler=compiler("backward"),
+        inference_compiler=compiler("inference"),
         # Ops our kernels lack are decomposed into ones they have rather than run on the host.
         decompositions=decomposition_table() if options.get("decompose", True) else None,
         keep_inference_input_mutations=True,
-    )(gm, example_inputs)
+    )
+    with aot_cache.for_backend(options):
+        return backend(gm, example_inputs)
 
 
 def _on_neuron(value) -> bool:

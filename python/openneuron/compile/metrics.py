@@ -31,7 +31,9 @@ def compile_metrics() -> dict:
     """What the ``neuron`` compiler has done in this process.
 
     ``graphs``: graphs compiled (forward, backward and inference graphs count separately);
-    ``cache_hits_memory`` / ``cache_hits_disk`` / ``cache_errors``; ``compile_ms`` (total, ours:
+    ``cache_hits_memory`` / ``cache_hits_disk`` / ``cache_errors``; ``cache_hits_aot``
+    (compiled graphs found in AOTAutograd's persistent cache, so neither traced by AOTAutograd
+    nor lowered again, and not counted in ``graphs``); ``compile_ms`` (total, ours:
     lowering, passes and program building; Dynamo and AOTAutograd tracing are not included);
     ``fused_kernels``, ``fused_ops`` (elementwise ops inside them), ``extern_calls`` (ATen
     calls in compiled programs), ``gemm_epilogues`` (matrix products and convolutions that run
@@ -52,6 +54,7 @@ def compile_metrics() -> dict:
         result.setdefault("cache_hits_memory", 0)
         result.setdefault("cache_hits_disk", 0)
         result.setdefault("cache_errors", 0)
+        result.setdefault("cache_hits_aot", 0)
         result.setdefault("gemm_epilogues", 0)
         result.setdefault("bmm_epilogues", 0)
         result.setdefault("conv_epilogues", 0)
