@@ -170,7 +170,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
         decompositions=decomposition_table() if options.get("decompose", True) else None,
         keep_inference_input_mutations=True,
     )
-    with aot_cache.for_backend(options):
+    # Defaults filled in, as for our own cache key: an omitted option and its default share entries.
+    with aot_cache.for_backend({**DEFAULTS, **options}):
         return backend(gm, example_inputs)
 
 
