@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -177,6 +178,53 @@ void keep_broadcasts(const c10::OperatorHandle& op, torch::jit::Stack& stack, si
   }
 }
 
+// In-place ops that run on host copies, where the CPU cannot see how the device tensors share
+// memory: the CPU's (and CUDA's) overlap checks for them, made on the device tensors first.
+// kIndexed: self holds each location once (index_fill_ only warns, as the CPU does) and shares
+// no memory with its index or source; kSelfOnly: self holds each location once; kElementwise:
+// that, and no operand shares part of self's memory (the shifts; checked before the dtype).
+void check_host_write_overlaps(const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                               size_t first) {
+  enum class Rule { kIndexed, kSelfOnly, kElementwise };
+  static const std::unordered_map<std::string, Rule> rules = {
+      {"aten::put_", Rule::kIndexed},
+      {"aten::index_fill_", Rule::kIndexed},
+      {"aten::index_copy_", Rule::kIndexed},
+      {"aten::masked_scatter_", Rule::kSelfOnly},
+      {"aten::__ilshift__", Rule::kElementwise},
+      {"aten::__irshift__", Rule::kElementwise},
+      {"aten::bitwise_left_shift_", Rule::kElementwise},
+      {"aten::bitwise_right_shift_", Rule::kElementwise},
+      {"aten::masked_fill_", Rule::kElementwise},
+  };
+  const auto rule = rules.find(op.schema().name());
+  if (rule == rules.end()) return;
+  const auto& arguments = op.schema().arguments();
+  const at::Tensor self = stack[first].toTensor();
+  if (!self.is_privateuseone()) return;
+  if (rule->second == Rule::kIndexed && op.schema().name() == "aten::index_fill_") {
+    if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+      TORCH_WARN(
+          "Use of index_fill_ on expanded tensors is deprecated. Please clone() the tensor "
+          "before performing this operation. This also applies to advanced indexing e.g. "
+          "tensor[mask] = scalar");
+    }
+  } else if (op.schema().name() != "aten::masked_fill_") {
+    at::assert_no_internal_overlap(self);
+  }
+  if (rule->second == Rule::kSelfOnly) return;
+  for (size_t i = 1; i < arguments.size(); ++i) {
+    const c10::IValue& value = stack[first + i];
+    if (!value.isTensor() || !value.toTensor().defined()) continue;
+    const at::Tensor& operand = value.toTensor();
+    if (rule->second == Rule::kIndexed) {
+      at::assert_no_overlap(self, operand);
+    } else if (!(operand.is_cpu() && operand.dim() == 0)) {
+      at::assert_no_partial_overlap(self, operand);
+    }
+  }
+}
+
 }  // namespace
 
 void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
@@ -245,6 +293,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       at::assert_no_internal_overlap(value.toTensor());
     }
   }
+  check_host_write_overlaps(op, *stack, first);
   run_widening_unsupported_dtypes(op, stack, name, names_a_device(op, *stack, first),
                                   [&](torch::jit::Stack* host_stack) {
                                     keep_broadcasts(op, *host_stack, first);

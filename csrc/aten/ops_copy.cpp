@@ -1,5 +1,7 @@
 // Copies between host and device and within the device, with dtype conversion and
 // broadcasting, and reading a single value back to the host.
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -140,9 +142,20 @@ void copy_between_devices(const at::Tensor& src, const at::Tensor& dst) {
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   OPENNEURON_NATIVE_OP("aten::_copy_from");
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
-  if (dst.numel() == 0 || self.is_same(dst)) return dst;
+  if (self.is_same(dst)) return dst;
+  // As TensorIterator's copy_: the source broadcasts to the destination's shape.
+  if (!self.sizes().equals(dst.sizes())) {
+    const at::DimVector shape = at::infer_size_dimvector(dst.sizes(), self.sizes());
+    TORCH_CHECK(dst.sizes().equals(shape), "output with shape ", dst.sizes(),
+                " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  }
+  if (dst.numel() == 0) return dst;
   const bool src_on_device = self.is_privateuseone();
   const bool dst_on_device = dst.is_privateuseone();
+  // As TensorIterator's copy_: a destination holding one location twice, or partly sharing the
+  // source's memory, would be written in an undefined order.
+  if (dst_on_device) at::assert_no_internal_overlap(dst);
+  if (dst_on_device && src_on_device) at::assert_no_partial_overlap(dst, self);
   if (has_math_bits(self) || has_math_bits(dst)) {
     copy_resolving_math_bits(self, dst);
     return dst;

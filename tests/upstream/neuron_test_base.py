@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import time
+import zlib
 
 import torch
 
@@ -176,3 +178,19 @@ def pytest_runtest_logfinish(nodeid, location):
     written with the tests that ran (a timeout would lose them all)."""
     if _session_clock and time.monotonic() > _session_clock["ends"]:
         _session_clock["session"].shouldstop = "time budget of this file spent"
+
+
+def pytest_collection_modifyitems(config, items):
+    """With NEURON_UPSTREAM_SAMPLE=N (set by the runner), keeps one test in N, chosen by a hash
+    of its device-free name, so that the neuron and cpu runs keep the same tests."""
+    every = int(os.environ.get("NEURON_UPSTREAM_SAMPLE", "1"))
+    if every <= 1:
+        return
+    device = os.environ.get("PYTORCH_TESTING_DEVICE_ONLY_FOR", "")
+    kept, dropped = [], []
+    for item in items:
+        name = re.sub(f"_{device}(?=_|$)", "", item.name) if device else item.name
+        (kept if zlib.crc32(name.encode()) % every == 0 else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
