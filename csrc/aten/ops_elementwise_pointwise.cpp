@@ -380,7 +380,7 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   } else if (has_out) {
     check_out_dtype(spec_, result, out);
-    at::native::resize_output(out, shape);
+    resize_elementwise_out(out, shape, operand_pointers);
   } else {
     out = new_output();
   }
