@@ -187,3 +187,16 @@ def test_is_set_to_sees_one_storage():
     assert base.is_set_to(alias) and alias.is_set_to(base)
     assert not base.is_set_to(torch.empty(3, 4, device=DEV))
     assert not base.is_set_to(base.view(4, 3))
+
+
+@pytest.mark.parametrize("op", [torch.add, torch.eq, torch.exp])
+def test_resized_out_takes_the_inputs_layout(op):
+    """An empty out= that an elementwise op resizes is laid out like a new result, as the
+    CPU's TensorIterator does: a permuted input gives a permuted out=."""
+    strides = []
+    for device in ("cpu", DEV):
+        x = torch.randn(2, 3, 4, device=device).permute(0, 2, 1)
+        args = (x,) if op is torch.exp else (x, x)
+        out = torch.empty(0, device=device, dtype=op(*args).dtype)
+        strides.append(op(*args, out=out).stride())
+    assert strides[0] == strides[1] == (12, 1, 4)
