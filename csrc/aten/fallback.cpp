@@ -184,9 +184,11 @@ void keep_broadcasts(const c10::OperatorHandle& op, torch::jit::Stack& stack, si
 
 // In-place ops that run on host copies, where the CPU cannot see how the device tensors share
 // memory: the CPU's (and CUDA's) overlap checks for them, made on the device tensors first.
-// kIndexed: self holds each location once (index_fill_ may not: see below) and shares
-// no memory with its index or source; kSelfOnly: self holds each location once; kElementwise:
-// that, and no operand shares part of self's memory (the shifts; checked before the dtype).
+// kIndexed: self holds each location once and shares no memory with its index or source;
+// kSelfOnly: self holds each location once; kElementwise: that, and no operand shares part of
+// self's memory (the shifts: checked before their dtype). The CPU lets index_fill_ and
+// masked_fill_ write an expanded self (with a deprecation warning), so they are not held to
+// the first rule.
 void check_host_write_overlaps(const c10::OperatorHandle& op, const torch::jit::Stack& stack,
                                size_t first) {
   enum class Rule { kIndexed, kSelfOnly, kElementwise };
@@ -248,6 +250,7 @@ bool index_fill_shared_elements(const c10::OperatorHandle& op, torch::jit::Stack
   torch::jit::push(*stack, self);
   return true;
 }
+
 }  // namespace
 
 void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
