@@ -5,7 +5,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
 export CCACHE_DIR ?= $(CURDIR)/build/.ccache
 
-.PHONY: demo test test-upstream test-upstream-dynamo test-openreg conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
+.PHONY: demo test test-upstream test-upstream-large test-upstream-dynamo test-openreg conformance test-avx2 test-sanitize test-tsan test-wheel wheel bench bench-avx2 bench-compile bench-adaptive fuzz-compile build system venv test-cpp test-python format lint clean
 
 demo: build
 	$(PYTHON) examples/demo.py
@@ -103,6 +103,12 @@ test-python:
 # (PYTORCH_SRC=/path/to/pytorch), on neuron and on cpu; see tests/upstream/README.md.
 test-upstream: build
 	$(PYTHON) -m tests.upstream.run --pytorch-src "$(PYTORCH_SRC)"
+
+# Not in make test: PyTorch's largest device-generic files (test_torch.py, test_autograd.py,
+# test_ops.py), each on its selection within a time budget; see tests/upstream/README.md.
+test-upstream-large: build
+	$(PYTHON) -m tests.upstream.run --pytorch-src "$(PYTORCH_SRC)" --large --budget 1800 \
+		--json build/upstream-large/results.json
 
 # Not in make test: PyTorch's own test/dynamo files on neuron (default device, our backend)
 # and on cpu; see tests/upstream/README.md.

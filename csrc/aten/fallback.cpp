@@ -3,15 +3,20 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/ops/_copy_from_and_resize.h>
 
 #include <atomic>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "aten/fallback_widening.h"
 #include "aten/generator.h"
+#include "aten/host_access.h"
 #include "aten/op_tracking.h"
+#include "aten/runtime_errors.h"
+#include "aten/tensor_views.h"
 #include "runtime/errors.h"
 #include "runtime/runtime.h"
 
@@ -177,6 +182,75 @@ void keep_broadcasts(const c10::OperatorHandle& op, torch::jit::Stack& stack, si
   }
 }
 
+// In-place ops that run on host copies, where the CPU cannot see how the device tensors share
+// memory: the CPU's (and CUDA's) overlap checks for them, made on the device tensors first.
+// kIndexed: self holds each location once and shares no memory with its index or source;
+// kSelfOnly: self holds each location once; kElementwise: that, and no operand shares part of
+// self's memory (the shifts: checked before their dtype). The CPU lets index_fill_ and
+// masked_fill_ write an expanded self (with a deprecation warning), so they are not held to
+// the first rule.
+void check_host_write_overlaps(const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                               size_t first) {
+  enum class Rule { kIndexed, kSelfOnly, kElementwise };
+  static const std::unordered_map<std::string, Rule> rules = {
+      {"aten::put_", Rule::kIndexed},
+      {"aten::index_fill_", Rule::kIndexed},
+      {"aten::index_copy_", Rule::kIndexed},
+      {"aten::masked_scatter_", Rule::kSelfOnly},
+      {"aten::__ilshift__", Rule::kElementwise},
+      {"aten::__irshift__", Rule::kElementwise},
+      {"aten::bitwise_left_shift_", Rule::kElementwise},
+      {"aten::bitwise_right_shift_", Rule::kElementwise},
+      {"aten::masked_fill_", Rule::kElementwise},
+  };
+  const auto rule = rules.find(op.schema().name());
+  if (rule == rules.end()) return;
+  const auto& arguments = op.schema().arguments();
+  const at::Tensor self = stack[first].toTensor();
+  if (!self.is_privateuseone()) return;
+  if (op.schema().name() != "aten::masked_fill_" && op.schema().name() != "aten::index_fill_") {
+    at::assert_no_internal_overlap(self);
+  }
+  if (rule->second == Rule::kSelfOnly) return;
+  for (size_t i = 1; i < arguments.size(); ++i) {
+    const c10::IValue& value = stack[first + i];
+    if (!value.isTensor() || !value.toTensor().defined()) continue;
+    const at::Tensor& operand = value.toTensor();
+    if (rule->second == Rule::kIndexed) {
+      at::assert_no_overlap(self, operand);
+    } else if (!(operand.is_cpu() && operand.dim() == 0)) {
+      at::assert_no_partial_overlap(self, operand);
+    }
+  }
+}
+
+// index_fill_ into a self whose elements share memory (an expanded tensor), which the CPU
+// allows with a deprecation warning: the host copy would be dense and its write-back refused,
+// so the CPU kernel runs on the device memory itself, after the streams have run the work
+// queued before. False for any other call.
+bool index_fill_shared_elements(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                                size_t first) {
+  if (op.schema().name() != "aten::index_fill_") return false;
+  const at::Tensor self = (*stack)[first].toTensor();
+  if (!self.is_privateuseone() || at::has_internal_overlap(self) != at::MemOverlap::Yes) {
+    return false;
+  }
+  const int64_t dim = (*stack)[first + 1].toInt();
+  const at::Tensor index = (*stack)[first + 2].toTensor();
+  const c10::IValue& value = (*stack)[first + 3];
+  for (const at::Tensor* t : {&index, &self}) {
+    if (!t->is_privateuseone()) continue;
+    const c10::DeviceGuard guard(t->device());
+    OPENNEURON_RUNTIME_CALL(stream_for(*t).synchronize());
+  }
+  const at::Tensor host_index = index.is_privateuseone() ? host_alias(index) : index;
+  const at::Scalar fill = value.isTensor() ? value.toTensor().item() : value.toScalar();
+  host_alias(self).index_fill_(dim, host_index, fill);
+  torch::jit::drop(*stack, op.schema().arguments().size());
+  torch::jit::push(*stack, self);
+  return true;
+}
+
 }  // namespace
 
 void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
@@ -245,12 +319,14 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       at::assert_no_internal_overlap(value.toTensor());
     }
   }
+  check_host_write_overlaps(op, *stack, first);
+  if (index_fill_shared_elements(op, stack, first)) return;
   run_widening_unsupported_dtypes(op, stack, name, names_a_device(op, *stack, first),
                                   [&](torch::jit::Stack* host_stack) {
                                     keep_broadcasts(op, *host_stack, first);
                                     at::native::cpu_fallback(op, host_stack);
                                   });
-  for (auto& [on_device, on_host] : written_back) on_device.copy_(on_host);
+  for (auto& [on_device, on_host] : written_back) at::_copy_from_and_resize(on_host, on_device);
   if (results_on_device) keep_results_on_device(op, *stack, device);
 }
 

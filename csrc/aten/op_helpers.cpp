@@ -1,6 +1,7 @@
 #include "aten/op_helpers.h"
 
 #include <ATen/ScalarOps.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
@@ -89,6 +90,13 @@ at::DimVector elementwise_output_strides(at::IntArrayRef shape,
     next *= shape[perm[k]];
   }
   return out;
+}
+
+void resize_elementwise_out(at::Tensor& out, at::IntArrayRef shape,
+                            c10::ArrayRef<const at::Tensor*> operands) {
+  if (at::native::resize_output(out, shape)) {
+    out.as_strided_(shape, elementwise_output_strides(shape, operands));
+  }
 }
 
 at::Tensor empty_elementwise_output(at::IntArrayRef shape,

@@ -42,6 +42,11 @@ at::Tensor empty_elementwise_output(at::IntArrayRef shape,
                                     c10::ArrayRef<const at::Tensor*> operands,
                                     const at::TensorOptions& options);
 
+// Resizes an out= to an elementwise result's shape; one that had to be resized takes the
+// strides a new result would (TensorIterator's rule), one of the right shape keeps its own.
+void resize_elementwise_out(at::Tensor& out, at::IntArrayRef shape,
+                            c10::ArrayRef<const at::Tensor*> operands);
+
 // An operand broadcast to an output shape. A 0-dim CPU tensor is captured by value, converted
 // to `host_dtype` (the op's compute dtype), so the queued kernel never reads host memory the
 // caller may free; bind() points the view at it.

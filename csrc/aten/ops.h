@@ -29,6 +29,7 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, int
 at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source);
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
+bool is_set_to(const at::Tensor& self, const at::Tensor& src);
 void record_stream(at::Tensor& self, c10::Stream stream);
 bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
 

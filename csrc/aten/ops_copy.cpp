@@ -1,5 +1,7 @@
 // Copies between host and device and within the device, with dtype conversion and
 // broadcasting, and reading a single value back to the host.
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -137,9 +139,35 @@ void copy_between_devices(const at::Tensor& src, const at::Tensor& dst) {
 
 }  // namespace
 
+namespace {
+
+// The copy itself, without copy_'s checks of shape and overlap: the host fallback hands a
+// result back through it into the very tensor the CPU wrote (an expanded out=self included).
+at::Tensor copy_unchecked(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+
+}  // namespace
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   OPENNEURON_NATIVE_OP("aten::_copy_from");
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
+  if (self.is_same(dst)) return dst;
+  // As TensorIterator's copy_: the source broadcasts to the destination's shape.
+  if (!self.sizes().equals(dst.sizes())) {
+    const at::DimVector shape = at::infer_size_dimvector(dst.sizes(), self.sizes());
+    TORCH_CHECK(dst.sizes().equals(shape), "output with shape ", dst.sizes(),
+                " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  }
+  if (dst.numel() == 0) return dst;
+  // As TensorIterator's copy_: a destination holding one location twice, or partly sharing the
+  // source's memory, would be written in an undefined order.
+  if (dst.is_privateuseone()) at::assert_no_internal_overlap(dst);
+  if (dst.is_privateuseone() && self.is_privateuseone()) at::assert_no_partial_overlap(dst, self);
+  return copy_unchecked(self, dst, non_blocking);
+}
+
+namespace {
+
+at::Tensor copy_unchecked(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0 || self.is_same(dst)) return dst;
   const bool src_on_device = self.is_privateuseone();
   const bool dst_on_device = dst.is_privateuseone();
@@ -168,6 +196,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   return dst;
 }
 
+}  // namespace
+
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   OPENNEURON_NATIVE_OP("aten::_copy_from_and_resize");
   if (!dst.sizes().equals(self.sizes())) {
@@ -176,7 +206,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
     dst.resize_(self.sizes());
     if (self.is_non_overlapping_and_dense()) dst.as_strided_(self.sizes(), self.strides());
   }
-  return copy_from(self, dst, /*non_blocking=*/false);
+  return copy_unchecked(self, dst, /*non_blocking=*/false);
 }
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {

@@ -114,7 +114,7 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, cons
               " can't be cast to the desired output type ", out.scalar_type());
   const auto shape = at::infer_size(a.sizes(), b.sizes());
   if (!out.is_same(a)) {
-    at::native::resize_output(out, shape);
+    resize_elementwise_out(out, shape, {&a, &b});
   } else {
     TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));

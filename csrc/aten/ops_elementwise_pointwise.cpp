@@ -374,11 +374,13 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
         (spec_.op == PointwiseOp::ClampMin || spec_.op == PointwiseOp::ClampMax ||
          spec_.op == PointwiseOp::ClampBoth);
     check_result_fits_self(result, out, clamps_by_scalars);
+    // The CPU's masked_fill_ refuses a mask that shares part of self's memory.
+    if (spec_.op == PointwiseOp::MaskedFill) at::assert_no_partial_overlap(out, operands[1]);
     TORCH_CHECK(out.sizes().equals(shape), "output with shape ", out.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   } else if (has_out) {
     check_out_dtype(spec_, result, out);
-    at::native::resize_output(out, shape);
+    resize_elementwise_out(out, shape, operand_pointers);
   } else {
     out = new_output();
   }

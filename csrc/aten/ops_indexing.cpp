@@ -2,6 +2,7 @@
 // (index.Tensor, index_put_), index_add, masked_select, nonzero, embedding backward.
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -229,6 +230,10 @@ at::Tensor& scatter_into(const char* name, kernels::ScatterReduce op, bool inclu
   const c10::DeviceGuard guard(self.device());
   check_same_device(name, {&self, &index, &out});
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), name, "(): self and out must share a dtype");
+  // As the CPU's and CUDA's scatter: the written tensor shares no memory with what it reads.
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, index);
+  if (src != nullptr) at::assert_no_overlap(out, *src);
   if (!out.is_same(self)) {
     at::native::resize_output(out, self.sizes());
     enqueue_copy(out, self);
@@ -595,8 +600,30 @@ at::Tensor index_tensor(const at::Tensor& self,
   return index_tensor_out(self, indices, out);
 }
 
+namespace {
+
+// index_put_'s checks of the CPU and CUDA: an expanded self is written with a deprecation
+// warning; the values and indices may not share memory with self.
+void check_index_put_overlap(const at::Tensor& self,
+                             const c10::List<std::optional<at::Tensor>>& indices,
+                             const at::Tensor& values) {
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    TORCH_WARN(
+        "Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+        "performing this operation. This also applies to advanced indexing e.g. tensor[indices] "
+        "= tensor");
+  }
+  at::assert_no_overlap(self, values);
+  for (const std::optional<at::Tensor>& index : indices) {
+    if (index.has_value() && index->defined()) at::assert_no_overlap(self, *index);
+  }
+}
+
+}  // namespace
+
 at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                             const at::Tensor& values, bool accumulate, bool unsafe) {
+  check_index_put_overlap(self, indices, values);
   if (!index_list_is_native(self, indices) || values.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(_index_put_impl_, self, indices, values, accumulate, unsafe);
   }
@@ -624,8 +651,22 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
 
 // ---- index_add -------------------------------------------------------------------------
 
+namespace {
+
+// index_add's checks of the CPU and CUDA: the written tensor holds each location once and
+// shares no memory with the index or the source.
+void check_index_add_overlap(const at::Tensor& out, const at::Tensor& index,
+                             const at::Tensor& source) {
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, index);
+  at::assert_no_overlap(out, source);
+}
+
+}  // namespace
+
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, const at::Scalar& alpha, at::Tensor& out) {
+  check_index_add_overlap(out, index, source);
   if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
       !is_index_dtype(index.scalar_type()) || index.dim() > 1 ||
       source.scalar_type() != self.scalar_type()) {
@@ -674,6 +715,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
 
 at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& source, const at::Scalar& alpha) {
+  check_index_add_overlap(self, index, source);
   if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
       !is_index_dtype(index.scalar_type()) || index.dim() > 1 ||
       source.scalar_type() != self.scalar_type()) {
@@ -719,7 +761,8 @@ at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor
   const int64_t source_size = source.dim() == 0 ? 1 : source.size(wrapped);
   TORCH_CHECK_INDEX(index.numel() == source_size, "index_copy_(): Number of indices (",
                     index.numel(), ") should be equal to source.size(dim) (", source_size, ")");
-  TORCH_CHECK(source.dim() == self.dim() || (source.dim() == 0 && self.dim() <= 1),
+  TORCH_CHECK(source.dim() == self.dim() || (source.dim() == 0 && self.dim() <= 1) ||
+                  (self.dim() == 0 && source.dim() <= 1),
               "index_copy_(): When source and destination are not scalars, their "
               "dimensionality must match. Source dimensionality (",
               source.dim(), "), destination dimensionality (", self.dim(), ")");

@@ -1,6 +1,7 @@
 // Bernoulli, dropout, integer, permutation, exponential, tensor-moment normal and multinomial
 // draws from the device generator (Philox), independent of the CPU generator.
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/bernoulli.h>
 #include <ATen/ops/empty.h>
@@ -146,6 +147,7 @@ bool moments_native(const at::Tensor* mean, const at::Tensor* std, const at::Ten
 // ---- Bernoulli ----------------------------------------------------------------------------
 
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, OptionalGenerator generator) {
+  at::assert_no_internal_overlap(self);  // as the CPU's and CUDA's bernoulli_
   if (!is_native_compute_dtype(self.scalar_type())) {
     return OPENNEURON_FALLBACK(bernoulli__float, self, p, generator);
   }
@@ -163,6 +165,8 @@ at::Tensor& bernoulli_float_(at::Tensor& self, double p, OptionalGenerator gener
 
 at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, OptionalGenerator generator) {
   check_same_device("bernoulli_", {&self, &p});
+  at::assert_no_internal_overlap(self);  // as the CPU's and CUDA's bernoulli_
+  at::assert_no_overlap(self, p);
   if (!is_native_compute_dtype(self.scalar_type()) || !is_native_compute_dtype(p.scalar_type())) {
     return OPENNEURON_FALLBACK(bernoulli__Tensor, self, p, generator);
   }

@@ -3,6 +3,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
@@ -131,6 +132,13 @@ at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
   if (self.is_same(source)) return self;
   return set_source_storage_offset(self, source.storage(), source.storage_offset(), source.sizes(),
                                    source.strides());
+}
+
+// Whether self views exactly src's memory (one storage, offset, sizes and strides). Metadata
+// only: on the host fallback it compared two copies, which never share a storage.
+bool is_set_to(const at::Tensor& self, const at::Tensor& src) {
+  OPENNEURON_NATIVE_OP("aten::is_set_to");
+  return at::native::is_set_to(self, src);
 }
 
 at::Tensor& set_empty(at::Tensor& self) {

@@ -10,6 +10,10 @@ whose tests run on `neuron:0`; `PYTORCH_TESTING_DEVICE_ONLY_FOR=neuron` then sel
 from __future__ import annotations
 
 import importlib
+import os
+import re
+import time
+import zlib
 
 import torch
 
@@ -29,7 +33,11 @@ def _names_older_test_files_import() -> None:
       `common_modules.module_db`; empty here, so test_nn.py builds no tests from it (module_db is
       covered by the conformance sweep).
     - `common_cuda.tf32_is_not_fp32` (test_nn.py): whether the CUDA GPU computes float32 matmuls
-      in TF32 (compute capability 8 or newer), always False without CUDA."""
+      in TF32 (compute capability 8 or newer), always False without CUDA.
+    - `torch._C.has_mkldnn` (test_autograd.py): whether the build has oneDNN, now
+      `torch.backends.mkldnn.is_available()`.
+    - `common_methods_invocations.xfail`, `skip`, `skipOps` (test_ops.py): the 2.1 forms, which
+      moved to common_device_type with another signature (`_opinfo_skip_specs`)."""
     common_utils = importlib.import_module("torch.testing._internal.common_utils")
     if not hasattr(common_utils, "skipIfMps"):
         common_utils.skipIfMps = common_utils.skipIfMPS
@@ -44,6 +52,43 @@ def _names_older_test_files_import() -> None:
         common_cuda.tf32_is_not_fp32 = lambda: (
             torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8
         )
+    if not hasattr(torch._C, "has_mkldnn"):
+        torch._C.has_mkldnn = torch.backends.mkldnn.is_available()
+    if not hasattr(methods, "skipOps"):
+        methods.xfail, methods.skip, methods.skipOps = _opinfo_skip_specs()
+
+
+def _opinfo_skip_specs():
+    """`xfail`, `skip` and `skipOps` as test_ops.py of 2.1 imports them from
+    common_methods_invocations: `xfail(op, variant)` / `skip(op, variant)` name an OpInfo, and
+    `skipOps(class, test, specs)` marks that test of each named OpInfo as an expected failure or a
+    skip (by adding a DecorateInfo to the OpInfo), returning the test unchanged."""
+    import unittest
+
+    methods = importlib.import_module("torch.testing._internal.common_methods_invocations")
+    decorate_info = importlib.import_module("torch.testing._internal.opinfo.core").DecorateInfo
+
+    def xfail(op_name, variant_name="", *, device_type=None, dtypes=None):
+        return (op_name, variant_name, device_type, dtypes, True)
+
+    def skip(op_name, variant_name="", *, device_type=None, dtypes=None):
+        return (op_name, variant_name, device_type, dtypes, False)
+
+    def skip_ops(test_case_name, base_test_name, to_skip):
+        for op_name, variant_name, device_type, dtypes, expected_failure in to_skip:
+            mark = unittest.expectedFailure if expected_failure else unittest.skip("Skipped!")
+            for op in methods.op_db:
+                if op.name == op_name and op.variant_test_name == variant_name:
+                    op.decorators = (
+                        *op.decorators,
+                        decorate_info(
+                            mark, test_case_name, base_test_name,
+                            device_type=device_type, dtypes=dtypes,
+                        ),
+                    )  # fmt: skip
+        return lambda test: test
+
+    return xfail, skip, skip_ops
 
 
 class _HiddenGenericTest:
@@ -116,3 +161,36 @@ def install() -> None:
 _names_older_test_files_import()
 _generic_tests_hidden_while_instantiating()
 install()
+
+
+_session_clock: dict = {}
+
+
+def pytest_sessionstart(session):
+    """Starts the file's time budget (NEURON_UPSTREAM_BUDGET_SECONDS, set by the runner)."""
+    budget = os.environ.get("NEURON_UPSTREAM_BUDGET_SECONDS")
+    if budget:
+        _session_clock.update(session=session, ends=time.monotonic() + float(budget))
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """Once the budget is spent, ends the session after this test, so that the JUnit XML is
+    written with the tests that ran (a timeout would lose them all)."""
+    if _session_clock and time.monotonic() > _session_clock["ends"]:
+        _session_clock["session"].shouldstop = "time budget of this file spent"
+
+
+def pytest_collection_modifyitems(config, items):
+    """With NEURON_UPSTREAM_SAMPLE=N (set by the runner), keeps one test in N, chosen by a hash
+    of its device-free name, so that the neuron and cpu runs keep the same tests."""
+    every = int(os.environ.get("NEURON_UPSTREAM_SAMPLE", "1"))
+    if every <= 1:
+        return
+    device = os.environ.get("PYTORCH_TESTING_DEVICE_ONLY_FOR", "")
+    kept, dropped = [], []
+    for item in items:
+        name = re.sub(f"_{device}(?=_|$)", "", item.name) if device else item.name
+        (kept if zlib.crc32(name.encode()) % every == 0 else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
