@@ -67,7 +67,8 @@ def summarise(report):
     timed = [r for r in rows if r.get("latency_ns") and r.get("published_cycles")]
     for r in timed:
         print(
-            f"{r['test']}: estimated {r['latency_ns'] / 1e3:.1f} us, published {r['published_cycles']}"
+            f"{r['test']}: estimated {r['latency_ns'] / 1e3:.1f} us, "
+            f"published {r['published_cycles']}"
         )
 
 
