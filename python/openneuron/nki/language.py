@@ -6,6 +6,9 @@ reductions, Tensor engine for matmul and transpose).
 """
 
 import numbers
+import os
+
+import numpy as np
 
 from openneuron.nki import arguments as _arguments
 from openneuron.nki import isa as nisa
@@ -284,6 +287,23 @@ def shared_identity_matrix(n, dtype=uint8, dst=None, **_ignored):
     if dst is None:
         shared[key] = result
     return result
+
+
+def shared_constant(constant, dtype=None, **_ignored):
+    """An HBM tensor holding `constant`: a NumPy array, or the path of a ``.npy`` file (as
+    the compiler embeds a file's contents). Bound like an input, once per launch."""
+    if isinstance(constant, (str, os.PathLike)):
+        try:
+            values = np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            tr.fail("bad-argument", f"nl.shared_constant({str(constant)!r}): {error}")
+    else:
+        values = np.asarray(constant)
+    dtype = as_dtype(dtype if dtype is not None else values.dtype)
+    trace = tr.current()
+    buffer = trace.new_buffer("shared_constant", tr.HBM, dtype, values.shape, initialized=True)
+    trace.constants[buffer.index] = values.astype(dtype.numpy)
+    return NkiTensor(buffer)
 
 
 def ndarray_like(x, dtype=None, buffer=None, name=None):

@@ -1,0 +1,95 @@
+"""API names and behaviours the NKI Library's kernels and its test harness need, each found by
+running that suite on the simulator and written here as a small check of its own:
+``nki.isa.constants`` / ``nki.collectives`` / ``nki.compiler`` / ``nki.language.dtypes`` as
+importable modules, ``nisa.dma_engine``, ``nisa.nc_version`` members with a ``.name``, and
+``nl.shared_constant`` from an array or a ``.npy`` file."""
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import openneuron.nki as nki
+from openneuron.nki import isa as nisa
+from openneuron.nki import language as nl
+from openneuron.nki.errors import KernelTraceError
+
+SUBMODULES = {
+    "nki.isa.constants": ["oob_mode", "dge_mode", "dma_engine", "nc_version", "engine"],
+    "nki.collectives": ["ReplicaGroup", "all_gather", "all_reduce", "rank_id"],
+    "nki.compiler": ["skip_middle_end_transformations"],
+    "nki.language.dtypes": ["bfloat16", "float32"],
+}
+
+
+def test_current_api_submodules_import_by_their_names():
+    # A fresh interpreter: the names must resolve through the alias, not an earlier import.
+    code = (
+        "import importlib, openneuron\n"
+        f"for module, names in {SUBMODULES!r}.items():\n"
+        "    m = importlib.import_module(module)\n"
+        "    print(module, [n for n in names if not hasattr(m, n)])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.splitlines() == [f"{m} []" for m in SUBMODULES], out.stderr
+
+
+def test_from_import_of_isa_constants_gives_the_isa_enums():
+    import openneuron  # noqa: F401
+
+    constants = importlib.import_module("nki.isa.constants")
+    assert constants.oob_mode is nisa.oob_mode
+    assert constants.dma_engine.gpsimd_dma != constants.dma_engine.dma
+
+
+def test_nc_version_members_have_names_and_compare_as_numbers():
+    assert nisa.nc_version.gen3.name == "gen3"
+    assert nisa.nc_version.gen4 == 4
+    assert nisa.nc_version.gen3 < nisa.nc_version.gen4
+
+
+def test_a_collective_called_in_a_kernel_is_a_named_unsupported_error():
+    import openneuron  # noqa: F401
+
+    collectives = importlib.import_module("nki.collectives")
+
+    @nki.jit
+    def kernel(x):
+        collectives.all_reduce(x)
+        return x
+
+    with pytest.raises(KernelTraceError, match=r"\[unsupported\].*all_reduce"):
+        nki.simulate(kernel)(np.ones((4, 4), np.float32))
+    assert collectives.ReplicaGroup([[0, 1], [2, 3]]).groups == [[0, 1], [2, 3]]
+
+
+def _copy_constant(constant_source):
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        table = nl.shared_constant(constant_source)
+        tile = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=table)
+        loaded = nl.load(x)
+        nisa.tensor_tensor(dst=tile, data1=tile, data2=loaded, op=nl.add)
+        nl.store(out, tile)
+        return out
+
+    return kernel
+
+
+def test_shared_constant_from_an_array_and_from_a_npy_file(tmp_path):
+    table = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = np.full((4, 6), 0.5, np.float32)
+    np.testing.assert_array_equal(nki.simulate(_copy_constant(table))(x), table + 0.5)
+    path = tmp_path / "table.npy"
+    np.save(path, table * 2)
+    np.testing.assert_array_equal(nki.simulate(_copy_constant(str(path)))(x), table * 2 + 0.5)
+
+
+def test_shared_constant_from_a_missing_file_names_the_file(tmp_path):
+    missing = str(tmp_path / "absent.npy")
+    with pytest.raises(KernelTraceError, match="absent.npy"):
+        nki.simulate(_copy_constant(missing))(np.ones((4, 6), np.float32))
