@@ -42,6 +42,7 @@ def run(checkout, sample, timeout, report, extra):
         "-q",
         "--no-header",
         "-rN",
+        "--continue-on-collection-errors",
         "--tb=no",
         "--show-capture=no",
         *(extra or ["test/integration"]),
