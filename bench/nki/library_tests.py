@@ -1,14 +1,16 @@
 """The NKI Library's own test suite, unchanged, on the simulated NeuronCore.
 
     python -m bench.nki.library_tests PATH/TO/nki-library [--sample N] [--timeout S]
-        [--json bench/results/nki_library_tests.json] [pytest selection ...]
+        [--json bench/results/nki_library_tests.json] [test paths ...]
 
-Runs ``pytest test/integration --test-mode simulation`` in the checkout (the suite's own CPU
-simulation mode) with ``bench.nki.nki_library_plugin``, which points that mode at openneuron's
-simulator. Nothing of the library is copied or changed. The suite's test dependencies are in
-``bench/nki/requirements-nki-library-tests.txt``. Prints pass / fail / skipped counts and the
-failure reasons grouped by count, and writes every test's row (outcome, reason, estimated
-latency, published cycle figure where the test carries one) as JSON.
+Runs the suite's own CPU simulation mode (``pytest --test-mode simulation``) in the checkout,
+one test file per child process, with ``bench.nki.nki_library_plugin``, which points that
+mode at openneuron's simulator. Nothing of the library is copied or changed. The suite's test
+dependencies are in ``bench/nki/requirements-nki-library-tests.txt``. Prints pass / fail /
+skip counts and the failure reasons grouped by count, and writes every test's row (outcome,
+reason, estimated latency, the cycle figure the test carries where it has one) as JSON.
+``--sample N`` runs the first N parameter sets of each test function (the suite has about
+5,000 cases; the simulation mode itself skips the large-shape ones).
 """
 
 import argparse
@@ -17,45 +19,48 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(checkout, sample, timeout, report, extra):
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "bench.nki.nki_library_plugin",
-        "-p",
-        "no:cacheprovider",
-        "--test-mode",
-        "simulation",
-        "--openneuron-report",
-        str(report),
-        "--openneuron-timeout",
-        str(timeout),
-        "--openneuron-sample",
-        str(sample),
-        "-q",
-        "--no-header",
-        "-rN",
-        "--continue-on-collection-errors",
-        "--tb=no",
-        "--show-capture=no",
-        *(extra or ["test/integration"]),
-    ]
+def test_files(checkout, selection):
+    files = []
+    for entry in selection or ["test/integration"]:
+        path = checkout / entry
+        files += sorted(path.rglob("test_*.py")) if path.is_dir() else [path]
+    return [f.relative_to(checkout) for f in files]
+
+
+def run_file(checkout, test_file, sample, timeout, lines):
+    """One child pytest on one file; returns its rows (a crash leaves the test it was in)."""
+    command = [sys.executable, "-m", "pytest", "-p", "bench.nki.nki_library_plugin"]
+    command += ["-p", "no:cacheprovider", "--test-mode", "simulation", "-q", "--no-header"]
+    command += ["--tb=no", "--show-capture=no", "--continue-on-collection-errors"]
+    command += ["--openneuron-report", str(lines), "--openneuron-timeout", str(timeout)]
+    command += ["--openneuron-sample", str(sample), str(test_file)]
     env = dict(os.environ)
     paths = [str(REPO / "python"), str(REPO), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return subprocess.run(command, cwd=checkout, env=env).returncode
+    lines.write_text("")
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
+    rows, started = [], None
+    for line in lines.read_text().splitlines():
+        row = json.loads(line)
+        if row["outcome"] == "started":
+            started = row["test"]
+        else:
+            rows.append(row)
+            started = None if row["test"] == started else started
+    if started is not None and done.returncode not in (0, 1):
+        reason = f"the test process ended with status {done.returncode} inside this test"
+        rows.append({"test": started, "outcome": "crashed", "reason": reason})
+    return rows
 
 
-def summarise(report):
-    rows = json.loads(Path(report).read_text())["tests"]
+def summarise(rows):
     counts = collections.Counter(r["outcome"] for r in rows)
     print("\n" + ", ".join(f"{n} {k}" for k, n in counts.most_common()))
     reasons = collections.Counter(
@@ -63,14 +68,14 @@ def summarise(report):
         for r in rows
         if r["outcome"] != "passed"
     )
-    for (outcome, reason), n in reasons.most_common(40):
+    for (outcome, reason), n in reasons.most_common(60):
         print(f"{n:5d} {outcome:<16} {reason}")
-    timed = [r for r in rows if r.get("latency_ns") and r.get("published_cycles")]
-    for r in timed:
-        print(
-            f"{r['test']}: estimated {r['latency_ns'] / 1e3:.1f} us, "
-            f"published {r['published_cycles']}"
-        )
+    for r in rows:
+        if r.get("latency_ns") and r.get("published_cycles"):
+            print(
+                f"{r['test']}: estimated {r['latency_ns'] / 1e3:.1f} us, "
+                f"published {r['published_cycles']}"
+            )
 
 
 def main():
@@ -79,12 +84,22 @@ def main():
     parser.add_argument("--sample", type=int, default=0, help="cases per test function")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per test")
     parser.add_argument("--json", type=Path, default=REPO / "bench/results/nki_library_tests.json")
-    parser.add_argument("selection", nargs="*", help="pytest arguments (default test/integration)")
+    parser.add_argument("selection", nargs="*", help="test files or folders in the checkout")
     args = parser.parse_intermixed_args()
-    if not (args.checkout / "test" / "conftest.py").is_file():
+    checkout = args.checkout.resolve()
+    if not (checkout / "test" / "conftest.py").is_file():
         sys.exit(f"{args.checkout} is not an NKI Library checkout (no test/conftest.py)")
-    run(args.checkout.resolve(), args.sample, args.timeout, args.json.resolve(), args.selection)
-    summarise(args.json)
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        lines = Path(scratch) / "rows.jsonl"
+        for test_file in test_files(checkout, args.selection):
+            file_rows = run_file(checkout, test_file, args.sample, args.timeout, lines)
+            passed = sum(r["outcome"] == "passed" for r in file_rows)
+            print(f"{test_file}: {passed} of {len(file_rows)} passed", flush=True)
+            rows += file_rows
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"checkout": str(args.checkout), "tests": rows}))
+    summarise(rows)
 
 
 if __name__ == "__main__":

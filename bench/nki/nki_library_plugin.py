@@ -19,8 +19,10 @@ would fail after its kernel ran; the plug-in gives the class the value ``None`` 
 compiled"), which the harness already handles.
 
 Per test it records outcome, reason, our estimated latency and any cycle figure the test's
-parameters carry (``tpbSgCyclesSum``, ``cyclesQoR``), written as JSON to
-``--openneuron-report``. ``--openneuron-timeout`` stops one test after that many seconds.
+parameters carry (``tpbSgCyclesSum``, ``cyclesQoR``), appended as JSON lines to
+``--openneuron-report`` as each test ends (a "started" line before each test, so a crash of
+the process still names the test). ``--openneuron-timeout`` stops a test after that many
+seconds; ``--openneuron-sample N`` keeps the first N cases of each test function.
 """
 
 import importlib
@@ -31,7 +33,6 @@ import json
 import os
 import signal
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -49,7 +50,14 @@ CYCLE_PARAMETERS = ("tpbSgCyclesSum", "cyclesQoR")
 PROFILE_OF_GENERATION = {"gen3": "trn2", "gen4": "trn3"}
 
 _current = {"latency_ns": None, "profile": None}
-_rows = []
+_report = {"path": None}
+
+
+def _record(row):
+    """Appends one row to the report (JSON lines, written at once so a crash keeps them)."""
+    if _report["path"] is not None:
+        with open(_report["path"], "a") as handle:
+            handle.write(json.dumps(row) + "\n")
 
 
 def _profile():
@@ -189,10 +197,11 @@ def pytest_collectreport(report):
     if report.failed:  # a test file that does not import: every test in it is unrun
         crash = getattr(report.longrepr, "reprcrash", None)
         text = crash.message if crash is not None else str(report.longrepr).splitlines()[-1]
-        _rows.append({"test": report.nodeid, "outcome": "collection-error", "reason": text})
+        _record({"test": report.nodeid, "outcome": "collection-error", "reason": text})
 
 
 def pytest_sessionstart(session):
+    _report["path"] = session.config.getoption("--openneuron-report")
     orchestrator = sys.modules.get("test.utils.test_orchestrator")
     if orchestrator is not None and not hasattr(orchestrator.Orchestrator, "_compiled_kernel"):
         orchestrator.Orchestrator._compiled_kernel = None  # see the module docstring
@@ -247,7 +256,7 @@ def pytest_runtest_makereport(item, call):
     if report.when == "call" or (report.when == "setup" and not report.passed):
         params = getattr(getattr(item, "callspec", None), "params", {})
         cycles = {k: params[k] for k in CYCLE_PARAMETERS if k in params}
-        _rows.append(
+        _record(
             {
                 "test": item.nodeid,
                 "outcome": report.outcome,
@@ -260,8 +269,5 @@ def pytest_runtest_makereport(item, call):
         )
 
 
-def pytest_sessionfinish(session, exitstatus):
-    path = session.config.getoption("--openneuron-report")
-    if path and not hasattr(session.config, "workerinput"):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps({"finished": time.time(), "tests": _rows}, indent=1))
+def pytest_runtest_logstart(nodeid, location):
+    _record({"test": nodeid, "outcome": "started"})  # the last one names a test that crashed
