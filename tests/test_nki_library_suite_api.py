@@ -93,3 +93,28 @@ def test_shared_constant_from_a_missing_file_names_the_file(tmp_path):
     missing = str(tmp_path / "absent.npy")
     with pytest.raises(KernelTraceError, match="absent.npy"):
         nki.simulate(_copy_constant(missing))(np.ones((4, 6), np.float32))
+
+
+def test_a_tensors_buffer_compares_equal_to_its_memory():
+    seen = {}
+
+    @nki.jit
+    def kernel(x):
+        tile = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        part = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.psum)
+        seen["sbuf"] = (tile.buffer == nl.sbuf, tile.buffer == nl.psum, nl.sbuf == tile.buffer)
+        seen["psum"] = part.buffer == nl.psum
+        seen["hbm"] = x.buffer in (nl.hbm, nl.shared_hbm, nl.private_hbm), x.buffer == nl.sbuf
+        seen["itself"] = tile.buffer == tile.buffer, tile.buffer == part.buffer
+        nisa.dma_copy(dst=tile, src=x)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, tile)
+        return out
+
+    nki.simulate(kernel)(np.ones((4, 4), np.float32))
+    assert seen == {
+        "sbuf": (True, False, True),
+        "psum": True,
+        "hbm": (True, False),
+        "itself": (True, False),
+    }

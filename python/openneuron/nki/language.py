@@ -44,6 +44,8 @@ float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", -1, 2, True, "uint16")
 
 
 class _Memory:
+    is_memory_kind = True  # a buffer compares equal to the memory it lives in
+
     def __init__(self, name, code):
         self.name = name
         self.code = code
