@@ -179,7 +179,14 @@ def pytest_addoption(parser):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """With --openneuron-sample N, keeps the first N collected cases of each test function
-    (in the suite's own order) and deselects the rest."""
+        (in the suite's own order) and deselects the rest. Tests marked trace_only or compile_only
+    (AWS's compiler front end, no kernel run) are skipped as not applicable."""
+    not_applicable = pytest.mark.skip(
+        reason="not applicable: a trace-only or compile-only test runs AWS's compiler front end"
+    )
+    for item in items:
+        if item.get_closest_marker("trace_only") or item.get_closest_marker("compile_only"):
+            item.add_marker(not_applicable)
     sample = config.getoption("--openneuron-sample")
     if not sample:
         return
