@@ -118,3 +118,11 @@ def test_a_tensors_buffer_compares_equal_to_its_memory():
         "hbm": (True, False),
         "itself": (True, False),
     }
+
+
+def test_the_dtype_class_names_every_element_type():
+    # `import nki.dtype as nt` gives the class; kernels' tests read nt.float8_e4m3 from it.
+    assert nki.dtype.float8_e4m3 is nl.float8_e4m3
+    assert nki.dtype.bfloat16 is nl.bfloat16
+    assert isinstance(nl.float32, nki.dtype)
+    assert np.zeros(2, dtype=nki.dtype.float8_e4m3).dtype.itemsize == 1
