@@ -126,3 +126,27 @@ def test_the_dtype_class_names_every_element_type():
     assert nki.dtype.bfloat16 is nl.bfloat16
     assert isinstance(nl.float32, nki.dtype)
     assert np.zeros(2, dtype=nki.dtype.float8_e4m3).dtype.itemsize == 1
+
+
+def test_double_row_matmul_contracts_both_rows_of_each_partition():
+    @nki.jit
+    def kernel(stationary, moving):
+        k, _, m = stationary.shape
+        n = moving.shape[2]
+        st = nl.ndarray((k, 2, m), dtype=nl.float32, buffer=nl.sbuf)
+        mv = nl.ndarray((k, 2, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=st, src=stationary)
+        nisa.dma_copy(dst=mv, src=moving)
+        acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(acc, st, mv, perf_mode=nisa.matmul_perf_mode.double_row)
+        result = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=result, src=acc)
+        out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, result)
+        return out
+
+    rng = np.random.default_rng(3)
+    stationary = rng.integers(-3, 4, (16, 2, 8)).astype(np.float32)
+    moving = rng.integers(-3, 4, (16, 2, 12)).astype(np.float32)
+    expected = np.einsum("krm,krn->mn", stationary, moving)
+    np.testing.assert_array_equal(nki.simulate(kernel)(stationary, moving), expected)

@@ -217,6 +217,11 @@ def nc_matmul(
     _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
     if is_transpose:
         return nc_transpose(dst, stationary)
+    if perf_mode == matmul_perf_mode.double_row and stationary.ndim == 3 and moving.ndim == 3:
+        # [K, 2, M] and [K, 2, N]: both rows of a partition contract (2K terms). Run as two
+        # accumulating passes; the hardware's one double-rate pass is faster than this costs.
+        nc_matmul(dst, stationary[:, 0, :], moving[:, 0, :], accumulate=accumulate)
+        return nc_matmul(dst, stationary[:, 1, :], moving[:, 1, :], accumulate=True)
     trace = _trace()
     key = (dst.buffer.index, dst.start_partition, dst.offset)
     if accumulate is None:
