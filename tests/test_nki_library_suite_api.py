@@ -150,3 +150,17 @@ def test_double_row_matmul_contracts_both_rows_of_each_partition():
     moving = rng.integers(-3, 4, (16, 2, 12)).astype(np.float32)
     expected = np.einsum("krm,krn->mn", stationary, moving)
     np.testing.assert_array_equal(nki.simulate(kernel)(stationary, moving), expected)
+
+
+def test_an_nki_object_subclass_is_a_dataclass_without_the_decorator():
+    class Sizes(nl.NKIObject):
+        rows: int
+        cols: int = 4
+
+    class Wider(Sizes):
+        depth: int = 2
+
+    assert (Sizes(rows=3).rows, Sizes(rows=3).cols) == (3, 4)
+    assert Wider(rows=1, depth=5) == Wider(1, 4, 5)
+    with pytest.raises(TypeError):
+        Sizes(cols=1)  # rows has no default

@@ -5,6 +5,7 @@ hardware would use (Scalar engine for activations, Vector engine for two-input m
 reductions, Tensor engine for matmul and transpose).
 """
 
+import dataclasses
 import numbers
 import os
 
@@ -62,9 +63,9 @@ private_hbm = _Memory("private_hbm", tr.HBM)
 
 
 class NKIObject:
-    """Base class kernels derive their helper objects from. Plain class attributes of a
-    subclass become its fields, so a ``@dataclass`` subclass that lists them without annotations
-    still takes them as keyword arguments."""
+    """Base class kernels derive their helper objects from. Every subclass is a dataclass,
+    decorated or not, and plain class attributes of a subclass become its fields, so it
+    takes them as keyword arguments even when it lists them without annotations."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -78,6 +79,10 @@ class NKIObject:
             added[name] = object
         if added:
             cls.__annotations__ = {**annotations, **added}
+        if "__init__" not in cls.__dict__:
+            # Subclasses are dataclasses without the decorator (`class D(NKIObject): B: int`
+            # called as D(B=...)); a later @dataclass finds the methods made and keeps them.
+            dataclasses.dataclass(cls)
 
 
 class tile_size:
