@@ -22,6 +22,11 @@ import sys
 # The longest matching name wins, so a submodule may be pointed elsewhere than its parent's.
 ALIASES = {
     "nki": "openneuron.nki",
+    # Submodules of the current API that openneuron keeps as flat modules.
+    "nki.isa.constants": "openneuron.nki.isa_constants",
+    "nki.language.dtypes": "openneuron.nki.dtypes",
+    "nki.compiler": "openneuron.nki.legacy.nki.compiler",
+    "nki.collectives": "openneuron.nki.collectives",
     # The older generation of the API, as AWS's compiler package spelled it.
     "neuronxcc": "openneuron.nki.legacy",
     # TorchNeuron's import name (docs/torch_neuronx.md lists what it provides).
@@ -54,6 +59,8 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module):
         module.__spec__ = self.original_spec  # the module keeps its own identity
+        if not hasattr(module, "__path__"):
+            module.__path__ = []  # so an aliased submodule of it (nki.isa.constants) imports
 
 
 class NkiAliasFinder(importlib.abc.MetaPathFinder):

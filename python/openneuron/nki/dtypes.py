@@ -61,6 +61,10 @@ float8_e5m2 = DType("float8_e5m2", 12, 1, True, "float8_e5m2")
 
 ALL = [bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32]
 ALL += [tfloat32, float8_e4m3, float8_e5m2]
+# `import nki.dtype as nt; nt.float8_e4m3`: the class `nki.dtype` also names every type.
+for _type in ALL:
+    setattr(DType, _type.name, _type)
+DType.float8_e4m3fn = float8_e4m3
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"bool_": bool_, "float8_e4m3fn": float8_e4m3, "half": float16, "float": float32})
 # 64-bit host types narrow as the device stores them.

@@ -4,6 +4,7 @@ Each call checks what it can see at trace time (argument kinds) and appends one 
 the kernel's trace; the simulator checks the hardware rules and runs it.
 """
 
+import enum
 import numbers
 
 from openneuron.nki import arguments as _arguments
@@ -31,7 +32,10 @@ gpsimd_engine = engine.gpsimd
 unknown_engine = None
 
 
-class nc_version:
+class nc_version(enum.IntEnum):
+    """NeuronCore generations; members compare equal to their numbers and have a ``.name``
+    (``gen3``), as the library's test harness reads it."""
+
     gen2 = 2
     gen3 = 3  # Trainium2
     gen4 = 4  # Trainium3
@@ -47,6 +51,13 @@ class dge_mode:
 
 class oob_mode:
     error, skip = 0, 1
+
+
+class dma_engine:
+    """Which queues carry a transfer (the DMA rings or GpSimd's); the timing model shares
+    one DMA bandwidth, so the choice changes no result."""
+
+    dma, gpsimd_dma = 0, 1
 
 
 _OOB_SKIP = oob_mode.skip
@@ -68,6 +79,7 @@ class constants:
     engine = engine
     nc_version = nc_version
     dge_mode = dge_mode
+    dma_engine = dma_engine
     oob_mode = oob_mode
     matmul_perf_mode = matmul_perf_mode
     reduce_cmd = reduce_cmd
@@ -205,6 +217,11 @@ def nc_matmul(
     _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
     if is_transpose:
         return nc_transpose(dst, stationary)
+    if perf_mode == matmul_perf_mode.double_row and stationary.ndim == 3 and moving.ndim == 3:
+        # [K, 2, M] and [K, 2, N]: both rows of a partition contract (2K terms). Run as two
+        # accumulating passes; the hardware's one double-rate pass is faster than this costs.
+        nc_matmul(dst, stationary[:, 0, :], moving[:, 0, :], accumulate=accumulate)
+        return nc_matmul(dst, stationary[:, 1, :], moving[:, 1, :], accumulate=True)
     trace = _trace()
     key = (dst.buffer.index, dst.start_partition, dst.offset)
     if accumulate is None:

@@ -5,7 +5,11 @@ hardware would use (Scalar engine for activations, Vector engine for two-input m
 reductions, Tensor engine for matmul and transpose).
 """
 
+import dataclasses
 import numbers
+import os
+
+import numpy as np
 
 from openneuron.nki import arguments as _arguments
 from openneuron.nki import isa as nisa
@@ -41,6 +45,8 @@ float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", -1, 2, True, "uint16")
 
 
 class _Memory:
+    is_memory_kind = True  # a buffer compares equal to the memory it lives in
+
     def __init__(self, name, code):
         self.name = name
         self.code = code
@@ -57,9 +63,9 @@ private_hbm = _Memory("private_hbm", tr.HBM)
 
 
 class NKIObject:
-    """Base class kernels derive their helper objects from. Plain class attributes of a
-    subclass become its fields, so a ``@dataclass`` subclass that lists them without annotations
-    still takes them as keyword arguments."""
+    """Base class kernels derive their helper objects from. Every subclass is a dataclass,
+    decorated or not, and plain class attributes of a subclass become its fields, so it
+    takes them as keyword arguments even when it lists them without annotations."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -73,6 +79,10 @@ class NKIObject:
             added[name] = object
         if added:
             cls.__annotations__ = {**annotations, **added}
+        if "__init__" not in cls.__dict__:
+            # Subclasses are dataclasses without the decorator (`class D(NKIObject): B: int`
+            # called as D(B=...)); a later @dataclass finds the methods made and keeps them.
+            dataclasses.dataclass(cls)
 
 
 class tile_size:
@@ -284,6 +294,23 @@ def shared_identity_matrix(n, dtype=uint8, dst=None, **_ignored):
     if dst is None:
         shared[key] = result
     return result
+
+
+def shared_constant(constant, dtype=None, **_ignored):
+    """An HBM tensor holding `constant`: a NumPy array, or the path of a ``.npy`` file (as
+    the compiler embeds a file's contents). Bound like an input, once per launch."""
+    if isinstance(constant, (str, os.PathLike)):
+        try:
+            values = np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            tr.fail("bad-argument", f"nl.shared_constant({str(constant)!r}): {error}")
+    else:
+        values = np.asarray(constant)
+    dtype = as_dtype(dtype if dtype is not None else values.dtype)
+    trace = tr.current()
+    buffer = trace.new_buffer("shared_constant", tr.HBM, dtype, values.shape, initialized=True)
+    trace.constants[buffer.index] = values.astype(dtype.numpy)
+    return NkiTensor(buffer)
 
 
 def ndarray_like(x, dtype=None, buffer=None, name=None):

@@ -72,6 +72,16 @@ class Buffer:
         self.initialized = initialized
         self.array = None  # the host array bound to an input
 
+    def __eq__(self, other):
+        """Equal to itself, and to the memory it lives in: kernels test ``t.buffer == nl.sbuf``
+        or ``t.buffer in (nl.hbm, nl.shared_hbm, nl.private_hbm)`` (the three HBM kinds are
+        one memory here)."""
+        if getattr(other, "is_memory_kind", False):
+            return self.memory == other.code
+        return self is other
+
+    __hash__ = object.__hash__
+
     def encode(self):
         count = 1
         for s in self.shape:
