@@ -5,7 +5,11 @@ simulated NeuronCore, with the hardware's rules enforced and trn2/trn3 latency e
 package is not installed (see alias.py); they are always reachable as ``openneuron.nki``.
 """
 
-from openneuron.nki import isa, language  # noqa: F401
+from openneuron.nki import (  # noqa: F401
+    isa,
+    language,
+    tile_operators,  # noqa: F401  (gives NkiTensor its Python operators)
+)
 from openneuron.nki.dtypes import DType as dtype  # noqa: F401
 from openneuron.nki.errors import KernelRuleError, KernelTraceError  # noqa: F401
 from openneuron.nki.kernel import (  # noqa: F401
