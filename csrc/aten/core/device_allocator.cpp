@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "aten/profiler/memory_history.h"
+#include "aten/core/memory_history.h"
 #include "aten/core/runtime_errors.h"
 #include "runtime/copy.h"
 #include "runtime/errors.h"

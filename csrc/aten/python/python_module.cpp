@@ -9,7 +9,7 @@
 #include "aten/fallback/fallback.h"
 #include "aten/core/generator.h"
 #include "aten/ops/shape/index_bounds.h"
-#include "aten/profiler/memory_history.h"
+#include "aten/core/memory_history.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/runtime_errors.h"
 #include "aten/sim/sim_binding.h"

@@ -1,4 +1,4 @@
-#include "aten/profiler/memory_history.h"
+#include "aten/core/memory_history.h"
 
 #include <torch/csrc/profiler/combined_traceback.h>
 
