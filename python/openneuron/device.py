@@ -1,6 +1,5 @@
 """``torch.neuron``: the device module of the neuron backend, shaped like ``torch.cuda``."""
 
-import threading
 from typing import Any
 
 import torch
@@ -9,6 +8,8 @@ from openneuron import (
     _C,
     memory,  # noqa: F401  (torch.neuron.memory)
 )
+from openneuron.device_selection import current_device, init
+from openneuron.device_selection import device_index as _index
 from openneuron.memory import (
     empty_cache,
     max_memory_allocated,
@@ -86,22 +87,10 @@ __all__ = [
     "synchronize",
 ]
 
-_init_lock = threading.Lock()
-
 
 def _is_in_bad_fork() -> bool:
     """True in a child process forked after the parent initialised the device."""
     return _C._in_bad_fork()
-
-
-def init() -> None:
-    """Initialises the runtime now (it otherwise starts on first use).
-
-    Raises RuntimeError for an invalid ``OPENNEURON_*`` setting, or in a child forked after
-    initialisation (use the 'spawn' start method there).
-    """
-    with _init_lock:
-        _C._init()
 
 
 def is_initialized() -> bool:
@@ -116,26 +105,6 @@ def is_available() -> bool:
 def device_count() -> int:
     """Number of neuron devices (``OPENNEURON_DEVICES``, default 2)."""
     return _C._configured_device_count()
-
-
-def _index(device: Any = None) -> int:
-    """The device index of ``device`` (int, str, torch.device or None for current)."""
-    if device is None:
-        return current_device()
-    if isinstance(device, int):
-        index = device
-    else:
-        device = torch.device(device)
-        if device.type != "neuron":
-            raise ValueError(f"expected a neuron device, got {device}")
-        index = current_device() if device.index is None else device.index
-    _C._check_device(index)
-    return index
-
-
-def current_device() -> int:
-    init()
-    return _C._current_device()
 
 
 def set_device(device: Any) -> None:

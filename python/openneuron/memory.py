@@ -3,12 +3,7 @@
 from typing import Any
 
 from openneuron import _C
-
-
-def _index(device: Any) -> int:
-    from openneuron.device import _index as device_index
-
-    return device_index(device)
+from openneuron.device_selection import device_index as _index
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:

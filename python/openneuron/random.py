@@ -5,6 +5,7 @@ from typing import Any
 import torch
 
 from openneuron import _C
+from openneuron.device_selection import device_index as _index
 
 
 class _DefaultGenerators:
@@ -24,8 +25,6 @@ default_generators = _DefaultGenerators()
 
 
 def _generator(device: Any) -> torch.Generator:
-    from openneuron.device import _index
-
     return _C._default_generator(_index(device))
 
 

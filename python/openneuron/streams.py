@@ -4,10 +4,10 @@ from typing import Any
 
 import torch
 
+from openneuron.device_selection import device_index as _index
+
 
 def _device(device: Any) -> torch.device:
-    from openneuron.device import _index
-
     return torch.device("neuron", _index(device))
 
 

@@ -218,8 +218,6 @@ mgrid = _MGrid()
 def view_of(tensor, key):
     """The view of `tensor` that index `key` (grid expressions, integers, slices) selects:
     its axes are the grid's, each coefficient a stride."""
-    from openneuron.nki.tensor import NkiTensor
-
     key = key if isinstance(key, tuple) else (key,)
     if len(key) > tensor.ndim:
         tr.fail("bad-index", f"{len(key)} indices for a {tensor.ndim}-D tensor {tensor!r}")
@@ -277,7 +275,7 @@ def view_of(tensor, key):
         strides += [st for _, st in extra]
     if base.on_chip:
         strides[0] = strides[0] or 1
-    view = NkiTensor(base.buffer, base.dtype, tuple(shape), tuple(strides), offset, start)
+    view = type(base)(base.buffer, base.dtype, tuple(shape), tuple(strides), offset, start)
     return view
 
 

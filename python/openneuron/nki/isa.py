@@ -85,6 +85,71 @@ class constants:
     reduce_cmd = reduce_cmd
 
 
+# The engines' operator encodings by nki.language name: the ALU operators of the Vector and
+# GpSimd engines (the simulator's AluOp) and the Scalar engine's activation functions (its
+# ActivationFunction). nki.language's functions carry them as `_alu` and `_act`.
+ALU_OPERATORS = {
+    "add": 1,
+    "subtract": 2,
+    "multiply": 3,
+    "divide": 4,
+    "maximum": 5,
+    "minimum": 6,
+    "power": 7,
+    "mod": 8,
+    "abs_max": 9,
+    "equal": 10,
+    "not_equal": 11,
+    "greater_equal": 12,
+    "greater": 13,
+    "less_equal": 14,
+    "less": 15,
+    "logical_and": 16,
+    "logical_or": 17,
+    "logical_xor": 18,
+    "bitwise_and": 19,
+    "bitwise_or": 20,
+    "bitwise_xor": 21,
+    "abs": 9,
+}
+ACTIVATION_FUNCTIONS = {
+    "copy": 0,
+    "exp": 1,
+    "log": 2,
+    "tanh": 3,
+    "sigmoid": 4,
+    "relu": 5,
+    "gelu": 6,
+    "gelu_apprx_tanh": 7,
+    "silu": 8,
+    "sqrt": 9,
+    "rsqrt": 10,
+    "reciprocal": 11,
+    "square": 12,
+    "abs": 13,
+    "sin": 14,
+    "cos": 15,
+    "softplus": 16,
+    "erf": 17,
+    "sign": 18,
+    "negative": 19,
+    "mish": 20,
+    "arctan": 21,
+    "gelu_apprx_sigmoid": 22,
+    "gelu_apprx_sigmoid_dx": 23,
+    "silu_dx": 24,
+}
+# Other spellings of those names (NumPy's ufuncs, nki.language's aliases).
+_OPERATOR_ALIASES = {
+    "true_divide": "divide",
+    "fmod": "mod",
+    "max": "maximum",
+    "min": "minimum",
+    "sum": "add",
+    "identity": "copy",
+}
+
+
 def _trace():
     return tr.current()
 
@@ -96,19 +161,9 @@ def alu_code(op) -> int:
     code = getattr(op, "_alu", None)
     if code is not None:
         return code
-    from openneuron.nki import language as nl
-
-    name = getattr(op, "__name__", op if isinstance(op, str) else None)
-    name = {
-        "true_divide": "divide",
-        "bitwise_xor": "bitwise_xor",
-        "max": "maximum",
-        "min": "minimum",
-        "sum": "add",
-    }.get(name, name)
-    candidate = getattr(nl, name, None) if isinstance(name, str) else None
-    if candidate is not None and getattr(candidate, "_alu", None) is not None:
-        return candidate._alu
+    code = ALU_OPERATORS.get(_operator_name(op))
+    if code is not None:
+        return code
     tr.fail("bad-operand", f"{op!r} is not an ALU operator")
 
 
@@ -116,13 +171,15 @@ def activation_code(op) -> int:
     code = getattr(op, "_act", None)
     if code is not None:
         return code
-    from openneuron.nki import language as nl
-
-    name = getattr(op, "__name__", op if isinstance(op, str) else None)
-    candidate = getattr(nl, name, None) if isinstance(name, str) else None
-    if candidate is not None and getattr(candidate, "_act", None) is not None:
-        return candidate._act
+    code = ACTIVATION_FUNCTIONS.get(_operator_name(op))
+    if code is not None:
+        return code
     tr.fail("bad-operand", f"{op!r} is not an activation function of the Scalar engine")
+
+
+def _operator_name(op):
+    name = getattr(op, "__name__", op if isinstance(op, str) else None)
+    return _OPERATOR_ALIASES.get(name, name) if isinstance(name, str) else None
 
 
 def _tensor(value, what):
@@ -434,9 +491,7 @@ def memset(dst, value, engine=None, name=None, **_ignored):
 
 
 def reciprocal(dst, data, name=None, **_ignored):
-    from openneuron.nki import language as nl
-
-    return tensor_scalar(dst, data, nl.divide, 1.0, reverse0=True)
+    return tensor_scalar(dst, data, "divide", 1.0, reverse0=True)
 
 
 def select(dst, predicate, on_true, on_false, name=None, **_ignored):
@@ -498,8 +553,6 @@ def affine_select(
 ):
     """dst = on_true_tile where (offset + channel_multiplier*p + Σ step*i) cmp_op 0, else
     on_false_value."""
-    from openneuron.nki import language as nl
-
     dst, steps = _pattern_steps(_tensor(dst, "dst"), pattern)
     data = _tensor(on_true_tile, "on_true_tile")
     if data.shape != dst.shape:
@@ -510,7 +563,7 @@ def affine_select(
         dst=dst,
         src0=data,
         pattern=steps,
-        alu0=alu_code(cmp_op if cmp_op is not None else nl.greater_equal),
+        alu0=alu_code(cmp_op if cmp_op is not None else "greater_equal"),
         imm0=offset,
         imm1=channel_multiplier,
         imm2=on_false_value,

@@ -353,7 +353,7 @@ def copy(x, dtype=None, **_ignored):
     return result
 
 
-copy._act = 0  # as an activation function: the identity
+copy._act = nisa.ACTIVATION_FUNCTIONS["copy"]  # as an activation function: the identity
 
 
 def _assign(view, value):
@@ -445,7 +445,11 @@ def _accumulate(target, other):
 
 
 # ---------------------------------------------------------------- elementwise math
-def _op(name, alu=None, act=None):
+def _op(name):
+    """The nl function `name`: an ALU operator, an activation function, or both (abs)."""
+    alu = nisa.ALU_OPERATORS.get(name)
+    act = nisa.ACTIVATION_FUNCTIONS.get(name)
+
     def function(*args, dtype=None, **kwargs):
         for key, value in kwargs.items():
             if not (key == "mask" and value is None):
@@ -515,56 +519,55 @@ def _binary(op, a, b, dtype=None):
     return result
 
 
-# ALU codes follow the simulator's AluOp.
-add = _op("add", alu=1)
-subtract = _op("subtract", alu=2)
-multiply = _op("multiply", alu=3)
-divide = _op("divide", alu=4)
-maximum = _op("maximum", alu=5)
-minimum = _op("minimum", alu=6)
-power = _op("power", alu=7)
-mod = fmod = _op("mod", alu=8)
-abs_max = _op("abs_max", alu=9)
-equal = _op("equal", alu=10)
-not_equal = _op("not_equal", alu=11)
-greater_equal = _op("greater_equal", alu=12)
-greater = _op("greater", alu=13)
-less_equal = _op("less_equal", alu=14)
-less = _op("less", alu=15)
-logical_and = _op("logical_and", alu=16)
-logical_or = _op("logical_or", alu=17)
-logical_xor = _op("logical_xor", alu=18)
-bitwise_and = _op("bitwise_and", alu=19)
-bitwise_or = _op("bitwise_or", alu=20)
-bitwise_xor = _op("bitwise_xor", alu=21)
+# Codes from nisa.ALU_OPERATORS and nisa.ACTIVATION_FUNCTIONS, by name.
+add = _op("add")
+subtract = _op("subtract")
+multiply = _op("multiply")
+divide = _op("divide")
+maximum = _op("maximum")
+minimum = _op("minimum")
+power = _op("power")
+mod = fmod = _op("mod")
+abs_max = _op("abs_max")
+equal = _op("equal")
+not_equal = _op("not_equal")
+greater_equal = _op("greater_equal")
+greater = _op("greater")
+less_equal = _op("less_equal")
+less = _op("less")
+logical_and = _op("logical_and")
+logical_or = _op("logical_or")
+logical_xor = _op("logical_xor")
+bitwise_and = _op("bitwise_and")
+bitwise_or = _op("bitwise_or")
+bitwise_xor = _op("bitwise_xor")
 
-# Activation codes follow the simulator's ActivationFunction.
-identity = _op("copy", act=0)
-exp = _op("exp", act=1)
-log = _op("log", act=2)
-tanh = _op("tanh", act=3)
-sigmoid = _op("sigmoid", act=4)
-relu = _op("relu", act=5)
-gelu = _op("gelu", act=6)
-gelu_apprx_tanh = _op("gelu_apprx_tanh", act=7)
-silu = _op("silu", act=8)
-sqrt = _op("sqrt", act=9)
-rsqrt = _op("rsqrt", act=10)
-reciprocal = _op("reciprocal", act=11)
-square = _op("square", act=12)
+identity = _op("copy")
+exp = _op("exp")
+log = _op("log")
+tanh = _op("tanh")
+sigmoid = _op("sigmoid")
+relu = _op("relu")
+gelu = _op("gelu")
+gelu_apprx_tanh = _op("gelu_apprx_tanh")
+silu = _op("silu")
+sqrt = _op("sqrt")
+rsqrt = _op("rsqrt")
+reciprocal = _op("reciprocal")
+square = _op("square")
 # As an ALU operator (tensor_scalar's op0) abs is abs_max: |x| for the operand 0 kernels give.
-abs = _op("abs", alu=9, act=13)  # noqa: A001  (NKI's name)
-sin = _op("sin", act=14)
-cos = _op("cos", act=15)
-softplus = _op("softplus", act=16)
-erf = _op("erf", act=17)
-sign = _op("sign", act=18)
-negative = _op("negative", act=19)
-mish = _op("mish", act=20)
-arctan = _op("arctan", act=21)
-gelu_apprx_sigmoid = _op("gelu_apprx_sigmoid", act=22)
-gelu_apprx_sigmoid_dx = _op("gelu_apprx_sigmoid_dx", act=23)
-silu_dx = _op("silu_dx", act=24)
+abs = _op("abs")  # noqa: A001  (NKI's name)
+sin = _op("sin")
+cos = _op("cos")
+softplus = _op("softplus")
+erf = _op("erf")
+sign = _op("sign")
+negative = _op("negative")
+mish = _op("mish")
+arctan = _op("arctan")
+gelu_apprx_sigmoid = _op("gelu_apprx_sigmoid")
+gelu_apprx_sigmoid_dx = _op("gelu_apprx_sigmoid_dx")
+silu_dx = _op("silu_dx")
 
 
 def logical_not(x, dtype=None):

@@ -6,6 +6,7 @@ moves the start partition. HBM tensors are flat row-major memory. Slicing, integ
 """
 
 from openneuron.nki import arguments as _arguments
+from openneuron.nki import index_grid
 from openneuron.nki import trace as tr
 from openneuron.nki.dtypes import as_dtype
 
@@ -113,8 +114,6 @@ class NkiTensor:
         return NkiTensor(self.buffer, dtype or self.dtype, shape, strides, offset, start_partition)
 
     def __getitem__(self, key):
-        from openneuron.nki import index_grid
-
         if index_grid.is_grid_key(key):
             return index_grid.view_of(self, key)  # the older API's nl.arange / nl.mgrid
         if not isinstance(key, tuple):
@@ -173,11 +172,6 @@ class NkiTensor:
         if self.on_chip and len(shape) == 1 and self.ndim > 1:
             shape, strides = shape + [1], strides + [1]  # a tile keeps a free dimension
         return self._view(tuple(shape), tuple(strides), offset, start)
-
-    def __setitem__(self, key, value):
-        from openneuron.nki import language as nl
-
-        nl._assign(self[key], value)
 
     def _is_contiguous(self) -> bool:
         first = 1 if self.on_chip else 0
@@ -325,41 +319,6 @@ class NkiTensor:
         ) + (1,)
         return self._view(shape, strides, int(self.offset * ratio), self.start_partition, dtype)
 
-    def broadcast_to(self, shape):
-        """The older API's broadcast: free dimensions of size 1 become stride-0 views; a
-        single partition is spread over `shape[0]` partitions by the Tensor engine (a matmul
-        by a ones row, as partitions cannot be read with stride 0), copied back in dtype."""
-        from openneuron.nki import isa as nisa
-        from openneuron.nki import language as nl
-
-        shape = tuple(int(s) for s in shape)
-        if len(shape) != self.ndim or any(
-            s != t and t != 1 for s, t in zip(shape, self.shape, strict=True)
-        ):
-            tr.fail("shape-mismatch", f"cannot broadcast {list(self.shape)} to {list(shape)}")
-        strides = tuple(
-            0 if t == 1 and s != 1 else st
-            for s, t, st in zip(shape, self.shape, self.strides, strict=True)
-        )
-        if not self.on_chip or shape[0] == self.shape[0]:
-            return self._view(
-                shape, (self.strides[0],) + strides[1:], self.offset, self.start_partition
-            )
-        if self.shape[0] != 1:
-            tr.fail("shape-mismatch", f"cannot broadcast {self.shape[0]} partitions to {shape[0]}")
-        row = self if self.free_size == 1 or self._is_contiguous() else nl.copy(self)
-        row = row.reshape(1, row.free_size) if row.ndim != 2 else row
-        ones = nl.ndarray((1, shape[0]), dtype=self.dtype, buffer=nl.sbuf)
-        nisa.memset(ones, 1.0)
-        spread = nl.ndarray((shape[0], row.free_size), dtype=self.dtype, buffer=nl.sbuf)
-        for start in range(0, row.free_size, 512):
-            width = min(512, row.free_size - start)
-            part = nl.ndarray((shape[0], width), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(part, ones, row[:, start : start + width], accumulate=False)
-            nisa.tensor_copy(spread[:, start : start + width], part)
-        spread = spread.reshape((shape[0],) + tuple(self.shape[1:])) if self.ndim != 2 else spread
-        return spread.broadcast_to(shape)
-
     @property
     def T(self):
         if self.ndim != 2 or self.on_chip:
@@ -381,68 +340,6 @@ class NkiTensor:
             + sizes
             + strides
         )
-
-    # ---- arithmetic through nki.language
-    def _binary(self, other, op, reverse=False):
-        from openneuron.nki import language as nl
-
-        function = getattr(nl, op)
-        left, right = (other, self) if reverse else (self, other)
-        if tr.current().valid_boxes:
-            # A tile an older-API masked call left partly unwritten: compute its valid box.
-            from openneuron.nki.legacy.nki.language import masked
-
-            return masked(lambda a, b: nl._binary(function, a, b))(left, right)
-        return nl._binary(function, left, right)
-
-    def __add__(self, o):
-        return self._binary(o, "add")
-
-    def __radd__(self, o):
-        return self._binary(o, "add", True)
-
-    def __sub__(self, o):
-        return self._binary(o, "subtract")
-
-    def __rsub__(self, o):
-        return self._binary(o, "subtract", True)
-
-    def __mul__(self, o):
-        return self._binary(o, "multiply")
-
-    def __rmul__(self, o):
-        return self._binary(o, "multiply", True)
-
-    def __truediv__(self, o):
-        return self._binary(o, "divide")
-
-    def __rtruediv__(self, o):
-        return self._binary(o, "divide", True)
-
-    def __pow__(self, o):
-        return self._binary(o, "power")
-
-    def __gt__(self, o):
-        return self._binary(o, "greater")
-
-    def __ge__(self, o):
-        return self._binary(o, "greater_equal")
-
-    def __lt__(self, o):
-        return self._binary(o, "less")
-
-    def __le__(self, o):
-        return self._binary(o, "less_equal")
-
-    def __neg__(self):
-        from openneuron.nki import language as nl
-
-        return nl.negative(self)
-
-    def __iadd__(self, other):
-        from openneuron.nki import language as nl
-
-        return nl._accumulate(self, other)
 
 
 NkiTensor.ap = _arguments.reject_unknown(NkiTensor.ap, "ap")

@@ -15,7 +15,6 @@ import threading
 import torch
 
 from openneuron.nki import kernel as kernel_module
-from openneuron.nki import torch_kernels
 from openneuron.nki.tensor import NkiTensor
 
 _trace_only_lock = threading.Lock()
@@ -24,11 +23,11 @@ _trace_only_lock = threading.Lock()
 def _empty_outputs(kernel, args, kwargs):
     """Stands in for a kernel run on fake tensors: the outputs' shapes and dtypes, from a trace
     of the kernel (tracing never reads tensor values); no argument is written."""
-    compiled = torch_kernels.compiled_for(kernel, args, kwargs)
-    device = next(t.device for t in torch_kernels._tensors(args, kwargs))
+    compiled = kernel_module.compiled_for(kernel, args, kwargs)
+    device = next(t.device for t in kernel_module._tensors(args, kwargs))
 
     def empty(nki_tensor):
-        dtype = torch_kernels._TORCH_DTYPES[nki_tensor.dtype.name]
+        dtype = kernel_module._TORCH_DTYPES[nki_tensor.dtype.name]
         return torch.empty(tuple(nki_tensor.shape), dtype=dtype, device=device)
 
     def rebuild(value):
@@ -45,12 +44,12 @@ def _empty_outputs(kernel, args, kwargs):
 def _kernels_trace_only():
     """Within the block, NKI kernel calls on neuron tensors only trace (for fake kernels)."""
     with _trace_only_lock:
-        running = torch_kernels.call_on_device
-        torch_kernels.call_on_device = _empty_outputs
+        running = kernel_module.call_on_device
+        kernel_module.call_on_device = _empty_outputs
         try:
             yield
         finally:
-            torch_kernels.call_on_device = running
+            kernel_module.call_on_device = running
 
 
 def nki_op(name, fn=None, /, *, mutates_args=(), device_types=None, schema=None):

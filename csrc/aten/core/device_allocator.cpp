@@ -1,0 +1,164 @@
+#include "aten/core/device_allocator.h"
+
+#include <cstring>
+
+#include "aten/core/memory_history.h"
+#include "aten/core/runtime_errors.h"
+#include "runtime/copy.h"
+#include "runtime/errors.h"
+#include "runtime/runtime.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+using runtime::Runtime;
+
+// The deleter needs the device; DataPtr gives it one context pointer.
+struct Allocation {
+  void* ptr;
+  int device;
+  size_t bytes;
+  int64_t stream;
+};
+
+// torch.profiler's memory events (profile_memory=True): the change and the device's totals.
+void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t delta,
+                        int device) {
+  const runtime::MemoryStats stats = allocator.stats();
+  c10::reportMemoryUsageToProfiler(
+      ptr, delta, static_cast<size_t>(stats.allocated_bytes[0].current),
+      static_cast<size_t>(stats.reserved_bytes[0].current),
+      c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+}
+
+void free_allocation(void* context) {
+  auto* allocation = static_cast<Allocation*>(context);
+  try {
+    auto& allocator = Runtime::get().device(allocation->device).allocator();
+    allocator.free(allocation->ptr);
+    if (memory_history_enabled()) {
+      memory_history_on_free(allocation->device, allocation->ptr, allocation->bytes,
+                             allocation->stream);
+    }
+    if (c10::memoryProfilingEnabled()) {
+      report_to_profiler(allocator, allocation->ptr, -static_cast<int64_t>(allocation->bytes),
+                         allocation->device);
+    }
+  } catch (const ::openneuron::runtime::Error&) {
+    // In a forked child the runtime is gone; its memory went with the parent's threads.
+  }
+  delete allocation;
+}
+
+c10::CachingAllocator::StatArray to_c10(const runtime::StatArray& stats) {
+  c10::CachingAllocator::StatArray result;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    result[i].current = stats[i].current;
+    result[i].peak = stats[i].peak;
+    result[i].allocated = stats[i].allocated;
+    result[i].freed = stats[i].freed;
+  }
+  return result;
+}
+
+runtime::CachingAllocator& allocator_of(c10::DeviceIndex device) {
+  runtime::CachingAllocator* allocator = nullptr;
+  OPENNEURON_RUNTIME_CALL(allocator = &Runtime::get().device(device).allocator());
+  return *allocator;
+}
+
+class NeuronDeviceAllocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) override {
+    int device = 0;
+    void* ptr = nullptr;
+    int64_t stream = 0;
+    OPENNEURON_RUNTIME_CALL({
+      device = runtime::current_device();
+      auto& target = Runtime::get().device(device);
+      auto& current = runtime::current_stream(device);
+      stream = current.id();
+      ptr = target.allocator().allocate(bytes, current);
+      if (ptr && memory_history_enabled()) memory_history_on_alloc(device, ptr, bytes, stream);
+      if (ptr && c10::memoryProfilingEnabled()) {
+        report_to_profiler(target.allocator(), ptr, static_cast<int64_t>(bytes), device);
+      }
+    });
+    c10::Device where(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
+    if (!ptr) return c10::DataPtr(nullptr, nullptr, &free_allocation, where);
+    return c10::DataPtr(ptr, new Allocation{ptr, device, bytes, stream}, &free_allocation, where);
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+
+  // Storage copies (e.g. clone of a storage) run in order on the current stream.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    OPENNEURON_RUNTIME_CALL({
+      auto& stream = runtime::current_stream(runtime::current_device());
+      runtime::copy_device_to_device(stream, dest, stream, src, count);
+    });
+  }
+
+  bool initialized() override { return Runtime::is_initialized(); }
+
+  void emptyCache(c10::MempoolId_t) override {
+    if (!Runtime::is_initialized()) return;
+    OPENNEURON_RUNTIME_CALL({
+      auto& rt = Runtime::get();
+      for (int d = 0; d < rt.device_count(); ++d) rt.device(d).allocator().empty_cache();
+    });
+  }
+
+  void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
+    auto* allocation = static_cast<Allocation*>(data.get_context());
+    if (!allocation) return;
+    OPENNEURON_RUNTIME_CALL({
+      auto& device = Runtime::get().device(allocation->device);
+      device.allocator().record_stream(allocation->ptr, device.stream(stream.id()));
+    });
+  }
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    return device_stats(device);
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    allocator_of(device).reset_accumulated_stats();
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override { allocator_of(device).reset_peak_stats(); }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    auto& allocator = allocator_of(device);
+    return {allocator.free_bytes(), allocator.capacity()};
+  }
+};
+
+NeuronDeviceAllocator g_device_allocator;
+
+}  // namespace
+
+c10::DeviceAllocator* device_allocator() { return &g_device_allocator; }
+
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device) {
+  runtime::MemoryStats stats = allocator_of(device).stats();
+  c10::CachingDeviceAllocator::DeviceStats result;
+  result.allocation = to_c10(stats.allocation);
+  result.segment = to_c10(stats.segment);
+  result.active = to_c10(stats.active);
+  result.allocated_bytes = to_c10(stats.allocated_bytes);
+  result.reserved_bytes = to_c10(stats.reserved_bytes);
+  result.active_bytes = to_c10(stats.active_bytes);
+  result.requested_bytes = to_c10(stats.requested_bytes);
+  result.num_alloc_retries = stats.num_alloc_retries;
+  result.num_ooms = stats.num_ooms;
+  result.num_device_alloc = stats.num_device_alloc;
+  result.num_device_free = stats.num_device_free;
+  result.num_sync_all_streams = stats.num_sync_all_streams;
+  return result;
+}
+
+}  // namespace openneuron::bridge
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &openneuron::bridge::g_device_allocator);

@@ -1,0 +1,137 @@
+// Convolution on the device: at::_convolution picks the "overrideable" backend for
+// PrivateUse1 tensors, so conv1d/conv2d arrive here. Transposed, 3-D and float64
+// convolutions run on the host (counted as fallbacks).
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "aten/ops/nn/nn_helpers.h"
+#include "aten/core/op_helpers.h"
+#include "aten/core/op_tracking.h"
+#include "aten/ops/nn/ops_nn.h"
+#include "aten/core/tensor_views.h"
+#include "kernels/matmul/conv.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+bool conv_is_native(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
+                    bool transposed) {
+  return !transposed && (input.dim() == 3 || input.dim() == 4) && input.dim() == weight.dim() &&
+         nn::all_nn_dtypes({&input, &weight, bias}) &&
+         (bias == nullptr || bias->scalar_type() == input.scalar_type()) &&
+         input.scalar_type() == weight.scalar_type();
+}
+
+kernels::Conv2dParams conv_params(int64_t spatial_dims, at::IntArrayRef stride,
+                                  at::IntArrayRef padding, at::IntArrayRef dilation,
+                                  int64_t groups) {
+  kernels::Conv2dParams p;
+  // A 1-D convolution is a 2-D one over a height of 1 (stride/padding/dilation 1/0/1).
+  const int first = spatial_dims == 1 ? 1 : 0;
+  for (int d = 0; d < spatial_dims; ++d) {
+    p.stride[first + d] = stride[d];
+    p.padding[first + d] = padding[d];
+    p.dilation[first + d] = dilation[d];
+  }
+  p.groups = groups;
+  return p;
+}
+
+kernels::TensorView as_4d(const at::Tensor& t) {
+  kernels::TensorView view = view_of(t);
+  return t.dim() == 3 ? nn::with_unit_dim(view, 2) : view;
+}
+
+// The host path for what the kernels do not cover (counted and computed on CPU copies).
+at::Tensor host_convolution(const at::Tensor& input, const at::Tensor& weight,
+                            const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                            at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                            at::IntArrayRef output_padding, int64_t groups) {
+  record_fallback("aten::convolution_overrideable");
+  std::optional<at::Tensor> host_bias;
+  if (bias.has_value() && bias->defined()) host_bias = bias->cpu();
+  return at::convolution(input.cpu(), weight.cpu(), host_bias, stride, padding, dilation,
+                         transposed, output_padding, groups)
+      .to(input.device());
+}
+
+}  // namespace
+
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                    at::IntArrayRef padding, at::IntArrayRef dilation,
+                                    bool transposed, at::IntArrayRef output_padding,
+                                    int64_t groups) {
+  const at::Tensor* bias_ptr = nn::opt(bias);
+  const c10::Device device =
+      nn::check_device("aten::convolution_overrideable", {&input, &weight, bias_ptr});
+  if (!conv_is_native(input, weight, bias_ptr, transposed)) {
+    return host_convolution(input, weight, bias, stride, padding, dilation, transposed,
+                            output_padding, groups);
+  }
+  OPENNEURON_NATIVE_OP("aten::convolution_overrideable");
+  const c10::DeviceGuard guard(device);
+  const int64_t spatial = input.dim() - 2;
+  std::vector<int64_t> out_shape = {input.size(0), weight.size(0)};
+  for (int64_t d = 0; d < spatial; ++d) {
+    const int64_t extent = dilation[d] * (weight.size(d + 2) - 1) + 1;
+    const int64_t size = (input.size(d + 2) + 2 * padding[d] - extent) / stride[d] + 1;
+    TORCH_CHECK(size > 0, "Calculated output size is too small (input ", input.sizes(), ", kernel ",
+                weight.sizes(), ")");
+    out_shape.push_back(size);
+  }
+  at::Tensor out = at::empty(out_shape, input.options());
+  if (out.numel() == 0) return out;
+  const kernels::Conv2dParams params = conv_params(spatial, stride, padding, dilation, groups);
+  const kernels::TensorView out_view = as_4d(out);
+  const kernels::TensorView in_view = as_4d(input);
+  const kernels::TensorView w_view = as_4d(weight);
+  const bool has_bias = bias_ptr != nullptr;
+  const kernels::TensorView b_view = has_bias ? view_of(*bias_ptr) : kernels::TensorView{};
+  stream_for(out).enqueue("aten::convolution_overrideable", [=] {
+    kernels::conv2d_forward(out_view, in_view, w_view, has_bias ? &b_view : nullptr, params);
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+    at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  const c10::Device device =
+      nn::check_device("aten::convolution_backward_overrideable", {&grad_output, &input, &weight});
+  if (!conv_is_native(input, weight, nullptr, transposed) ||
+      grad_output.scalar_type() != input.scalar_type()) {
+    record_fallback("aten::convolution_backward_overrideable");
+    auto result = at::convolution_backward(
+        grad_output.cpu(), input.cpu(), weight.cpu(), std::vector<int64_t>{weight.size(0)}, stride,
+        padding, dilation, transposed, output_padding, groups, output_mask);
+    const auto back = [&](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };
+    return {back(std::get<0>(result)), back(std::get<1>(result)), back(std::get<2>(result))};
+  }
+  OPENNEURON_NATIVE_OP("aten::convolution_backward_overrideable");
+  const c10::DeviceGuard guard(device);
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (output_mask[0]) grad_input = at::empty(input.sizes(), input.options());
+  if (output_mask[1]) grad_weight = at::empty(weight.sizes(), weight.options());
+  if (output_mask[2]) grad_bias = at::empty({weight.size(0)}, weight.options());
+  const kernels::Conv2dParams params =
+      conv_params(input.dim() - 2, stride, padding, dilation, groups);
+  const kernels::TensorView go_view = as_4d(grad_output);
+  const kernels::TensorView in_view = as_4d(input);
+  const kernels::TensorView w_view = as_4d(weight);
+  const kernels::TensorView gi_view = output_mask[0] ? as_4d(grad_input) : kernels::TensorView{};
+  const kernels::TensorView gw_view = output_mask[1] ? as_4d(grad_weight) : kernels::TensorView{};
+  const kernels::TensorView gb_view = output_mask[2] ? view_of(grad_bias) : kernels::TensorView{};
+  stream_for(input).enqueue("aten::convolution_backward_overrideable", [=] {
+    kernels::conv2d_backward(output_mask[0] ? &gi_view : nullptr,
+                             output_mask[1] ? &gw_view : nullptr,
+                             output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
+  });
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace openneuron::bridge

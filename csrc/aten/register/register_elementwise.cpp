@@ -1,0 +1,296 @@
+// Registrations of the elementwise family: one line per op, listing the overloads (functional,
+// in-place, out=) that share its definition. Specs are read by PointwiseKernel / ForeachKernel.
+#include <torch/library.h>
+
+#include <initializer_list>
+#include <memory>
+
+#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
+
+namespace openneuron::bridge {
+
+namespace {
+
+using kernels::PointwiseOp;
+using Op = kernels::PointwiseOp;
+using R = ResultRule;
+
+void pointwise(torch::Library& m, std::initializer_list<const char*> overloads,
+               PointwiseSpec spec) {
+  for (const char* name : overloads) {
+    m.impl(name,
+           torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PointwiseKernel>(spec, name)));
+    register_pointwise_spec(name, spec);
+  }
+}
+
+void foreach_op(torch::Library& m, std::initializer_list<const char*> overloads, ForeachSpec spec) {
+  for (const char* name : overloads) {
+    m.impl(name,
+           torch::CppFunction::makeFromBoxedFunctor(std::make_unique<ForeachKernel>(spec, name)));
+  }
+}
+
+PointwiseSpec unary(Op op, R result, uint8_t dtypes) {
+  return PointwiseSpec{op, result, dtypes, {0}};
+}
+PointwiseSpec binary(Op op, R result, uint8_t dtypes) {
+  return PointwiseSpec{op, result, dtypes, {0, 1}};
+}
+PointwiseSpec ternary(Op op, R result, uint8_t dtypes, uint32_t promote_mask = ~0u) {
+  return PointwiseSpec{op, result, dtypes, {0, 1, 2}, promote_mask};
+}
+// The op takes an out= of its result dtype only (TensorIterator's unary-op rule).
+PointwiseSpec exact_out(PointwiseSpec spec) {
+  spec.out_dtype = OutDtype::Exact;
+  return spec;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // Unary math.
+  pointwise(m, {"abs", "abs_", "abs.out"}, exact_out(unary(Op::Abs, R::Common, kNumbers)));
+  pointwise(m, {"neg", "neg_", "neg.out"}, exact_out(unary(Op::Neg, R::Common, kNumbers)));
+  pointwise(m, {"sign", "sign_", "sign.out"}, exact_out(unary(Op::Sign, R::Common, kAllTypes)));
+  pointwise(m, {"sgn", "sgn_", "sgn.out"}, exact_out(unary(Op::Sign, R::Common, kAllTypes)));
+  pointwise(m, {"exp", "exp_", "exp.out"}, unary(Op::Exp, R::FloatPromote, kAllTypes));
+  pointwise(m, {"exp2", "exp2_", "exp2.out"}, unary(Op::Exp2, R::FloatPromote, kAllTypes));
+  pointwise(m, {"log", "log_", "log.out"}, unary(Op::Log, R::FloatPromote, kAllTypes));
+  pointwise(m, {"log2", "log2_", "log2.out"}, unary(Op::Log2, R::FloatPromote, kAllTypes));
+  pointwise(m, {"log10", "log10_", "log10.out"}, unary(Op::Log10, R::FloatPromote, kAllTypes));
+  pointwise(m, {"log1p", "log1p_", "log1p.out"}, unary(Op::Log1p, R::FloatPromote, kAllTypes));
+  pointwise(m, {"expm1", "expm1_", "expm1.out"}, unary(Op::Expm1, R::FloatPromote, kAllTypes));
+  pointwise(m, {"sqrt", "sqrt_", "sqrt.out"}, unary(Op::Sqrt, R::FloatPromote, kAllTypes));
+  pointwise(m, {"rsqrt", "rsqrt_", "rsqrt.out"}, unary(Op::Rsqrt, R::FloatPromote, kAllTypes));
+  pointwise(m, {"reciprocal", "reciprocal_", "reciprocal.out"},
+            unary(Op::Reciprocal, R::FloatPromote, kAllTypes));
+  pointwise(m, {"sin", "sin_", "sin.out"}, unary(Op::Sin, R::FloatPromote, kAllTypes));
+  pointwise(m, {"cos", "cos_", "cos.out"}, unary(Op::Cos, R::FloatPromote, kAllTypes));
+  pointwise(m, {"tan", "tan_", "tan.out"}, unary(Op::Tan, R::FloatPromote, kAllTypes));
+  pointwise(m, {"tanh", "tanh_", "tanh.out"}, unary(Op::Tanh, R::FloatPromote, kAllTypes));
+  pointwise(m, {"sigmoid", "sigmoid_", "sigmoid.out"},
+            unary(Op::Sigmoid, R::FloatPromote, kAllTypes));
+  pointwise(m, {"erf", "erf_", "erf.out"}, unary(Op::Erf, R::FloatPromote, kAllTypes));
+  pointwise(m, {"floor", "floor_", "floor.out"}, exact_out(unary(Op::Floor, R::Common, kNumbers)));
+  pointwise(m, {"ceil", "ceil_", "ceil.out"}, exact_out(unary(Op::Ceil, R::Common, kNumbers)));
+  pointwise(m, {"round", "round_", "round.out"}, exact_out(unary(Op::Round, R::Common, kNumbers)));
+  pointwise(m, {"round.decimals", "round_.decimals", "round.decimals_out"},
+            exact_out(unary(Op::RoundDecimals, R::Common, kFloats)));
+  pointwise(m, {"trunc", "trunc_", "trunc.out"}, exact_out(unary(Op::Trunc, R::Common, kNumbers)));
+  pointwise(m, {"frac", "frac_", "frac.out"}, exact_out(unary(Op::Frac, R::Common, kFloats)));
+  pointwise(m, {"nan_to_num", "nan_to_num_", "nan_to_num.out"},
+            unary(Op::NanToNum, R::Common, kAllTypes));
+  pointwise(m, {"logical_not", "logical_not_", "logical_not.out"},
+            unary(Op::LogicalNot, R::Bool, kAllTypes));
+  pointwise(m, {"bitwise_not", "bitwise_not_", "bitwise_not.out"},
+            exact_out(unary(Op::BitwiseNot, R::Common, kIntegers | kBool)));
+  pointwise(m, {"isnan"}, unary(Op::IsNan, R::Bool, kAllTypes));
+  pointwise(m, {"isinf"}, unary(Op::IsInf, R::Bool, kAllTypes));
+  pointwise(m, {"isposinf", "isposinf.out"}, unary(Op::IsPosInf, R::Bool, kAllTypes));
+  pointwise(m, {"isneginf", "isneginf.out"}, unary(Op::IsNegInf, R::Bool, kAllTypes));
+
+  // Activations and the gradients autograd calls.
+  pointwise(m, {"gelu", "gelu_", "gelu.out"}, exact_out(unary(Op::Gelu, R::Common, kFloats)));
+  pointwise(m, {"silu", "silu_", "silu.out"}, exact_out(unary(Op::Silu, R::Common, kFloats)));
+  pointwise(m, {"mish", "mish_", "mish.out"}, exact_out(unary(Op::Mish, R::Common, kFloats)));
+  pointwise(m, {"hardsigmoid", "hardsigmoid_", "hardsigmoid.out"},
+            exact_out(unary(Op::Hardsigmoid, R::Common, kFloats)));
+  pointwise(m, {"hardswish", "hardswish_", "hardswish.out"},
+            exact_out(unary(Op::Hardswish, R::Common, kFloats)));
+  pointwise(m, {"softplus", "softplus.out"}, exact_out(unary(Op::Softplus, R::Common, kFloats)));
+  pointwise(m, {"leaky_relu", "leaky_relu_", "leaky_relu.out"},
+            exact_out(unary(Op::LeakyRelu, R::Common, kFloats)));
+  // hardtanh is clamp with defaults: the same op serves integer inputs, as on CPU.
+  pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"},
+            exact_out(unary(Op::Clamp, R::Common, kNumbers)));
+  pointwise(m, {"elu", "elu_", "elu.out"}, exact_out(unary(Op::Elu, R::Common, kFloats)));
+  pointwise(m, {"gelu_backward", "gelu_backward.grad_input"},
+            binary(Op::GeluBackward, R::Common, kFloats));
+  pointwise(m, {"silu_backward", "silu_backward.grad_input"},
+            binary(Op::SiluBackward, R::Common, kFloats));
+  pointwise(m, {"mish_backward"}, binary(Op::MishBackward, R::Common, kFloats));
+  pointwise(m, {"hardsigmoid_backward", "hardsigmoid_backward.grad_input"},
+            binary(Op::HardsigmoidBackward, R::Common, kFloats));
+  pointwise(m, {"hardswish_backward"}, binary(Op::HardswishBackward, R::Common, kFloats));
+  pointwise(m, {"sigmoid_backward", "sigmoid_backward.grad_input"},
+            binary(Op::SigmoidBackward, R::Common, kFloats));
+  pointwise(m, {"tanh_backward", "tanh_backward.grad_input"},
+            binary(Op::TanhBackward, R::Common, kFloats));
+  pointwise(m, {"softplus_backward", "softplus_backward.grad_input"},
+            binary(Op::SoftplusBackward, R::Common, kFloats));
+  pointwise(m, {"leaky_relu_backward", "leaky_relu_backward.grad_input"},
+            binary(Op::LeakyReluBackward, R::Common, kFloats));
+  pointwise(m, {"hardtanh_backward", "hardtanh_backward.grad_input"},
+            binary(Op::HardtanhBackward, R::Common, kFloats));
+  pointwise(m, {"elu_backward", "elu_backward.grad_input"},
+            PointwiseSpec{Op::EluBackward, R::Common, kFloats, {0, 5}});
+
+  // Binary.
+  pointwise(m,
+            {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", "pow.Tensor_Scalar",
+             "pow_.Scalar", "pow.Tensor_Scalar_out", "pow.Scalar", "pow.Scalar_out"},
+            binary(Op::Pow, R::Common, kNumbers));
+  pointwise(m, {"maximum", "maximum.out"}, binary(Op::Maximum, R::Common, kAllTypes));
+  pointwise(m, {"minimum", "minimum.out"}, binary(Op::Minimum, R::Common, kAllTypes));
+  pointwise(m, {"atan2", "atan2_", "atan2.out"}, binary(Op::Atan2, R::FloatPromote, kAllTypes));
+  pointwise(m,
+            {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out", "remainder.Scalar",
+             "remainder_.Scalar", "remainder.Scalar_out", "remainder.Scalar_Tensor"},
+            binary(Op::Remainder, R::Common, kNumbers));
+  pointwise(m,
+            {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out", "fmod.Scalar", "fmod_.Scalar",
+             "fmod.Scalar_out"},
+            binary(Op::Fmod, R::Common, kNumbers));
+  pointwise(m,
+            {"floor_divide", "floor_divide_.Tensor", "floor_divide.out", "floor_divide.Scalar",
+             "floor_divide_.Scalar"},
+            binary(Op::DivFloor, R::Common, kNumbers));
+  pointwise(m,
+            {"div.Tensor_mode", "div_.Tensor_mode", "div.out_mode", "div.Scalar_mode",
+             "div_.Scalar_mode"},
+            binary(Op::Div, R::FloatPromote, kAllTypes));
+  pointwise(
+      m, {"eq.Tensor", "eq_.Tensor", "eq.Tensor_out", "eq.Scalar", "eq_.Scalar", "eq.Scalar_out"},
+      binary(Op::Eq, R::Bool, kAllTypes));
+  pointwise(
+      m, {"ne.Tensor", "ne_.Tensor", "ne.Tensor_out", "ne.Scalar", "ne_.Scalar", "ne.Scalar_out"},
+      binary(Op::Ne, R::Bool, kAllTypes));
+  pointwise(
+      m, {"lt.Tensor", "lt_.Tensor", "lt.Tensor_out", "lt.Scalar", "lt_.Scalar", "lt.Scalar_out"},
+      binary(Op::Lt, R::Bool, kAllTypes));
+  pointwise(
+      m, {"le.Tensor", "le_.Tensor", "le.Tensor_out", "le.Scalar", "le_.Scalar", "le.Scalar_out"},
+      binary(Op::Le, R::Bool, kAllTypes));
+  pointwise(
+      m, {"gt.Tensor", "gt_.Tensor", "gt.Tensor_out", "gt.Scalar", "gt_.Scalar", "gt.Scalar_out"},
+      binary(Op::Gt, R::Bool, kAllTypes));
+  pointwise(
+      m, {"ge.Tensor", "ge_.Tensor", "ge.Tensor_out", "ge.Scalar", "ge_.Scalar", "ge.Scalar_out"},
+      binary(Op::Ge, R::Bool, kAllTypes));
+  pointwise(m, {"logical_and", "logical_and_", "logical_and.out"},
+            binary(Op::LogicalAnd, R::Bool, kAllTypes));
+  pointwise(m, {"logical_or", "logical_or_", "logical_or.out"},
+            binary(Op::LogicalOr, R::Bool, kAllTypes));
+  pointwise(m, {"logical_xor", "logical_xor_", "logical_xor.out"},
+            binary(Op::LogicalXor, R::Bool, kAllTypes));
+  pointwise(m,
+            {"bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out",
+             "bitwise_and.Scalar", "bitwise_and_.Scalar", "bitwise_and.Scalar_out"},
+            binary(Op::BitwiseAnd, R::Common, kIntegers | kBool));
+  pointwise(m,
+            {"bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out",
+             "bitwise_or.Scalar", "bitwise_or_.Scalar", "bitwise_or.Scalar_out"},
+            binary(Op::BitwiseOr, R::Common, kIntegers | kBool));
+  pointwise(m,
+            {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out",
+             "bitwise_xor.Scalar", "bitwise_xor_.Scalar", "bitwise_xor.Scalar_out"},
+            binary(Op::BitwiseXor, R::Common, kIntegers | kBool));
+  // Clamping by scalars takes an out= of the result dtype only; by tensors, any it casts to.
+  pointwise(m, {"clamp_min", "clamp_min_", "clamp_min.out"},
+            exact_out(binary(Op::ClampMin, R::Common, kNumbers)));
+  pointwise(m, {"clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"},
+            binary(Op::ClampMin, R::Common, kNumbers));
+  pointwise(m, {"clamp_max", "clamp_max_", "clamp_max.out"},
+            exact_out(binary(Op::ClampMax, R::Common, kNumbers)));
+  pointwise(m, {"clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"},
+            binary(Op::ClampMax, R::Common, kNumbers));
+  pointwise(m, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out"},
+            binary(Op::LerpScalar, R::Common, kFloats));
+
+  // Selection and three-input arithmetic.
+  pointwise(m, {"clamp", "clamp_", "clamp.out"},
+            exact_out(ternary(Op::ClampBoth, R::Common, kNumbers)));
+  pointwise(m, {"clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"},
+            ternary(Op::ClampBoth, R::Common, kNumbers));
+  pointwise(m, {"lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"},
+            exact_out(ternary(Op::Lerp, R::Common, kFloats)));
+  pointwise(m, {"addcmul", "addcmul_", "addcmul.out"}, ternary(Op::Addcmul, R::Common, kNumbers));
+  pointwise(m, {"addcdiv", "addcdiv_", "addcdiv.out"}, ternary(Op::Addcdiv, R::Common, kFloats));
+  pointwise(m, {"where.self", "where.self_out"}, ternary(Op::Where, R::Common, kAllTypes, 0b110));
+  pointwise(m,
+            {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Scalar_out",
+             "masked_fill.Tensor", "masked_fill_.Tensor", "masked_fill.Tensor_out"},
+            ternary(Op::MaskedFill, R::Self, kAllTypes, 0b001));
+
+  // Optimizer building blocks: every call queues one task for the whole tensor list. The dtype
+  // classes are the pointwise ops' own; other dtypes reach the host, which refuses them as the CPU
+  // does.
+  foreach_op(m,
+             {"_foreach_add.List", "_foreach_add_.List", "_foreach_add.Scalar",
+              "_foreach_add_.Scalar", "_foreach_add.ScalarList", "_foreach_add_.ScalarList",
+              "_foreach_add.Tensor", "_foreach_add_.Tensor"},
+             {Op::AddAlpha, R::Common});
+  foreach_op(m,
+             {"_foreach_sub.List", "_foreach_sub_.List", "_foreach_sub.Scalar",
+              "_foreach_sub_.Scalar", "_foreach_sub.ScalarList", "_foreach_sub_.ScalarList"},
+             {Op::SubAlpha, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m,
+             {"_foreach_mul.List", "_foreach_mul_.List", "_foreach_mul.Scalar",
+              "_foreach_mul_.Scalar", "_foreach_mul.ScalarList", "_foreach_mul_.ScalarList",
+              "_foreach_mul.Tensor", "_foreach_mul_.Tensor"},
+             {Op::Mul, R::Common});
+  foreach_op(m,
+             {"_foreach_div.List", "_foreach_div_.List", "_foreach_div.Scalar",
+              "_foreach_div_.Scalar", "_foreach_div.ScalarList", "_foreach_div_.ScalarList",
+              "_foreach_div.Tensor", "_foreach_div_.Tensor"},
+             {Op::Div, R::FloatPromote});
+  foreach_op(
+      m,
+      {"_foreach_maximum.List", "_foreach_maximum_.List", "_foreach_maximum.Scalar",
+       "_foreach_maximum_.Scalar", "_foreach_maximum.ScalarList", "_foreach_maximum_.ScalarList"},
+      {Op::Maximum, R::Common});
+  foreach_op(
+      m,
+      {"_foreach_minimum.List", "_foreach_minimum_.List", "_foreach_minimum.Scalar",
+       "_foreach_minimum_.Scalar", "_foreach_minimum.ScalarList", "_foreach_minimum_.ScalarList"},
+      {Op::Minimum, R::Common});
+  foreach_op(m,
+             {"_foreach_clamp_min.List", "_foreach_clamp_min_.List", "_foreach_clamp_min.Scalar",
+              "_foreach_clamp_min_.Scalar", "_foreach_clamp_min.ScalarList",
+              "_foreach_clamp_min_.ScalarList"},
+             {Op::ClampMin, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m,
+             {"_foreach_clamp_max.List", "_foreach_clamp_max_.List", "_foreach_clamp_max.Scalar",
+              "_foreach_clamp_max_.Scalar", "_foreach_clamp_max.ScalarList",
+              "_foreach_clamp_max_.ScalarList"},
+             {Op::ClampMax, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m,
+             {"_foreach_pow.List", "_foreach_pow_.List", "_foreach_pow.Scalar",
+              "_foreach_pow_.Scalar", "_foreach_pow.ScalarList", "_foreach_pow_.ScalarList"},
+             {Op::Pow, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m, {"_foreach_sqrt", "_foreach_sqrt_"}, {Op::Sqrt, R::FloatPromote});
+  foreach_op(m, {"_foreach_rsqrt", "_foreach_rsqrt_"}, {Op::Rsqrt, R::FloatPromote});
+  foreach_op(m, {"_foreach_exp", "_foreach_exp_"}, {Op::Exp, R::FloatPromote});
+  foreach_op(m, {"_foreach_log", "_foreach_log_"}, {Op::Log, R::FloatPromote});
+  foreach_op(m, {"_foreach_reciprocal", "_foreach_reciprocal_"}, {Op::Reciprocal, R::FloatPromote});
+  foreach_op(m, {"_foreach_sigmoid", "_foreach_sigmoid_"}, {Op::Sigmoid, R::FloatPromote});
+  foreach_op(m, {"_foreach_tanh", "_foreach_tanh_"}, {Op::Tanh, R::FloatPromote});
+  foreach_op(m, {"_foreach_sin", "_foreach_sin_"}, {Op::Sin, R::FloatPromote});
+  foreach_op(m, {"_foreach_cos", "_foreach_cos_"}, {Op::Cos, R::FloatPromote});
+  foreach_op(m, {"_foreach_neg", "_foreach_neg_"},
+             {Op::Neg, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m, {"_foreach_abs", "_foreach_abs_"},
+             {Op::Abs, R::Common, /*extra_is_operand=*/true, kNumbers});
+  foreach_op(m, {"_foreach_sign", "_foreach_sign_"}, {Op::Sign, R::Common});
+  foreach_op(m, {"_foreach_lerp.List", "_foreach_lerp_.List"},
+             {Op::Lerp, R::Common, /*extra_is_operand=*/true, kFloats});
+  foreach_op(m,
+             {"_foreach_lerp.Scalar", "_foreach_lerp_.Scalar", "_foreach_lerp.ScalarList",
+              "_foreach_lerp_.ScalarList"},
+             {Op::LerpScalar, R::Common, /*extra_is_operand=*/false, kFloats});
+  foreach_op(m,
+             {"_foreach_addcmul.Scalar", "_foreach_addcmul_.Scalar", "_foreach_addcmul.ScalarList",
+              "_foreach_addcmul_.ScalarList"},
+             {Op::Addcmul, R::Common, /*extra_is_operand=*/false, kNumbers});
+  foreach_op(m,
+             {"_foreach_addcdiv.Scalar", "_foreach_addcdiv_.Scalar", "_foreach_addcdiv.ScalarList",
+              "_foreach_addcdiv_.ScalarList"},
+             {Op::Addcdiv, R::Common, /*extra_is_operand=*/false, kFloats});
+  m.impl("zero_", TORCH_FN(zero_));
+  m.impl("_fused_adam_", TORCH_FN(fused_adam_));
+  m.impl("_fused_adamw_", TORCH_FN(fused_adamw_));
+  m.impl("_fused_sgd_", TORCH_FN(fused_sgd_));
+}
+
+}  // namespace openneuron::bridge
