@@ -105,6 +105,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"},
             exact_out(unary(Op::Clamp, R::Common, kNumbers)));
   pointwise(m, {"elu", "elu_", "elu.out"}, exact_out(unary(Op::Elu, R::Common, kFloats)));
+  pointwise(m, {"hardshrink", "hardshrink.out"},
+            exact_out(unary(Op::Hardshrink, R::Common, kFloats)));
+  pointwise(m, {"softshrink", "softshrink.out"},
+            exact_out(unary(Op::Softshrink, R::Common, kFloats)));
+  // Integer thresholds run on the host (the kernel computes activations in floats only).
+  pointwise(m, {"threshold", "threshold_", "threshold.out"},
+            unary(Op::Threshold, R::Common, kFloats));
+  pointwise(m, {"_prelu_kernel"}, binary(Op::Prelu, R::Common, kFloats));
   pointwise(m, {"gelu_backward", "gelu_backward.grad_input"},
             binary(Op::GeluBackward, R::Common, kFloats));
   pointwise(m, {"silu_backward", "silu_backward.grad_input"},
@@ -125,6 +133,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             binary(Op::HardtanhBackward, R::Common, kFloats));
   pointwise(m, {"elu_backward", "elu_backward.grad_input"},
             PointwiseSpec{Op::EluBackward, R::Common, kFloats, {0, 5}});
+  pointwise(m, {"hardshrink_backward", "hardshrink_backward.grad_input"},
+            binary(Op::HardshrinkBackward, R::Common, kFloats));
+  pointwise(m, {"softshrink_backward", "softshrink_backward.grad_input"},
+            binary(Op::HardshrinkBackward, R::Common, kFloats));
 
   // Binary.
   pointwise(m,
@@ -134,6 +146,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"maximum", "maximum.out"}, binary(Op::Maximum, R::Common, kAllTypes));
   pointwise(m, {"minimum", "minimum.out"}, binary(Op::Minimum, R::Common, kAllTypes));
   pointwise(m, {"atan2", "atan2_", "atan2.out"}, binary(Op::Atan2, R::FloatPromote, kAllTypes));
+  pointwise(
+      m,
+      {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor", "xlogy.Scalar_Other",
+       "xlogy_.Scalar_Other", "xlogy.OutScalar_Other", "xlogy.Scalar_Self", "xlogy.OutScalar_Self"},
+      binary(Op::Xlogy, R::FloatPromote, kAllTypes));
   pointwise(m,
             {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out", "remainder.Scalar",
              "remainder_.Scalar", "remainder.Scalar_out", "remainder.Scalar_Tensor"},

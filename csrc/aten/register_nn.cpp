@@ -100,6 +100,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
   m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
 
+  // Activations with more than one result or operand view (ops_activation.cpp).
+  m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
+  m.impl("log_sigmoid_forward.output", TORCH_FN(log_sigmoid_forward_out));
+  m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
+  m.impl("log_sigmoid_backward.grad_input", TORCH_FN(log_sigmoid_backward_out));
+  m.impl("glu", TORCH_FN(glu));
+  m.impl("glu.out", TORCH_FN(glu_out));
+  m.impl("glu_backward", TORCH_FN(glu_backward));
+  m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
+  m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
+
   // Scaled dot-product attention (the PrivateUse1 "overrideable" SDPA backend).
   m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_overrideable));
