@@ -187,4 +187,42 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_
                                                          const at::Tensor& self,
                                                          const at::Tensor& weight);
 
+// Reflection and replication padding (ops_padding.cpp).
+at::Tensor reflection_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad1d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                     at::IntArrayRef padding);
+at::Tensor& reflection_pad1d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor reflection_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad2d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                     at::IntArrayRef padding);
+at::Tensor& reflection_pad2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor reflection_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad3d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                     at::IntArrayRef padding);
+at::Tensor& reflection_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad1d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                      at::IntArrayRef padding);
+at::Tensor& replication_pad1d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad2d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                      at::IntArrayRef padding);
+at::Tensor& replication_pad2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad3d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                      at::IntArrayRef padding);
+at::Tensor& replication_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           at::IntArrayRef padding, at::Tensor& grad_input);
+
 }  // namespace openneuron::bridge

@@ -100,6 +100,32 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
   m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
 
+  // Reflection and replication padding (ops_padding.cpp).
+  m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));
+  m.impl("reflection_pad1d.out", TORCH_FN(reflection_pad1d_out));
+  m.impl("reflection_pad1d_backward", TORCH_FN(reflection_pad1d_backward));
+  m.impl("reflection_pad1d_backward.grad_input", TORCH_FN(reflection_pad1d_backward_out));
+  m.impl("reflection_pad2d", TORCH_FN(reflection_pad2d));
+  m.impl("reflection_pad2d.out", TORCH_FN(reflection_pad2d_out));
+  m.impl("reflection_pad2d_backward", TORCH_FN(reflection_pad2d_backward));
+  m.impl("reflection_pad2d_backward.grad_input", TORCH_FN(reflection_pad2d_backward_out));
+  m.impl("reflection_pad3d", TORCH_FN(reflection_pad3d));
+  m.impl("reflection_pad3d.out", TORCH_FN(reflection_pad3d_out));
+  m.impl("reflection_pad3d_backward", TORCH_FN(reflection_pad3d_backward));
+  m.impl("reflection_pad3d_backward.grad_input", TORCH_FN(reflection_pad3d_backward_out));
+  m.impl("replication_pad1d", TORCH_FN(replication_pad1d));
+  m.impl("replication_pad1d.out", TORCH_FN(replication_pad1d_out));
+  m.impl("replication_pad1d_backward", TORCH_FN(replication_pad1d_backward));
+  m.impl("replication_pad1d_backward.grad_input", TORCH_FN(replication_pad1d_backward_out));
+  m.impl("replication_pad2d", TORCH_FN(replication_pad2d));
+  m.impl("replication_pad2d.out", TORCH_FN(replication_pad2d_out));
+  m.impl("replication_pad2d_backward", TORCH_FN(replication_pad2d_backward));
+  m.impl("replication_pad2d_backward.grad_input", TORCH_FN(replication_pad2d_backward_out));
+  m.impl("replication_pad3d", TORCH_FN(replication_pad3d));
+  m.impl("replication_pad3d.out", TORCH_FN(replication_pad3d_out));
+  m.impl("replication_pad3d_backward", TORCH_FN(replication_pad3d_backward));
+  m.impl("replication_pad3d_backward.grad_input", TORCH_FN(replication_pad3d_backward_out));
+
   // Activations with more than one result or operand view (ops_activation.cpp).
   m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
   m.impl("log_sigmoid_forward.output", TORCH_FN(log_sigmoid_forward_out));
