@@ -225,4 +225,15 @@ at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::T
 at::Tensor& replication_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
                                            at::IntArrayRef padding, at::Tensor& grad_input);
 
+// Adaptive max pooling (ops_pooling_adaptive_max.cpp).
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& self,
+                                                       at::IntArrayRef output_size);
+std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_out(const at::Tensor& self,
+                                                             at::IntArrayRef output_size,
+                                                             at::Tensor& out, at::Tensor& indices);
+at::Tensor adaptive_max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                        const at::Tensor& indices);
+at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             const at::Tensor& indices, at::Tensor& grad_input);
+
 }  // namespace openneuron::bridge

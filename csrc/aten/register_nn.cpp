@@ -27,6 +27,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out));
   m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptive_avg_pool2d_backward));
   m.impl("_adaptive_avg_pool2d_backward.out", TORCH_FN(adaptive_avg_pool2d_backward_out));
+  m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max_pool2d));
+  m.impl("adaptive_max_pool2d.out", TORCH_FN(adaptive_max_pool2d_out));
+  m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max_pool2d_backward));
+  m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(adaptive_max_pool2d_backward_out));
 
   // Interpolation (F.interpolate's modes; the .vec overloads are composites over these).
   m.impl("upsample_nearest1d", TORCH_FN(upsample_nearest1d));
