@@ -49,6 +49,18 @@ kernels::PadAmounts pad_amounts(at::IntArrayRef padding) {
   return amounts;
 }
 
+// The CPU's rank check (the meta kernels index out of range, or accept too many dims, first).
+void check_input_rank(const at::Tensor& self, int64_t spatial_dims) {
+  bool valid = self.dim() == spatial_dims + 1 || self.dim() == spatial_dims + 2;
+  for (int64_t d = self.dim() == spatial_dims + 2 ? 1 : 0; valid && d < self.dim(); ++d) {
+    valid = self.size(d) != 0;
+  }
+  TORCH_CHECK(valid, "Expected ", spatial_dims + 1, "D or ", spatial_dims + 2,
+              "D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+              "input, but got: ",
+              self.sizes());
+}
+
 bool forward_is_native(const at::Tensor& self) {
   return is_native_compute_dtype(self.scalar_type()) && !at::isComplexType(self.scalar_type());
 }
@@ -84,8 +96,9 @@ void launch_backward(const char* name, PadMode mode, const at::Tensor& grad_outp
 }  // namespace
 
 // One family per (mode, dims): the functional and out= forms and their backward.
-#define OPENNEURON_PADDING(op, mode)                                                        \
+#define OPENNEURON_PADDING(op, mode, spatial_dims)                                          \
   at::Tensor op(const at::Tensor& self, at::IntArrayRef padding) {                          \
+    check_input_rank(self, spatial_dims);                                                   \
     const at::Tensor shape = at::op(meta_like(self), padding);                              \
     if (!forward_is_native(self)) return OPENNEURON_FALLBACK(op, self, padding);            \
     OPENNEURON_NATIVE_OP("aten::" #op);                                                     \
@@ -94,6 +107,7 @@ void launch_backward(const char* name, PadMode mode, const at::Tensor& grad_outp
     return out;                                                                             \
   }                                                                                         \
   at::Tensor& op##_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out) {  \
+    check_input_rank(self, spatial_dims);                                                   \
     const at::Tensor shape = at::op(meta_like(self), padding);                              \
     if (!forward_is_native(self)) return OPENNEURON_FALLBACK(op##_out, self, padding, out); \
     OPENNEURON_NATIVE_OP("aten::" #op ".out");                                              \
@@ -103,6 +117,7 @@ void launch_backward(const char* name, PadMode mode, const at::Tensor& grad_outp
   }                                                                                         \
   at::Tensor& op##_backward_out(const at::Tensor& grad_output, const at::Tensor& self,      \
                                 at::IntArrayRef padding, at::Tensor& grad_input) {          \
+    check_input_rank(self, spatial_dims);                                                   \
     at::op##_backward(meta_like(grad_output), meta_like(self), padding);                    \
     if (!nn::all_nn_dtypes({&grad_output, &self, &grad_input}) ||                           \
         grad_output.scalar_type() != self.scalar_type()) {                                  \
@@ -117,6 +132,7 @@ void launch_backward(const char* name, PadMode mode, const at::Tensor& grad_outp
   }                                                                                         \
   at::Tensor op##_backward(const at::Tensor& grad_output, const at::Tensor& self,           \
                            at::IntArrayRef padding) {                                       \
+    check_input_rank(self, spatial_dims);                                                   \
     at::op##_backward(meta_like(grad_output), meta_like(self), padding);                    \
     if (!nn::all_nn_dtypes({&grad_output, &self}) ||                                        \
         grad_output.scalar_type() != self.scalar_type()) {                                  \
@@ -129,12 +145,12 @@ void launch_backward(const char* name, PadMode mode, const at::Tensor& grad_outp
     return grad_input;                                                                      \
   }
 
-OPENNEURON_PADDING(reflection_pad1d, PadMode::Reflect)
-OPENNEURON_PADDING(reflection_pad2d, PadMode::Reflect)
-OPENNEURON_PADDING(reflection_pad3d, PadMode::Reflect)
-OPENNEURON_PADDING(replication_pad1d, PadMode::Replicate)
-OPENNEURON_PADDING(replication_pad2d, PadMode::Replicate)
-OPENNEURON_PADDING(replication_pad3d, PadMode::Replicate)
+OPENNEURON_PADDING(reflection_pad1d, PadMode::Reflect, 1)
+OPENNEURON_PADDING(reflection_pad2d, PadMode::Reflect, 2)
+OPENNEURON_PADDING(reflection_pad3d, PadMode::Reflect, 3)
+OPENNEURON_PADDING(replication_pad1d, PadMode::Replicate, 1)
+OPENNEURON_PADDING(replication_pad2d, PadMode::Replicate, 2)
+OPENNEURON_PADDING(replication_pad3d, PadMode::Replicate, 3)
 
 #undef OPENNEURON_PADDING
 
