@@ -1,7 +1,7 @@
 """nn modules that used to run on the host fallback, now native: transposed convolution (1-D,
 2-D), reflection and replication padding (1-3 padded dims), adaptive max pooling (1-D, 2-D),
 the activations hardshrink, softshrink, threshold, logsigmoid, prelu and glu, and the losses
-that ran on the host only through logsigmoid and xlogy.
+that ran on the host only through logsigmoid.
 
 Each module runs forward and backward on neuron at float32, bfloat16 and float16 and on the CPU
 at float32 from the same dtype-rounded inputs and parameters; outputs, input gradients and
@@ -171,12 +171,7 @@ def test_a_wrong_kernel_is_caught(name):
 
 
 LOSSES = {
-    # name: (loss, input transform, target factory); native through log_sigmoid and xlogy.
-    "KLDivLoss": (
-        nn.KLDivLoss(reduction="batchmean"),
-        lambda x: torch.log_softmax(x, -1),
-        lambda shape: torch.softmax(torch.randn(shape), -1),
-    ),
+    # name: (loss, input transform, target factory); native through log_sigmoid.
     "BCEWithLogitsLoss": (nn.BCEWithLogitsLoss(), lambda x: x, torch.rand),
     "MultiLabelSoftMarginLoss": (
         nn.MultiLabelSoftMarginLoss(),
@@ -204,17 +199,6 @@ def test_loss_matches_cpu_natively(name, dtype):
     tol = TOL[dtype]
     torch.testing.assert_close(dev_loss.cpu().float(), cpu_loss.detach(), **tol)
     torch.testing.assert_close(dev_x.grad.cpu().float(), cpu_x.grad, **tol)
-
-
-def test_xlogy_edges_match_cpu():
-    x = torch.tensor([0.0, 0.0, 0.0, 2.0, 1.0, float("nan")])
-    y = torch.tensor([0.0, float("inf"), float("nan"), 3.0, 0.0, 1.0])
-    torch.testing.assert_close(
-        torch.xlogy(x.to(DEVICE), y.to(DEVICE)).cpu(), torch.xlogy(x, y), equal_nan=True
-    )
-    torch.testing.assert_close(
-        torch.xlogy(x.to(DEVICE), 2.5).cpu(), torch.xlogy(x, 2.5), equal_nan=True
-    )
 
 
 def test_float32_transposed_convolution_and_padding_are_exact_or_close():

@@ -103,9 +103,10 @@ at::Tensor log_sigmoid_backward(const at::Tensor& grad_output, const at::Tensor&
     return OPENNEURON_FALLBACK(log_sigmoid_backward, grad_output, self, buffer);
   }
   const c10::DeviceGuard guard(self.device());
-  at::Tensor grad_input = empty_elementwise_output(
-      at::infer_size(grad_output.sizes(), self.sizes()), {&self, &grad_output},
-      grad_output.options().dtype(at::result_type(grad_output, self)));
+  // Contiguous, as PyTorch's meta kernel gives it (a transposed input included).
+  at::Tensor grad_input =
+      at::empty(at::infer_size(grad_output.sizes(), self.sizes()),
+                grad_output.options().dtype(at::result_type(grad_output, self)));
   return log_sigmoid_backward_out(grad_output, self, buffer, grad_input);
 }
 

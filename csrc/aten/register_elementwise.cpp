@@ -146,11 +146,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"maximum", "maximum.out"}, binary(Op::Maximum, R::Common, kAllTypes));
   pointwise(m, {"minimum", "minimum.out"}, binary(Op::Minimum, R::Common, kAllTypes));
   pointwise(m, {"atan2", "atan2_", "atan2.out"}, binary(Op::Atan2, R::FloatPromote, kAllTypes));
-  pointwise(
-      m,
-      {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor", "xlogy.Scalar_Other",
-       "xlogy_.Scalar_Other", "xlogy.OutScalar_Other", "xlogy.Scalar_Self", "xlogy.OutScalar_Self"},
-      binary(Op::Xlogy, R::FloatPromote, kAllTypes));
   pointwise(m,
             {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out", "remainder.Scalar",
              "remainder_.Scalar", "remainder.Scalar_out", "remainder.Scalar_Tensor"},
