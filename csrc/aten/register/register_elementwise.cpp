@@ -105,6 +105,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"hardtanh", "hardtanh_", "hardtanh.out"},
             exact_out(unary(Op::Clamp, R::Common, kNumbers)));
   pointwise(m, {"elu", "elu_", "elu.out"}, exact_out(unary(Op::Elu, R::Common, kFloats)));
+  pointwise(m, {"hardshrink", "hardshrink.out"},
+            exact_out(unary(Op::Hardshrink, R::Common, kFloats)));
+  pointwise(m, {"softshrink", "softshrink.out"},
+            exact_out(unary(Op::Softshrink, R::Common, kFloats)));
+  // Integer thresholds run on the host (the kernel computes activations in floats only).
+  pointwise(m, {"threshold", "threshold_", "threshold.out"},
+            unary(Op::Threshold, R::Common, kFloats));
+  pointwise(m, {"_prelu_kernel"}, binary(Op::Prelu, R::Common, kFloats));
   pointwise(m, {"gelu_backward", "gelu_backward.grad_input"},
             binary(Op::GeluBackward, R::Common, kFloats));
   pointwise(m, {"silu_backward", "silu_backward.grad_input"},
@@ -125,6 +133,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             binary(Op::HardtanhBackward, R::Common, kFloats));
   pointwise(m, {"elu_backward", "elu_backward.grad_input"},
             PointwiseSpec{Op::EluBackward, R::Common, kFloats, {0, 5}});
+  pointwise(m, {"hardshrink_backward", "hardshrink_backward.grad_input"},
+            binary(Op::HardshrinkBackward, R::Common, kFloats));
+  pointwise(m, {"softshrink_backward", "softshrink_backward.grad_input"},
+            binary(Op::HardshrinkBackward, R::Common, kFloats));
 
   // Binary.
   pointwise(m,

@@ -27,6 +27,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out));
   m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptive_avg_pool2d_backward));
   m.impl("_adaptive_avg_pool2d_backward.out", TORCH_FN(adaptive_avg_pool2d_backward_out));
+  m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max_pool2d));
+  m.impl("adaptive_max_pool2d.out", TORCH_FN(adaptive_max_pool2d_out));
+  m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max_pool2d_backward));
+  m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(adaptive_max_pool2d_backward_out));
 
   // Interpolation (F.interpolate's modes; the .vec overloads are composites over these).
   m.impl("upsample_nearest1d", TORCH_FN(upsample_nearest1d));
@@ -99,6 +103,43 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
   m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
+
+  // Reflection and replication padding (ops_padding.cpp).
+  m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));
+  m.impl("reflection_pad1d.out", TORCH_FN(reflection_pad1d_out));
+  m.impl("reflection_pad1d_backward", TORCH_FN(reflection_pad1d_backward));
+  m.impl("reflection_pad1d_backward.grad_input", TORCH_FN(reflection_pad1d_backward_out));
+  m.impl("reflection_pad2d", TORCH_FN(reflection_pad2d));
+  m.impl("reflection_pad2d.out", TORCH_FN(reflection_pad2d_out));
+  m.impl("reflection_pad2d_backward", TORCH_FN(reflection_pad2d_backward));
+  m.impl("reflection_pad2d_backward.grad_input", TORCH_FN(reflection_pad2d_backward_out));
+  m.impl("reflection_pad3d", TORCH_FN(reflection_pad3d));
+  m.impl("reflection_pad3d.out", TORCH_FN(reflection_pad3d_out));
+  m.impl("reflection_pad3d_backward", TORCH_FN(reflection_pad3d_backward));
+  m.impl("reflection_pad3d_backward.grad_input", TORCH_FN(reflection_pad3d_backward_out));
+  m.impl("replication_pad1d", TORCH_FN(replication_pad1d));
+  m.impl("replication_pad1d.out", TORCH_FN(replication_pad1d_out));
+  m.impl("replication_pad1d_backward", TORCH_FN(replication_pad1d_backward));
+  m.impl("replication_pad1d_backward.grad_input", TORCH_FN(replication_pad1d_backward_out));
+  m.impl("replication_pad2d", TORCH_FN(replication_pad2d));
+  m.impl("replication_pad2d.out", TORCH_FN(replication_pad2d_out));
+  m.impl("replication_pad2d_backward", TORCH_FN(replication_pad2d_backward));
+  m.impl("replication_pad2d_backward.grad_input", TORCH_FN(replication_pad2d_backward_out));
+  m.impl("replication_pad3d", TORCH_FN(replication_pad3d));
+  m.impl("replication_pad3d.out", TORCH_FN(replication_pad3d_out));
+  m.impl("replication_pad3d_backward", TORCH_FN(replication_pad3d_backward));
+  m.impl("replication_pad3d_backward.grad_input", TORCH_FN(replication_pad3d_backward_out));
+
+  // Activations with more than one result or operand view (ops_activation.cpp).
+  m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
+  m.impl("log_sigmoid_forward.output", TORCH_FN(log_sigmoid_forward_out));
+  m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
+  m.impl("log_sigmoid_backward.grad_input", TORCH_FN(log_sigmoid_backward_out));
+  m.impl("glu", TORCH_FN(glu));
+  m.impl("glu.out", TORCH_FN(glu_out));
+  m.impl("glu_backward", TORCH_FN(glu_backward));
+  m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
+  m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
 
   // Scaled dot-product attention (the PrivateUse1 "overrideable" SDPA backend).
   m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));

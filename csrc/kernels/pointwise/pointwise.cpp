@@ -9,7 +9,7 @@
 namespace openneuron::kernels {
 
 int pointwise_arity(PointwiseOp op) {
-  if (op <= PointwiseOp::Elu) return 1;
+  if (op <= PointwiseOp::LogSigmoid) return 1;
   if (op <= PointwiseOp::LerpScalar) return 2;
   return 3;
 }
@@ -55,7 +55,7 @@ void pointwise(PointwiseOp op, const TensorView& out, const TensorView* inputs, 
   using namespace pointwise_detail;
   if (op <= PointwiseOp::PowScalar) {
     run_unary_math(op, out, inputs[0], compute, params);
-  } else if (op <= PointwiseOp::EluBackward) {
+  } else if (op <= PointwiseOp::SigmoidGate) {
     run_activation(op, out, inputs, compute, params);
   } else if (op <= PointwiseOp::LerpScalar) {
     run_binary_math(op, out, inputs[0], inputs[1], compute, params);

@@ -54,10 +54,14 @@ enum class PointwiseOp : uint8_t {
   Mish,
   Hardsigmoid,
   Hardswish,
-  Softplus,   // p0 = beta, p1 = threshold
-  LeakyRelu,  // p0 = negative slope
-  Hardtanh,   // p0 = min, p1 = max
-  Elu,        // p0 = alpha, p1 = scale, p2 = input scale
+  Softplus,    // p0 = beta, p1 = threshold
+  LeakyRelu,   // p0 = negative slope
+  Hardtanh,    // p0 = min, p1 = max
+  Elu,         // p0 = alpha, p1 = scale, p2 = input scale
+  Hardshrink,  // |x| <= p0 ? 0 : x (p0 = lambd)
+  Softshrink,  // x shrunk towards 0 by p0, 0 inside [-p0, p0]
+  Threshold,   // x <= p0 ? p1 : x
+  LogSigmoid,  // log(sigmoid(x)), stable for large |x|
 
   // Activation gradients: x = grad_output, y = the forward input (or output where noted).
   GeluBackward,  // p0 as Gelu
@@ -65,12 +69,18 @@ enum class PointwiseOp : uint8_t {
   MishBackward,
   HardsigmoidBackward,
   HardswishBackward,
-  SigmoidBackward,    // y = sigmoid output
-  TanhBackward,       // y = tanh output
-  SoftplusBackward,   // p0 = beta, p1 = threshold
-  LeakyReluBackward,  // p0 = negative slope
-  HardtanhBackward,   // p0 = min, p1 = max
-  EluBackward,        // p0 = alpha, p1 = scale, p2 = input scale, p3 = 1 if y is the output
+  SigmoidBackward,     // y = sigmoid output
+  TanhBackward,        // y = tanh output
+  SoftplusBackward,    // p0 = beta, p1 = threshold
+  LeakyReluBackward,   // p0 = negative slope
+  HardtanhBackward,    // p0 = min, p1 = max
+  EluBackward,         // p0 = alpha, p1 = scale, p2 = input scale, p3 = 1 if y is the output
+  HardshrinkBackward,  // |y| <= p0 ? 0 : x (softshrink's gradient too)
+  LogSigmoidBackward,
+  // Two-input activations kept beside the gradients (same arity).
+  Prelu,            // x = input, y = weight: x > 0 ? x : y * x
+  PreluWeightGrad,  // x = grad_output, y = input: y > 0 ? 0 : x * y
+  SigmoidGate,      // x * sigmoid(y): glu's value, and its gradient for the first half
 
   // Binary.
   AddAlpha,
@@ -81,6 +91,7 @@ enum class PointwiseOp : uint8_t {
   Maximum,
   Minimum,
   Atan2,
+  Xlogy,      // x * log(y), 0 where x == 0 unless y is NaN (float)
   Remainder,  // Python-style modulus (sign of y)
   Fmod,       // C-style modulus (sign of x)
   DivFloor,
@@ -103,12 +114,14 @@ enum class PointwiseOp : uint8_t {
   LerpScalar,         // x + p0 * (y - x)
 
   // Ternary.
-  Where,       // x != 0 ? y : z
-  ClampBoth,   // min(max(x, y), z)
-  Lerp,        // x + z * (y - x)
-  Addcmul,     // x + p0 * y * z
-  Addcdiv,     // x + p0 * y / z
-  MaskedFill,  // y != 0 ? z : x
+  Where,                // x != 0 ? y : z
+  ClampBoth,            // min(max(x, y), z)
+  Lerp,                 // x + z * (y - x)
+  Addcmul,              // x + p0 * y * z
+  Addcdiv,              // x + p0 * y / z
+  MaskedFill,           // y != 0 ? z : x
+  PreluInputGrad,       // x = grad_output, y = input, z = weight: y > 0 ? x : z * x
+  SigmoidGateBackward,  // x * y * s * (1 - s) with s = sigmoid(z): glu's second-half gradient
 };
 
 // Scalar parameters of an op; `present[k]` is false for an optional parameter left out.

@@ -59,6 +59,20 @@ void run_forward(PointwiseOp op, const TensorView& out, const TensorView& xv,
                 [=](C a) { return a <= C(0) ? std::expm1(a * p2) * negative_scale : a * p1; });
       return;
     }
+    case PointwiseOp::Hardshrink:
+      map<C, C>(out, in, [=](C a) { return (a >= -p0 && a <= p0) ? C(0) : a; });
+      return;
+    case PointwiseOp::Softshrink:
+      // a * 0 inside the band keeps a NaN input NaN, as the CPU's loop does.
+      map<C, C>(out, in, [=](C a) { return a > p0 ? a - p0 : (a < -p0 ? a + p0 : a * C(0)); });
+      return;
+    case PointwiseOp::Threshold:
+      map<C, C>(out, in, [=](C a) { return a <= p0 ? p1 : a; });
+      return;
+    case PointwiseOp::LogSigmoid:
+      map<C, C>(out, in,
+                [](C a) { return std::min(a, C(0)) - std::log1p(fast_exp(-std::abs(a))); });
+      return;
     default:
       unsupported_compute(op, DType::Float32);
   }
@@ -149,6 +163,25 @@ void run_backward(PointwiseOp op, const TensorView& out, const TensorView& gv, c
       }
       return;
     }
+    case PointwiseOp::HardshrinkBackward:
+      map<C, C>(out, in, [=](C g, C a) { return (a >= -p0 && a <= p0) ? C(0) : g; });
+      return;
+    case PointwiseOp::LogSigmoidBackward:
+      map<C, C>(out, in, [](C g, C a) {
+        const C z = fast_exp(-std::abs(a));
+        const C tail = z / (C(1) + z);
+        return g * (a < C(0) ? C(1) - tail : tail);
+      });
+      return;
+    case PointwiseOp::Prelu:
+      map<C, C>(out, in, [](C a, C w) { return a > C(0) ? a : w * a; });
+      return;
+    case PointwiseOp::PreluWeightGrad:
+      map<C, C>(out, in, [](C g, C a) { return a > C(0) ? C(0) : a * g; });
+      return;
+    case PointwiseOp::SigmoidGate:
+      map<C, C>(out, in, [](C a, C b) { return a * sigmoid(b); });
+      return;
     default:
       unsupported_compute(op, DType::Float32);
   }

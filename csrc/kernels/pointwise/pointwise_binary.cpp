@@ -111,6 +111,13 @@ bool run_any_type(PointwiseOp op, const TensorView& out, const std::array<Tensor
       case PointwiseOp::Atan2:
         map<C, C>(out, in, [](C a, C b) { return std::atan2(a, b); });
         return true;
+      case PointwiseOp::Xlogy:
+        // 0 where x is 0 (even for y 0 or inf), NaN wherever y is NaN.
+        map<C, C>(out, in, [](C a, C b) {
+          if (std::isnan(b)) return b;
+          return a == C(0) ? C(0) : a * std::log(b);
+        });
+        return true;
       case PointwiseOp::LerpScalar: {
         const C w = scalar_as<C>(p.values[0]);
         // Interpolates from the nearer end so that weight 1 gives exactly y.

@@ -1,5 +1,5 @@
 // Three-input ops of kernels::pointwise: where, clamp by tensors, lerp, addcmul, addcdiv,
-// masked_fill.
+// masked_fill, and the three-input activation gradients (prelu's, glu's).
 #include <cmath>
 
 #include "kernels/pointwise/pointwise_internal.h"
@@ -46,6 +46,15 @@ bool run_ternary(PointwiseOp op, const TensorView& out, const TensorView& x, con
         case PointwiseOp::Lerp:
           map<C, C>(out, in, [](C a, C b, C w) {
             return std::abs(w) < C(0.5) ? a + w * (b - a) : b - (b - a) * (C(1) - w);
+          });
+          return;
+        case PointwiseOp::PreluInputGrad:
+          map<C, C>(out, in, [](C g, C a, C w) { return a > C(0) ? g : w * g; });
+          return;
+        case PointwiseOp::SigmoidGateBackward:
+          map<C, C>(out, in, [](C g, C a, C b) {
+            const C s = sigmoid(b);
+            return (C(1) - s) * s * a * g;
           });
           return;
         default:

@@ -1,6 +1,7 @@
 // Convolution on the device: at::_convolution picks the "overrideable" backend for
-// PrivateUse1 tensors, so conv1d/conv2d arrive here. Transposed, 3-D and float64
-// convolutions run on the host (counted as fallbacks).
+// PrivateUse1 tensors, so conv1d/conv2d and conv_transpose1d/2d arrive here (at::_convolution
+// has checked the shapes). 3-D and float64 convolutions run on the host (counted as
+// fallbacks), as do transposed ones whose output padding reaches the stride.
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
@@ -12,14 +13,21 @@
 #include "aten/ops/nn/ops_nn.h"
 #include "aten/core/tensor_views.h"
 #include "kernels/matmul/conv.h"
+#include "kernels/matmul/conv_transpose.h"
 
 namespace openneuron::bridge {
 
 namespace {
 
 bool conv_is_native(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
-                    bool transposed) {
-  return !transposed && (input.dim() == 3 || input.dim() == 4) && input.dim() == weight.dim() &&
+                    bool transposed, at::IntArrayRef stride, at::IntArrayRef output_padding) {
+  if (transposed) {
+    // Only then is the transposed problem exactly a convolution's input gradient.
+    for (size_t d = 0; d < output_padding.size(); ++d) {
+      if (d >= stride.size() || output_padding[d] >= stride[d]) return false;
+    }
+  }
+  return (input.dim() == 3 || input.dim() == 4) && input.dim() == weight.dim() &&
          nn::all_nn_dtypes({&input, &weight, bias}) &&
          (bias == nullptr || bias->scalar_type() == input.scalar_type()) &&
          input.scalar_type() == weight.scalar_type();
@@ -68,17 +76,20 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const at::Tensor* bias_ptr = nn::opt(bias);
   const c10::Device device =
       nn::check_device("aten::convolution_overrideable", {&input, &weight, bias_ptr});
-  if (!conv_is_native(input, weight, bias_ptr, transposed)) {
+  if (!conv_is_native(input, weight, bias_ptr, transposed, stride, output_padding)) {
     return host_convolution(input, weight, bias, stride, padding, dilation, transposed,
                             output_padding, groups);
   }
   OPENNEURON_NATIVE_OP("aten::convolution_overrideable");
   const c10::DeviceGuard guard(device);
   const int64_t spatial = input.dim() - 2;
-  std::vector<int64_t> out_shape = {input.size(0), weight.size(0)};
+  std::vector<int64_t> out_shape = {input.size(0),
+                                    transposed ? weight.size(1) * groups : weight.size(0)};
   for (int64_t d = 0; d < spatial; ++d) {
     const int64_t extent = dilation[d] * (weight.size(d + 2) - 1) + 1;
-    const int64_t size = (input.size(d + 2) + 2 * padding[d] - extent) / stride[d] + 1;
+    const int64_t size = transposed ? (input.size(d + 2) - 1) * stride[d] - 2 * padding[d] +
+                                          extent + output_padding[d]
+                                    : (input.size(d + 2) + 2 * padding[d] - extent) / stride[d] + 1;
     TORCH_CHECK(size > 0, "Calculated output size is too small (input ", input.sizes(), ", kernel ",
                 weight.sizes(), ")");
     out_shape.push_back(size);
@@ -92,7 +103,12 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const bool has_bias = bias_ptr != nullptr;
   const kernels::TensorView b_view = has_bias ? view_of(*bias_ptr) : kernels::TensorView{};
   stream_for(out).enqueue("aten::convolution_overrideable", [=] {
-    kernels::conv2d_forward(out_view, in_view, w_view, has_bias ? &b_view : nullptr, params);
+    if (transposed) {
+      kernels::conv_transpose2d_forward(out_view, in_view, w_view, has_bias ? &b_view : nullptr,
+                                        params);
+    } else {
+      kernels::conv2d_forward(out_view, in_view, w_view, has_bias ? &b_view : nullptr, params);
+    }
   });
   return out;
 }
@@ -103,11 +119,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     at::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
   const c10::Device device =
       nn::check_device("aten::convolution_backward_overrideable", {&grad_output, &input, &weight});
-  if (!conv_is_native(input, weight, nullptr, transposed) ||
+  const int64_t bias_size = transposed ? weight.size(1) * groups : weight.size(0);
+  if (!conv_is_native(input, weight, nullptr, transposed, stride, output_padding) ||
       grad_output.scalar_type() != input.scalar_type()) {
     record_fallback("aten::convolution_backward_overrideable");
     auto result = at::convolution_backward(
-        grad_output.cpu(), input.cpu(), weight.cpu(), std::vector<int64_t>{weight.size(0)}, stride,
+        grad_output.cpu(), input.cpu(), weight.cpu(), std::vector<int64_t>{bias_size}, stride,
         padding, dilation, transposed, output_padding, groups, output_mask);
     const auto back = [&](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };
     return {back(std::get<0>(result)), back(std::get<1>(result)), back(std::get<2>(result))};
@@ -117,7 +134,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   at::Tensor grad_input, grad_weight, grad_bias;
   if (output_mask[0]) grad_input = at::empty(input.sizes(), input.options());
   if (output_mask[1]) grad_weight = at::empty(weight.sizes(), weight.options());
-  if (output_mask[2]) grad_bias = at::empty({weight.size(0)}, weight.options());
+  if (output_mask[2]) grad_bias = at::empty({bias_size}, weight.options());
   const kernels::Conv2dParams params =
       conv_params(input.dim() - 2, stride, padding, dilation, groups);
   const kernels::TensorView go_view = as_4d(grad_output);
@@ -127,9 +144,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const kernels::TensorView gw_view = output_mask[1] ? as_4d(grad_weight) : kernels::TensorView{};
   const kernels::TensorView gb_view = output_mask[2] ? view_of(grad_bias) : kernels::TensorView{};
   stream_for(input).enqueue("aten::convolution_backward_overrideable", [=] {
-    kernels::conv2d_backward(output_mask[0] ? &gi_view : nullptr,
-                             output_mask[1] ? &gw_view : nullptr,
-                             output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
+    const auto backward =
+        transposed ? kernels::conv_transpose2d_backward : kernels::conv2d_backward;
+    backward(output_mask[0] ? &gi_view : nullptr, output_mask[1] ? &gw_view : nullptr,
+             output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
   });
   return {grad_input, grad_weight, grad_bias};
 }

@@ -169,4 +169,71 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_overrideable_bac
     const at::Tensor& cum_seq_k, int64_t max_q, int64_t max_k, double dropout_p, bool is_causal,
     const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale);
 
+// Activations that are not single pointwise specs (ops_activation.cpp).
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self);
+std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& self,
+                                                             at::Tensor& output,
+                                                             at::Tensor& buffer);
+at::Tensor log_sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                const at::Tensor& buffer);
+at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                     const at::Tensor& buffer, at::Tensor& grad_input);
+at::Tensor glu(const at::Tensor& self, int64_t dim);
+at::Tensor& glu_out(const at::Tensor& self, int64_t dim, at::Tensor& out);
+at::Tensor glu_backward(const at::Tensor& grad_output, const at::Tensor& self, int64_t dim);
+at::Tensor& glu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, int64_t dim,
+                             at::Tensor& grad_input);
+std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_output,
+                                                         const at::Tensor& self,
+                                                         const at::Tensor& weight);
+
+// Reflection and replication padding (ops_padding.cpp).
+at::Tensor reflection_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad1d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                     at::IntArrayRef padding);
+at::Tensor& reflection_pad1d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor reflection_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad2d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                     at::IntArrayRef padding);
+at::Tensor& reflection_pad2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor reflection_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& reflection_pad3d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor reflection_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                     at::IntArrayRef padding);
+at::Tensor& reflection_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                          at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad1d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad1d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad1d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                      at::IntArrayRef padding);
+at::Tensor& replication_pad1d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad2d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad2d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                      at::IntArrayRef padding);
+at::Tensor& replication_pad2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           at::IntArrayRef padding, at::Tensor& grad_input);
+at::Tensor replication_pad3d(const at::Tensor& self, at::IntArrayRef padding);
+at::Tensor& replication_pad3d_out(const at::Tensor& self, at::IntArrayRef padding, at::Tensor& out);
+at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                      at::IntArrayRef padding);
+at::Tensor& replication_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           at::IntArrayRef padding, at::Tensor& grad_input);
+
+// Adaptive max pooling (ops_pooling_adaptive_max.cpp).
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d(const at::Tensor& self,
+                                                       at::IntArrayRef output_size);
+std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_out(const at::Tensor& self,
+                                                             at::IntArrayRef output_size,
+                                                             at::Tensor& out, at::Tensor& indices);
+at::Tensor adaptive_max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                        const at::Tensor& indices);
+at::Tensor& adaptive_max_pool2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                             const at::Tensor& indices, at::Tensor& grad_input);
+
 }  // namespace openneuron::bridge

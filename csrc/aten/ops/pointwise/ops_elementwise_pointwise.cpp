@@ -6,8 +6,11 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 
 #include <array>
+#include <limits>
 #include <unordered_map>
 
 #include "aten/adaptive/adaptive_recording.h"
@@ -33,6 +36,24 @@ struct Resolved {
   ResultRule result;
 };
 
+// softshrink's lambda lies in [0, the input dtype's max], as the CPU's and CUDA's meta check it.
+void check_softshrink_lambda(at::ScalarType dtype, const at::Scalar& lambd) {
+  const double value = lambd.toDouble();
+  const auto check = [&](auto max) {
+    TORCH_CHECK(value >= 0 && value <= static_cast<double>(max), "lambda must be in range [0, ",
+                max, "] for input dtype ", dtype, ", but found ", lambd);
+  };
+  if (dtype == at::kHalf) {
+    check(std::numeric_limits<c10::Half>::max());
+  } else if (dtype == at::kBFloat16) {
+    check(std::numeric_limits<c10::BFloat16>::max());
+  } else if (dtype == at::kFloat) {
+    check(std::numeric_limits<float>::max());
+  } else {
+    check(std::numeric_limits<double>::max());
+  }
+}
+
 // Integer division and modulus by zero raise at the call, as the CPU does ("ZeroDivisionError");
 // the queued kernel could only write a value. A device divisor is read after its stream has run
 // the work queued before it, so the check costs a wait only when that work is pending.
@@ -55,6 +76,7 @@ bool rounds_cpu_scalars(PointwiseOp op) {
     case PointwiseOp::Fmod:
     case PointwiseOp::Remainder:
     case PointwiseOp::Atan2:
+    case PointwiseOp::Xlogy:
     case PointwiseOp::Pow:
     case PointwiseOp::Eq:
     case PointwiseOp::Ne:
@@ -284,6 +306,15 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
     const bool rounding_division =
         resolved.op == PointwiseOp::DivTrunc || resolved.op == PointwiseOp::DivFloor;
     if (rounding_division && is_cpu_scalar(operands[1])) compute = at::kFloat;
+  }
+  if (spec.op == PointwiseOp::Softshrink) check_softshrink_lambda(result, args[1].toScalar());
+  if (spec.op == PointwiseOp::Threshold || spec.op == PointwiseOp::Hardshrink ||
+      spec.op == PointwiseOp::HardshrinkBackward) {
+    // The CPU compares in the input's dtype: a 16-bit input meets a bound rounded to it.
+    for (int k = 0; k < num_params; ++k) {
+      params.values[k] =
+          kernel_scalar(rounded_to(args[spec.operand_args.size() + k].toScalar(), result));
+    }
   }
   if (resolved.op == PointwiseOp::Pow && scalar_second) {
     // tensor ** python-scalar: the exponent is a parameter, so x**2 and x**0.5 take exact paths.
