@@ -179,11 +179,15 @@ def test_the_two_modes_never_share_a_cached_program():
     def fn(x, w):
         return torch.relu(x @ w) + 1
 
+    def cache_hits():
+        # Any of the three caches may serve a repeat: AOTAutograd's, our memory or disk cache.
+        metrics = openneuron.compile_metrics()
+        return sum(metrics[k] for k in ("cache_hits_aot", "cache_hits_memory", "cache_hits_disk"))
+
     torch.compile(fn, backend="neuron")(x, w)
     torch._dynamo.reset()
     torch.compile(fn, backend="neuron", options={"bitwise": False})(x, w)
-    assert openneuron.compile_metrics()["cache_hits_memory"] == 1  # explicit default: same key
+    assert cache_hits() == 1  # explicit default: same key
     torch._dynamo.reset()
     torch.compile(fn, backend="neuron", options={"bitwise": True})(x, w)
-    metrics = openneuron.compile_metrics()
-    assert metrics["cache_hits_memory"] == 1 and metrics["cache_hits_disk"] == 0
+    assert cache_hits() == 1  # the bitwise program is compiled, not served from a cache

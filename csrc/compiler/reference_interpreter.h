@@ -2,7 +2,8 @@
 // cast, scalar and fused nodes one op at a time over whole host tensors (a fused body is
 // interpreted node by node, never tiled), reduce nodes over whole tensors with the kernel
 // library's reductions, and gemm_epilogue nodes as the whole product
-// (kernels::gemm or kernels::conv2d_forward) followed by their body, so the fast executors can be tested against it.
+// (kernels::gemm or kernels::conv2d_forward) followed by their body, so the fast executors can be
+// tested against it.
 #pragma once
 
 #include <cstdint>

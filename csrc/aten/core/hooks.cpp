@@ -4,8 +4,8 @@
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/core/generator.h"
-#include "aten/ops/ops.h"
 #include "aten/core/runtime_errors.h"
+#include "aten/ops/ops.h"
 #include "runtime/pinned_host_memory.h"
 #include "runtime/runtime.h"
 

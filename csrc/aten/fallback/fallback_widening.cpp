@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_tracking.h"
+#include "aten/fallback/fallback.h"
 
 namespace openneuron::bridge {
 

@@ -5,13 +5,13 @@
 #include <chrono>
 
 #include "aten/core/device_allocator.h"
-#include "aten/distributed/distributed_bindings.h"
-#include "aten/fallback/fallback.h"
 #include "aten/core/generator.h"
-#include "aten/ops/shape/index_bounds.h"
 #include "aten/core/memory_history.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/runtime_errors.h"
+#include "aten/distributed/distributed_bindings.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/shape/index_bounds.h"
 #include "aten/sim/sim_binding.h"
 #include "kernels/runtime/cpu_isa.h"
 #include "kernels/runtime/gemm_library.h"

@@ -4,8 +4,8 @@
 #include <ATen/ops/conj_physical.h>
 #include <torch/library.h>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_tracking.h"
+#include "aten/fallback/fallback.h"
 
 namespace openneuron::bridge {
 

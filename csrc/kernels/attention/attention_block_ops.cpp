@@ -36,12 +36,12 @@ constexpr int64_t kTileColumns = 16 * kTileVectors;
 #define ONEURON_TILE_ROW(r, statement_template)                              \
   statement_template(r, 0) statement_template(r, 1) statement_template(r, 2) \
       statement_template(r, 3)
-#define ONEURON_TILE_ALL(statement_template)                                      \
-  ONEURON_TILE_ROW(0, statement_template)                                         \
-  ONEURON_TILE_ROW(1, statement_template)                                         \
-  ONEURON_TILE_ROW(2, statement_template)                                         \
-  ONEURON_TILE_ROW(3, statement_template) ONEURON_TILE_ROW(4, statement_template) \
-      ONEURON_TILE_ROW(5, statement_template)
+#define ONEURON_TILE_ALL(statement_template) \
+  ONEURON_TILE_ROW(0, statement_template)    \
+  ONEURON_TILE_ROW(1, statement_template)    \
+  ONEURON_TILE_ROW(2, statement_template)    \
+  ONEURON_TILE_ROW(3, statement_template)    \
+  ONEURON_TILE_ROW(4, statement_template) ONEURON_TILE_ROW(5, statement_template)
 #define ONEURON_TILE_LOAD(r, v) \
   ONEURON_TILE_FOR(r, v, c##r##v = _mm512_maskz_loadu_ps(mask, c + r * ldc + 16 * v))
 #define ONEURON_TILE_STORE(r, v) \

@@ -94,15 +94,15 @@ void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int6
                   a, lda, b, ldb, static_cast<float>(beta), c, ldc)) {
     return;
   }
-  blas_sgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, static_cast<float>(alpha),
-                 a, lda, b, ldb, static_cast<float>(beta), c, ldc);
+  blas_sgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, static_cast<float>(alpha), a,
+             lda, b, ldb, static_cast<float>(beta), c, ldc);
 }
 
 void blas_gemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, int64_t m, int64_t n, int64_t k,
                double alpha, const double* a, int64_t lda, const double* b, int64_t ldb,
                double beta, double* c, int64_t ldc) {
-  blas_dgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, alpha, a, lda, b, ldb, beta,
-                 c, ldc);
+  blas_dgemm(trans_a == CblasTrans, trans_b == CblasTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+             ldc);
 }
 
 template <typename C>

@@ -13,11 +13,11 @@
 #include <cmath>
 
 #include "aten/core/generator.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/nn/ops_nn.h"
 #include "aten/core/tensor_views.h"
+#include "aten/ops/nn/nn_helpers.h"
+#include "aten/ops/nn/ops_nn.h"
 #include "kernels/attention/attention.h"
 
 namespace openneuron::bridge {

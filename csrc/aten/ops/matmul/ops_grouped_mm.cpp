@@ -3,11 +3,11 @@
 #include <ATen/native/GroupedMMUtils.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops.h"
 #include "kernels/matmul/grouped_gemm.h"
 
 namespace openneuron::bridge {

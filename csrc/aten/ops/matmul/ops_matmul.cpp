@@ -11,11 +11,11 @@
 #include <ATen/ops/outer.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops.h"
 #include "kernels/matmul/matmul.h"
 
 namespace openneuron::bridge {

@@ -7,8 +7,8 @@
 
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops.h"
 #include "aten/core/tensor_views.h"
+#include "aten/ops/ops.h"
 #include "kernels/matmul/scaled_gemm.h"
 
 namespace openneuron::bridge {

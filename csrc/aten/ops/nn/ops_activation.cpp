@@ -14,12 +14,12 @@
 #include <array>
 #include <initializer_list>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/nn/ops_nn.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/nn/nn_helpers.h"
+#include "aten/ops/nn/ops_nn.h"
 #include "kernels/pointwise/pointwise.h"
 
 namespace openneuron::bridge {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/nn/nn_helpers.h"
 #include "kernels/nn/interpolate.h"
 
 namespace openneuron::bridge {

@@ -12,12 +12,12 @@
 
 #include <limits>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/nn/ops_nn.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/nn/nn_helpers.h"
+#include "aten/ops/nn/ops_nn.h"
 #include "kernels/nn/normalization.h"
 
 namespace openneuron::bridge {

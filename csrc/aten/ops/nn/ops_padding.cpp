@@ -18,12 +18,12 @@
 #include <ATen/ops/replication_pad3d_backward.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/nn/ops_nn.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/nn/nn_helpers.h"
+#include "aten/ops/nn/ops_nn.h"
 #include "kernels/nn/padding.h"
 
 namespace openneuron::bridge {

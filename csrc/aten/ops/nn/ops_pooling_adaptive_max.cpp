@@ -8,12 +8,12 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/nn/ops_nn.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/nn/nn_helpers.h"
+#include "aten/ops/nn/ops_nn.h"
 #include "kernels/nn/adaptive_max_pool.h"
 #include "kernels/nn/pooling.h"
 

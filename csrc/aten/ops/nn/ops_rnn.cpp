@@ -8,10 +8,10 @@
 #include <string>
 #include <utility>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/nn/nn_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/nn/nn_helpers.h"
 #include "kernels/nn/rnn.h"
 
 namespace openneuron::bridge {

@@ -12,13 +12,13 @@
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/adaptive/adaptive_recording.h"
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
+#include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
 #include "aten/ops/ops.h"
 #include "aten/ops/pointwise/ops_elementwise_common.h"
 #include "aten/ops/pointwise/ops_elementwise_pointwise.h"
-#include "aten/core/tensor_views.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/pointwise/pointwise.h"
 

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 #include "aten/core/tensor_views.h"
+#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 
 namespace openneuron::bridge::elementwise {
 

@@ -5,8 +5,8 @@
 #include <array>
 #include <vector>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
+#include "aten/fallback/fallback.h"
 #include "aten/ops/pointwise/ops_elementwise_common.h"
 #include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 #include "kernels/runtime/parallel_views.h"

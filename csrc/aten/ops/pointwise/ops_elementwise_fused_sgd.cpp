@@ -4,11 +4,11 @@
 
 #include <vector>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 #include "kernels/nn/fused_sgd.h"
 
 namespace openneuron::bridge {

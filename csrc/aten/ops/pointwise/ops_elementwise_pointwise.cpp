@@ -14,12 +14,12 @@
 #include <unordered_map>
 
 #include "aten/adaptive/adaptive_recording.h"
-#include "aten/fallback/fallback.h"
 #include "aten/core/host_access.h"
 #include "aten/core/op_helpers.h"
-#include "aten/ops/pointwise/ops_elementwise_common.h"
 #include "aten/core/runtime_errors.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/pointwise/ops_elementwise_common.h"
 #include "kernels/shape/indexing.h"
 
 namespace openneuron::bridge {

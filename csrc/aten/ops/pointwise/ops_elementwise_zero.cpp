@@ -2,11 +2,11 @@
 #include <ATen/ops/zero.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/pointwise/ops_elementwise_pointwise.h"
 #include "kernels/pointwise/cast.h"
 
 namespace openneuron::bridge {

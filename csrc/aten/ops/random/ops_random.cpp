@@ -4,12 +4,12 @@
 #include <ATen/ops/uniform.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/generator.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops.h"
 #include "kernels/random/random.h"
 
 namespace openneuron::bridge {

@@ -19,12 +19,12 @@
 #include <algorithm>
 #include <limits>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/generator.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/random/ops_random.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/random/ops_random.h"
 #include "kernels/random/random.h"
 #include "kernels/random/random_discrete.h"
 

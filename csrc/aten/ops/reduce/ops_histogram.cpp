@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops_reduce_index.h"
 #include "aten/core/runtime_errors.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops_reduce_index.h"
 #include "kernels/reduce/histogram.h"
 
 namespace openneuron::bridge {

@@ -8,11 +8,11 @@
 
 #include <cmath>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops_reduce_index.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops_reduce_index.h"
 #include "kernels/reduce/reduce_general.h"
 #include "kernels/reduce/scan.h"
 

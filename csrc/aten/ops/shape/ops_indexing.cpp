@@ -9,13 +9,13 @@
 
 #include <sstream>
 
-#include "aten/fallback/fallback.h"
-#include "aten/ops/shape/index_bounds.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops_reduce_index.h"
 #include "aten/core/runtime_errors.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops_reduce_index.h"
+#include "aten/ops/shape/index_bounds.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/shape/indexing.h"
 

@@ -7,11 +7,11 @@
 #include <ATen/ops/result_type.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops_reduce_index.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops_reduce_index.h"
 #include "kernels/shape/membership.h"
 
 namespace openneuron::bridge {

@@ -9,11 +9,11 @@
 
 #include <cmath>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops_reduce_index.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "aten/ops/ops_reduce_index.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/shape/shape.h"
 #include "kernels/shape/sort.h"

@@ -14,10 +14,10 @@
 
 #include <optional>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
 #include "kernels/shape/sorted_search.h"
 
 namespace openneuron::bridge {

@@ -17,9 +17,9 @@
 
 #include <tuple>
 
-#include "aten/fallback/fallback.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
 
 namespace openneuron::bridge {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "aten/core/device_allocator.h"
 #include "aten/core/op_tracking.h"
-#include "aten/ops/ops.h"
 #include "aten/core/runtime_errors.h"
 #include "aten/core/tensor_views.h"
+#include "aten/ops/ops.h"
 #include "runtime/copy.h"
 #include "runtime/runtime.h"
 
