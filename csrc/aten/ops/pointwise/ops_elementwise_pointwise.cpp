@@ -365,10 +365,12 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
   const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
   if (spec_.op == PointwiseOp::MaskedFill && masked_fill_shared_elements(schema, stack)) return;
   auto args = torch::jit::last(*stack, num_args);
-  // masked_fill_ is the one op here whose CPU kernel writes an expanded self (it is left as the
-  // CPU leaves it); the others are checked first, as TensorIterator does, so that the host
-  // fallback's copies cannot hide an overlap.
-  if ((has_out || in_place) && spec_.op != PointwiseOp::MaskedFill) {
+  // masked_fill_ and threshold (idempotent; its CPU kernel turns the check off) write an
+  // expanded self as the CPU does; the others are checked first, as TensorIterator does, so
+  // that the host fallback's copies cannot hide an overlap.
+  const bool writes_shared_elements =
+      spec_.op == PointwiseOp::MaskedFill || spec_.op == PointwiseOp::Threshold;
+  if ((has_out || in_place) && !writes_shared_elements) {
     c10::SmallVector<const at::Tensor*, 4> inputs;
     for (size_t k = 0; k + (has_out ? 1 : 0) < num_args; ++k) {
       if (args[k].isTensor()) inputs.push_back(&args[k].toTensor());
