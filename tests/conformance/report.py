@@ -296,16 +296,30 @@ def _read_raw(paths) -> list[dict]:
 # ----------------------------------------------------------------------------- the report
 
 
-# Summary rows: op_db at the CPU's dtypes, op_db at dtypes only CUDA has, module_db.
+# float64 and complex are not NeuronCore types: they run on the host fallback by design
+# (decision 4), so the device's own native rate is also given without them.
+HOST_BY_DESIGN_DTYPES = frozenset({"float64", "complex32", "complex64", "complex128"})
+
+
+def _on_device_dtype(r: dict) -> bool:
+    return r["dtype"] not in HOST_BY_DESIGN_DTYPES
+
+
+# Summary rows: op_db at the CPU's dtypes, op_db at dtypes only CUDA has, module_db, and the
+# two databases again without the dtypes that stay on the host by design.
 SUMMARY_ROWS = (
     ("op_db", lambda r: r["kind"] == "op" and not r.get("cuda_only")),
     ("op_db_cuda_only", lambda r: r["kind"] == "op" and r.get("cuda_only")),
     ("module_db", lambda r: r["kind"] == "module"),
+    ("op_db_device", lambda r: r["kind"] == "op" and _on_device_dtype(r)),
+    ("module_db_device", lambda r: r["kind"] == "module" and _on_device_dtype(r)),
 )
 SUMMARY_LABELS = {
     "op_db": "op_db",
     "op_db_cuda_only": "op_db, CUDA-only dtypes",
     "module_db": "module_db",
+    "op_db_device": "op_db, NeuronCore dtypes (no float64/complex)",
+    "module_db_device": "module_db, NeuronCore dtypes (no float64/complex)",
 }
 
 
