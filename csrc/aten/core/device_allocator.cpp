@@ -1,5 +1,6 @@
 #include "aten/core/device_allocator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "aten/core/memory_history.h"
@@ -157,6 +158,20 @@ c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device) {
   result.num_device_free = stats.num_device_free;
   result.num_sync_all_streams = stats.num_sync_all_streams;
   return result;
+}
+
+void resize_storage_bytes(const c10::Storage& storage, size_t bytes) {
+  TORCH_CHECK(storage.resizable(), "cannot resize a neuron storage that is not resizable");
+  c10::DataPtr fresh = storage.allocator()->allocate(bytes);
+  const size_t kept = std::min(bytes, storage.nbytes());
+  if (kept > 0 && storage.data()) {
+    OPENNEURON_RUNTIME_CALL({
+      auto& stream = runtime::current_stream(fresh.device().index());
+      runtime::copy_device_to_device(stream, fresh.get(), stream, storage.data(), kept);
+    });
+  }
+  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
+  storage.unsafeGetStorageImpl()->set_nbytes(bytes);
 }
 
 }  // namespace openneuron::bridge

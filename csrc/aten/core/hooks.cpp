@@ -3,9 +3,9 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "aten/core/device_allocator.h"
 #include "aten/core/generator.h"
 #include "aten/core/runtime_errors.h"
-#include "aten/ops/ops.h"
 #include "runtime/pinned_host_memory.h"
 #include "runtime/runtime.h"
 

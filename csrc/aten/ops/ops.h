@@ -7,9 +7,6 @@
 namespace openneuron::bridge {
 
 // Storage, creation and views (ops_storage.cpp).
-// Resizes a neuron storage to `bytes` (0 frees its memory), keeping the leading contents in
-// stream order (what `untyped_storage().resize_()` and FSDP's parameter freeing call).
-void resize_storage_bytes(const c10::Storage& storage, size_t bytes);
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,

@@ -45,20 +45,6 @@ void ensure_storage_fits(const at::Tensor& self) {
 
 }  // namespace
 
-void resize_storage_bytes(const c10::Storage& storage, size_t bytes) {
-  TORCH_CHECK(storage.resizable(), "cannot resize a neuron storage that is not resizable");
-  c10::DataPtr fresh = storage.allocator()->allocate(bytes);
-  const size_t kept = std::min(bytes, storage.nbytes());
-  if (kept > 0 && storage.data()) {
-    OPENNEURON_RUNTIME_CALL({
-      auto& stream = runtime::current_stream(fresh.device().index());
-      runtime::copy_device_to_device(stream, fresh.get(), stream, storage.data(), kept);
-    });
-  }
-  storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
-  storage.unsafeGetStorageImpl()->set_nbytes(bytes);
-}
-
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                std::optional<bool> pin_memory,
