@@ -34,6 +34,9 @@ TORCH_HEADER = re.compile(
 # Bridge folders that only the build links: the registration lists and the module's entry
 # point. No other file includes their headers.
 BRIDGE_ENTRY_FOLDERS = ("register", "python")
+# The bridge's core (device, allocators, guards, errors) is what every other bridge folder
+# builds on, so it includes no other bridge folder.
+BRIDGE_CORE = "aten/core/"
 # Compiled modules of the package (built, so absent from a fresh checkout).
 EXTENSION_MODULES = {"openneuron._C"}
 
@@ -59,6 +62,12 @@ def include_violations(csrc: Path) -> list[str]:
                     f"{relative}: csrc/{folder} (layer {LAYERS[folder]}) includes {header} "
                     f"(layer {LAYERS[target]})"
                 )
+            if (
+                str(relative).startswith(BRIDGE_CORE)
+                and header.startswith("aten/")
+                and not header.startswith(BRIDGE_CORE)
+            ):
+                problems.append(f"{relative}: the bridge's core includes {header}")
             for entry in BRIDGE_ENTRY_FOLDERS:
                 entry_prefix = f"aten/{entry}/"
                 if header.startswith(entry_prefix) and not str(relative).startswith(entry_prefix):
@@ -200,9 +209,11 @@ def test_planted_includes_are_reported(tmp_path):
     _write(tmp_path, "aten/ops/uses_torch.cpp", "#include <ATen/ATen.h>\n")
     _write(tmp_path, "aten/ops/entry.cpp", '#include "aten/register/list.h"\n')
     _write(tmp_path, "aten/register/list.cpp", '#include "aten/register/list.h"\n')
+    _write(tmp_path, "aten/core/hooks.cpp", '#include "aten/core/a.h"\n#include "aten/ops/ops.h"\n')
     _write(tmp_path, "newlib/thing.cpp", "\n")
     problems = include_violations(tmp_path)
     assert problems == [
+        "aten/core/hooks.cpp: the bridge's core includes aten/ops/ops.h",
         "aten/ops/entry.cpp: includes aten/register/list.h, an entry point of the bridge",
         "compiler/peer.cpp: csrc/compiler (layer 2) includes sim/isa.h (layer 2)",
         "kernels/upward.h: csrc/kernels (layer 1) includes compiler/ir.h (layer 2)",
