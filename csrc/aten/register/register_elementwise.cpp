@@ -225,6 +225,58 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
              "masked_fill.Tensor", "masked_fill_.Tensor", "masked_fill.Tensor_out"},
             ternary(Op::MaskedFill, R::Self, kAllTypes, 0b001));
 
+  // Special functions: inverse trigonometric and hyperbolic, error, gamma and Bessel families
+  // (integers promote to the default float), and the binary ops beside them.
+  const auto special = [&](std::initializer_list<const char*> names, Op op) {
+    pointwise(m, names, unary(op, R::FloatPromote, kAllTypes));
+  };
+  special({"acos", "acos_", "acos.out"}, Op::Acos);
+  special({"asin", "asin_", "asin.out"}, Op::Asin);
+  special({"atan", "atan_", "atan.out"}, Op::Atan);
+  special({"acosh", "acosh_", "acosh.out"}, Op::Acosh);
+  special({"asinh", "asinh_", "asinh.out"}, Op::Asinh);
+  special({"atanh", "atanh_", "atanh.out"}, Op::Atanh);
+  special({"cosh", "cosh_", "cosh.out"}, Op::Cosh);
+  special({"sinh", "sinh_", "sinh.out"}, Op::Sinh);
+  special({"erfc", "erfc_", "erfc.out"}, Op::Erfc);
+  special({"erfinv", "erfinv_", "erfinv.out"}, Op::Erfinv);
+  special({"special_erfcx", "special_erfcx.out"}, Op::Erfcx);
+  special({"lgamma", "lgamma_", "lgamma.out"}, Op::Lgamma);
+  special({"digamma", "digamma_", "digamma.out"}, Op::Digamma);
+  special({"i0", "i0_", "i0.out"}, Op::BesselI0);
+  special({"special_i0e", "special_i0e.out"}, Op::BesselI0e);
+  special({"special_i1", "special_i1.out"}, Op::BesselI1);
+  special({"special_i1e", "special_i1e.out"}, Op::BesselI1e);
+  special({"special_modified_bessel_i0", "special_modified_bessel_i0.out"}, Op::BesselI0);
+  special({"special_modified_bessel_i1", "special_modified_bessel_i1.out"}, Op::BesselI1);
+  special({"special_entr", "special_entr.out"}, Op::Entr);
+  special({"angle", "angle.out"}, Op::Angle);
+  special({"logit", "logit_", "logit.out"}, Op::Logit);
+  // polygamma(n, self) names its operand second; its in-place form first.
+  pointwise(m, {"polygamma", "polygamma.out"},
+            PointwiseSpec{Op::Polygamma, R::FloatPromote, kAllTypes, {1}});
+  pointwise(m, {"polygamma_"}, unary(Op::Polygamma, R::FloatPromote, kAllTypes));
+  pointwise(m, {"signbit", "signbit.out"}, unary(Op::Signbit, R::Bool, kAllTypes));
+  pointwise(m, {"logit_backward", "logit_backward.grad_input"},
+            binary(Op::LogitBackward, R::Common, kFloats));
+  pointwise(
+      m,
+      {"xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor", "xlogy.Scalar_Other",
+       "xlogy_.Scalar_Other", "xlogy.OutScalar_Other", "xlogy.Scalar_Self", "xlogy.OutScalar_Self"},
+      binary(Op::Xlogy, R::FloatPromote, kAllTypes));
+  pointwise(m, {"special_xlog1py", "special_xlog1py.out"},
+            binary(Op::Xlog1py, R::FloatPromote, kAllTypes));
+  pointwise(m,
+            {"copysign.Tensor", "copysign_.Tensor", "copysign.out", "copysign.Scalar",
+             "copysign_.Scalar", "copysign.Scalar_out"},
+            binary(Op::Copysign, R::FloatPromote, kAllTypes));
+  pointwise(m, {"fmax", "fmax.out"}, binary(Op::Fmax, R::Common, kAllTypes));
+  pointwise(m, {"fmin", "fmin.out"}, binary(Op::Fmin, R::Common, kAllTypes));
+  pointwise(m, {"heaviside", "heaviside_", "heaviside.out"},
+            binary(Op::Heaviside, R::Common, kAllTypes));
+  // rsub(self, other, alpha) = other - alpha * self: sub with its operands swapped.
+  pointwise(m, {"rsub.Tensor"}, PointwiseSpec{Op::SubAlpha, R::Common, kNumbers, {1, 0}});
+
   // Optimizer building blocks: every call queues one task for the whole tensor list. The dtype
   // classes are the pointwise ops' own; other dtypes reach the host, which refuses them as the CPU
   // does.

@@ -9,6 +9,7 @@
 namespace openneuron::kernels {
 
 int pointwise_arity(PointwiseOp op) {
+  if (op >= PointwiseOp::Acos) return op <= PointwiseOp::Signbit ? 1 : 2;
   if (op <= PointwiseOp::LogSigmoid) return 1;
   if (op <= PointwiseOp::LerpScalar) return 2;
   return 3;
@@ -30,6 +31,7 @@ bool pointwise_returns_bool(PointwiseOp op) {
     case PointwiseOp::LogicalAnd:
     case PointwiseOp::LogicalOr:
     case PointwiseOp::LogicalXor:
+    case PointwiseOp::Signbit:
       return true;
     default:
       return false;
@@ -53,7 +55,11 @@ void pointwise(PointwiseOp op, const TensorView& out, const TensorView* inputs, 
   }
   if (out.numel() == 0) return;
   using namespace pointwise_detail;
-  if (op <= PointwiseOp::PowScalar) {
+  if (op >= PointwiseOp::Acos && op <= PointwiseOp::Signbit) {
+    run_special_unary(op, out, inputs[0], compute, params);
+  } else if (op >= PointwiseOp::Xlog1py) {
+    run_special_binary(op, out, inputs[0], inputs[1], compute, params);
+  } else if (op <= PointwiseOp::PowScalar) {
     run_unary_math(op, out, inputs[0], compute, params);
   } else if (op <= PointwiseOp::SigmoidGate) {
     run_activation(op, out, inputs, compute, params);

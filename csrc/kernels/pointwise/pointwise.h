@@ -122,6 +122,41 @@ enum class PointwiseOp : uint8_t {
   MaskedFill,           // y != 0 ? z : x
   PreluInputGrad,       // x = grad_output, y = input, z = weight: y > 0 ? x : z * x
   SigmoidGateBackward,  // x * y * s * (1 - s) with s = sigmoid(z): glu's second-half gradient
+
+  // Added after the three-input ops so that earlier values stay stable.
+  // Unary special functions (float; integers promote): inverse trigonometric and hyperbolic, error,
+  // gamma and Bessel families, entropy, logit, and two that take any dtype.
+  Acos,
+  Asin,
+  Atan,
+  Acosh,
+  Asinh,
+  Atanh,
+  Cosh,
+  Sinh,
+  Erfc,
+  Erfinv,
+  Erfcx,
+  Lgamma,
+  Digamma,
+  Polygamma,  // p0 = n (>= 0)
+  BesselI0,
+  BesselI0e,
+  BesselI1,
+  BesselI1e,
+  Entr,   // -x log x, 0 at 0, -inf below 0
+  Logit,  // log(z / (1 - z)), z = x clamped to [p0, p1] when p0 is present (p1 = 1 - p0 if absent)
+  Angle,  // real argument: pi below 0, 0 otherwise, NaN kept
+  Signbit,  // any dtype, bool result: sign bit set (-0.0 included)
+
+  // Binary ops beside the special functions.
+  Xlog1py,   // x * log1p(y), 0 where x == 0 unless y is NaN (float)
+  Copysign,  // |x| with y's sign (float)
+  Fmax,
+  Fmin,           // max / min ignoring NaN (NaN only if both are); any dtype
+  Heaviside,      // x == 0 ? y : (x > 0); any dtype
+  LogitBackward,  // x = grad_output, y = input: x / (y (1 - y)); p0 = eps as Logit (absent: NaN
+                  // outside [0, 1]; present: 0 outside [p0, p1])
 };
 
 // Scalar parameters of an op; `present[k]` is false for an optional parameter left out.

@@ -11,6 +11,10 @@ namespace openneuron::kernels::pointwise_detail {
 // Each returns false when `op` is not one of its ops; the views are already shape-checked.
 bool run_unary_math(PointwiseOp op, const TensorView& out, const TensorView& x, DType compute,
                     const PointwiseParams& params);
+bool run_special_unary(PointwiseOp op, const TensorView& out, const TensorView& x, DType compute,
+                       const PointwiseParams& params);
+bool run_special_binary(PointwiseOp op, const TensorView& out, const TensorView& x,
+                        const TensorView& y, DType compute, const PointwiseParams& params);
 bool run_activation(PointwiseOp op, const TensorView& out, const TensorView* in, DType compute,
                     const PointwiseParams& params);
 bool run_binary_math(PointwiseOp op, const TensorView& out, const TensorView& x,

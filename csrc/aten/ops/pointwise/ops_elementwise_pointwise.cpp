@@ -77,6 +77,8 @@ bool rounds_cpu_scalars(PointwiseOp op) {
     case PointwiseOp::Remainder:
     case PointwiseOp::Atan2:
     case PointwiseOp::Xlogy:
+    case PointwiseOp::Xlog1py:
+    case PointwiseOp::SubAlpha:  // rsub, as sub
     case PointwiseOp::Pow:
     case PointwiseOp::Eq:
     case PointwiseOp::Ne:
@@ -87,6 +89,36 @@ bool rounds_cpu_scalars(PointwiseOp op) {
       return true;
     default:
       return false;
+  }
+}
+
+// The checks and parameter roundings of the special-function ops (rsub, heaviside, polygamma,
+// logit), as their CPU kernels make them before computing.
+void check_special_arguments(PointwiseOp op, at::ScalarType result, at::ScalarType compute,
+                             c10::ArrayRef<c10::IValue> args,
+                             const std::vector<at::Tensor>& operands,
+                             kernels::PointwiseParams* params) {
+  if (op == PointwiseOp::SubAlpha) {
+    // rsub(self, other, alpha) is other - alpha * self: sub's own checks and 16-bit rounding.
+    check_subtraction_dtypes(operands[1].scalar_type(), operands[0].scalar_type());
+    const at::Scalar alpha = args[2].toScalar();
+    check_alpha(result, alpha);
+    params->values[0] = kernel_scalar(rounded_to(alpha, result));
+    params->present[0] = true;
+  } else if (op == PointwiseOp::Heaviside) {
+    TORCH_CHECK(operands[0].scalar_type() == operands[1].scalar_type(),
+                "heaviside is not yet implemented for tensors with different dtypes. Expected ",
+                operands[0].scalar_type(), ", but got ", operands[1].scalar_type(), " instead.");
+  } else if (op == PointwiseOp::Polygamma) {
+    TORCH_CHECK(params->values[0].i >= 0, "polygamma(n, x) does not support negative n.");
+  } else if ((op == PointwiseOp::Logit || op == PointwiseOp::LogitBackward) && params->present[0] &&
+             is_16bit_float(compute)) {
+    // The CPU clamps a 16-bit input to [eps, 1 - eps] with both bounds in the input's dtype.
+    const at::Scalar lo = rounded_to(at::Scalar(params->values[0].to_double()), compute);
+    const at::Scalar hi = rounded_to(at::Scalar(1.0 - lo.toDouble()), compute);
+    params->values[0] = kernel_scalar(lo);
+    params->values[1] = kernel_scalar(hi);
+    params->present[1] = true;
   }
 }
 
@@ -351,6 +383,7 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
                 operands[2].dim(), " dimension(s).");
   }
+  check_special_arguments(spec.op, result, compute, args, operands, &params);
   plan->op = resolved.op;
   plan->result = result;
   plan->compute = compute;

@@ -1,0 +1,210 @@
+// Special-function ops of kernels::pointwise (acos ... signbit; xlog1py ... logit's gradient).
+// Transcendental ones are evaluated in double and rounded once to the output dtype.
+#include <cmath>
+#include <limits>
+
+#include "kernels/pointwise/pointwise_internal.h"
+#include "kernels/pointwise/pointwise_map.h"
+#include "kernels/pointwise/pointwise_math.h"
+#include "kernels/pointwise/special_functions.h"
+
+namespace openneuron::kernels::pointwise_detail {
+
+namespace {
+
+// A double-precision function applied to a float compute type, rounded once.
+template <typename C, typename F>
+void map_in_double(const TensorView& out, const TensorView& x, F f) {
+  map<C, C>(out, std::array<TensorView, 1>{x},
+            [=](C a) { return static_cast<C>(f(static_cast<double>(a))); });
+}
+
+double entropy_term(double x) {
+  if (std::isnan(x)) return x;
+  if (x > 0) return -x * std::log(x);
+  return x == 0 ? 0.0 : -std::numeric_limits<double>::infinity();
+}
+
+double real_angle(double x) { return std::isnan(x) ? x : (x < 0 ? special::kPi : 0.0); }
+
+template <typename C>
+bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
+                     const PointwiseParams& p) {
+  switch (op) {
+    case PointwiseOp::Acos:
+      map_in_double<C>(out, x, [](double a) { return std::acos(a); });
+      return true;
+    case PointwiseOp::Asin:
+      map_in_double<C>(out, x, [](double a) { return std::asin(a); });
+      return true;
+    case PointwiseOp::Atan:
+      map_in_double<C>(out, x, [](double a) { return std::atan(a); });
+      return true;
+    case PointwiseOp::Acosh:
+      map_in_double<C>(out, x, [](double a) { return std::acosh(a); });
+      return true;
+    case PointwiseOp::Asinh:
+      map_in_double<C>(out, x, [](double a) { return std::asinh(a); });
+      return true;
+    case PointwiseOp::Atanh:
+      map_in_double<C>(out, x, [](double a) { return std::atanh(a); });
+      return true;
+    case PointwiseOp::Cosh:
+      map_in_double<C>(out, x, [](double a) { return std::cosh(a); });
+      return true;
+    case PointwiseOp::Sinh:
+      map_in_double<C>(out, x, [](double a) { return std::sinh(a); });
+      return true;
+    case PointwiseOp::Erfc:
+      map_in_double<C>(out, x, [](double a) { return std::erfc(a); });
+      return true;
+    case PointwiseOp::Erfinv:
+      map_in_double<C>(out, x, [](double a) { return special::erfinv(a); });
+      return true;
+    case PointwiseOp::Erfcx:
+      map_in_double<C>(out, x, [](double a) { return special::erfcx(a); });
+      return true;
+    case PointwiseOp::Lgamma:
+      map_in_double<C>(out, x, [](double a) { return special::log_gamma(a); });
+      return true;
+    case PointwiseOp::Digamma:
+      map_in_double<C>(out, x, [](double a) { return special::digamma(a); });
+      return true;
+    case PointwiseOp::Polygamma: {
+      const int64_t n = scalar_as<int64_t>(p.values[0]);
+      map_in_double<C>(out, x, [n](double a) { return special::polygamma(n, a); });
+      return true;
+    }
+    case PointwiseOp::BesselI0:
+      map_in_double<C>(out, x, [](double a) { return special::bessel_i0(a); });
+      return true;
+    case PointwiseOp::BesselI0e:
+      map_in_double<C>(out, x, [](double a) { return special::bessel_i0e(a); });
+      return true;
+    case PointwiseOp::BesselI1:
+      map_in_double<C>(out, x, [](double a) { return special::bessel_i1(a); });
+      return true;
+    case PointwiseOp::BesselI1e:
+      map_in_double<C>(out, x, [](double a) { return special::bessel_i1e(a); });
+      return true;
+    case PointwiseOp::Entr:
+      map_in_double<C>(out, x, entropy_term);
+      return true;
+    case PointwiseOp::Angle:
+      map_in_double<C>(out, x, real_angle);
+      return true;
+    case PointwiseOp::Logit: {
+      // The bounds arrive in the input's precision (the bridge rounds them for 16-bit inputs).
+      const std::array<TensorView, 1> in{x};
+      if (!p.present[0]) {
+        map<C, C>(out, in, [](C a) { return std::log(a / (C(1) - a)); });
+      } else {
+        const C lo = scalar_as<C>(p.values[0]);
+        const C hi = p.present[1] ? scalar_as<C>(p.values[1]) : C(1) - lo;
+        map<C, C>(out, in, [=](C a) {
+          const C z = a < lo ? lo : (a > hi ? hi : a);
+          return std::log(z / (C(1) - z));
+        });
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+template <typename C>
+bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorView, 2>& in,
+                const PointwiseParams& p) {
+  switch (op) {
+    case PointwiseOp::Fmax:
+      map<C, C>(out, in, [](C a, C b) {
+        if (is_nan(a)) return b;
+        if (is_nan(b)) return a;
+        return a < b ? b : a;
+      });
+      return true;
+    case PointwiseOp::Fmin:
+      map<C, C>(out, in, [](C a, C b) {
+        if (is_nan(a)) return b;
+        if (is_nan(b)) return a;
+        return b < a ? b : a;
+      });
+      return true;
+    case PointwiseOp::Heaviside:
+      map<C, C>(out, in, [](C a, C b) { return a == C(0) ? b : C(a > C(0)); });
+      return true;
+    default:
+      break;
+  }
+  if constexpr (std::is_integral_v<C>) {
+    unsupported_compute(op, DType::Int64);
+  } else {
+    switch (op) {
+      case PointwiseOp::Xlog1py:
+        map<C, C>(out, in, [](C a, C b) {
+          if (std::isnan(b)) return b;
+          return a == C(0) ? C(0) : static_cast<C>(a * std::log1p(static_cast<double>(b)));
+        });
+        return true;
+      case PointwiseOp::Copysign:
+        map<C, C>(out, in, [](C a, C b) { return std::copysign(a, b); });
+        return true;
+      case PointwiseOp::LogitBackward: {
+        if (!p.present[0] || scalar_as<double>(p.values[0]) < 0) {
+          map<C, C>(out, in, [](C grad, C a) {
+            return (a < C(0) || a > C(1)) ? std::numeric_limits<C>::quiet_NaN()
+                                          : grad / (a * (C(1) - a));
+          });
+        } else {
+          const C lo = scalar_as<C>(p.values[0]);
+          const C hi = p.present[1] ? scalar_as<C>(p.values[1]) : C(1) - lo;
+          map<C, C>(out, in, [=](C grad, C a) {
+            return (a < lo || a > hi) ? C(0) : grad / (a * (C(1) - a));
+          });
+        }
+        return true;
+      }
+      default:
+        unsupported_compute(op, DType::Float32);
+    }
+  }
+}
+
+}  // namespace
+
+bool run_special_unary(PointwiseOp op, const TensorView& out, const TensorView& x, DType compute,
+                       const PointwiseParams& params) {
+  bool handled = false;
+  visit_compute(compute, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    if (op == PointwiseOp::Signbit) {
+      map<bool, C>(out, std::array<TensorView, 1>{x}, [](C a) {
+        if constexpr (std::is_integral_v<C>)
+          return a < C(0);
+        else
+          return std::signbit(a);
+      });
+      handled = true;
+      return;
+    }
+    if constexpr (std::is_floating_point_v<C>) {
+      handled = run_float_unary<C>(op, out, x, params);
+    } else {
+      unsupported_compute(op, DType::Int64);
+    }
+  });
+  return handled;
+}
+
+bool run_special_binary(PointwiseOp op, const TensorView& out, const TensorView& x,
+                        const TensorView& y, DType compute, const PointwiseParams& params) {
+  bool handled = false;
+  visit_compute(compute, [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    handled = run_binary<C>(op, out, {x, y}, params);
+  });
+  return handled;
+}
+
+}  // namespace openneuron::kernels::pointwise_detail
