@@ -244,3 +244,64 @@ def test_a_wrong_kernel_is_caught(name):
     op_name, kernel, unary_name = MUTANTS[name]
     with kernel_replaced(op_name, kernel), pytest.raises(AssertionError):
         check_unary(unary_name, torch.float32)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_nan_reductions_match_cpu_natively(dtype):
+    torch.manual_seed(6)
+    x = rounded(torch.randn(4, 9), dtype)
+    x[1, 2] = x[3, 0] = float("nan")
+    cpu_x = x.clone().requires_grad_()
+    dev_x = x.to(DEVICE, dtype).requires_grad_()
+    openneuron.clear_op_tracking()
+    dev_sum, cpu_sum = torch.nansum(dev_x, 1), torch.nansum(cpu_x, 1)
+    dev_mean, cpu_mean = torch.nanmean(dev_x, 0), torch.nanmean(cpu_x, 0)
+    (dev_sum.sum() + dev_mean.sum()).backward()
+    (cpu_sum.sum() + cpu_mean.sum()).backward()
+    assert openneuron.get_fallback_ops() == {}
+    compare(dev_sum, cpu_sum, GRAD_TOL[dtype])
+    compare(dev_mean, cpu_mean, GRAD_TOL[dtype])
+    compare(dev_x.grad, cpu_x.grad, GRAD_TOL[dtype])
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.bool, torch.uint8, torch.int32, torch.int64, torch.bfloat16]
+)
+def test_integer_reductions_match_cpu_natively(dtype):
+    x = torch.tensor([[1, 0, 3, 0], [0, 2, 0, 5], [4, 0, 0, 1]]).to(dtype)
+    d = x.to(DEVICE)
+    openneuron.clear_op_tracking()
+    pairs = {
+        "count_nonzero": (torch.count_nonzero(d, 1), torch.count_nonzero(x, 1)),
+        "count_nonzero_all": (torch.count_nonzero(d), torch.count_nonzero(x)),
+        "aminmax": (torch.stack(torch.aminmax(d)), torch.stack(torch.aminmax(x))),
+        "aminmax_dim": (
+            torch.stack(torch.aminmax(d, dim=0, keepdim=True)),
+            torch.stack(torch.aminmax(x, dim=0, keepdim=True)),
+        ),
+        "nansum": (torch.nansum(d, 0), torch.nansum(x, 0)),
+    }
+    if dtype != torch.bfloat16:
+        pairs["logsumexp"] = (torch.logsumexp(d, 1), torch.logsumexp(x, 1))
+    assert openneuron.get_fallback_ops() == {}
+    for name, (dev, cpu) in pairs.items():
+        assert dev.dtype == cpu.dtype, name
+        torch.testing.assert_close(dev.cpu(), cpu, msg=name)
+
+
+def test_reduction_checks_raise_at_the_call():
+    empty = torch.empty(0, 3, device=DEVICE)
+    with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+        torch.aminmax(empty)
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        torch.aminmax(empty, dim=0)
+    low, high = torch.aminmax(empty, dim=1)
+    assert low.shape == high.shape == (0,)
+
+
+def test_a_wrong_nansum_is_caught():
+    def nansum_counting_nan_as_one(self, dim=None, keepdim=False, *, dtype=None):
+        return torch.sum(self.cpu().nan_to_num(1.0), dim, keepdim, dtype=dtype).to(self.device)
+
+    with kernel_replaced("nansum", nansum_counting_nan_as_one), pytest.raises(AssertionError):
+        test_nan_reductions_match_cpu_natively(torch.float32)

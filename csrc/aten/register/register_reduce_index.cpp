@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include "aten/ops/ops_reduce_index.h"
+#include "aten/ops/reduce/ops_reduce_composed.h"
 
 namespace openneuron::bridge {
 
@@ -68,6 +69,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("any.dims_out", TORCH_FN(any_dims_out));
   m.impl("logsumexp", TORCH_FN(logsumexp));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
+  // Composed of native ops: nansum (nanmean's sum), count_nonzero over dims, aminmax.
+  m.impl("nansum", TORCH_FN(nansum));
+  m.impl("nansum.out", TORCH_FN(nansum_out));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_dims));
+  m.impl("aminmax", TORCH_FN(aminmax));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out));
 
   // Scans.
   m.impl("cumsum", TORCH_FN(cumsum));

@@ -594,6 +594,11 @@ OPENNEURON_BOOL_REDUCTIONS(any, GeneralReduceOp::Any)
 // ---- logsumexp -------------------------------------------------------------------------
 
 at::Tensor logsumexp(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  if (native_input(self) && at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    // Integers and bool are promoted to the default float first, as on the CPU.
+    return bridge::logsumexp(self.to(c10::typeMetaToScalarType(c10::get_default_dtype())), dim,
+                             keepdim);
+  }
   if (!native_float_input(self)) return OPENNEURON_FALLBACK(logsumexp, self, dim, keepdim);
   OPENNEURON_NATIVE_OP("aten::logsumexp");
   const c10::DeviceGuard guard(self.device());
@@ -605,6 +610,11 @@ at::Tensor logsumexp(const at::Tensor& self, at::IntArrayRef dim, bool keepdim) 
 
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim,
                           at::Tensor& out) {
+  if (native_input(self) && at::isIntegralType(self.scalar_type(), /*includeBool=*/true) &&
+      native_float_input(out)) {
+    return logsumexp_out(self.to(c10::typeMetaToScalarType(c10::get_default_dtype())), dim, keepdim,
+                         out);
+  }
   if (!native_float_input(self) || !native_float_input(out)) {
     return OPENNEURON_FALLBACK(logsumexp_out, self, dim, keepdim, out);
   }
