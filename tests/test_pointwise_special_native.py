@@ -305,3 +305,18 @@ def test_a_wrong_nansum_is_caught():
 
     with kernel_replaced("nansum", nansum_counting_nan_as_one), pytest.raises(AssertionError):
         test_nan_reductions_match_cpu_natively(torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_mvlgamma_out_matches_cpu_natively(dtype):
+    torch.manual_seed(7)
+    x = (torch.rand(4, 6) * 4 + 2).to(dtype)
+    out = torch.empty(0, device=DEVICE, dtype=torch.promote_types(dtype, torch.float32))
+    openneuron.clear_op_tracking()
+    torch.mvlgamma(x.to(DEVICE), 3, out=out)
+    assert openneuron.get_fallback_ops() == {}
+    expected = torch.mvlgamma(x.float() if dtype == torch.bfloat16 else x, 3)
+    tol = TOL[torch.bfloat16] if dtype == torch.bfloat16 else TOL[torch.float32]
+    compare(out, expected, tol)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.mvlgamma(x.to(DEVICE), 3, out=torch.empty(0, dtype=torch.int32, device=DEVICE))

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "aten/ops/pointwise/ops_elementwise_pointwise.h"
+#include "aten/ops/pointwise/ops_special_composed.h"
 
 namespace openneuron::bridge {
 
@@ -276,6 +277,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             binary(Op::Heaviside, R::Common, kAllTypes));
   // rsub(self, other, alpha) = other - alpha * self: sub with its operands swapped.
   pointwise(m, {"rsub.Tensor"}, PointwiseSpec{Op::SubAlpha, R::Common, kNumbers, {1, 0}});
+  m.impl("mvlgamma.out", TORCH_FN(mvlgamma_out));
 
   // Optimizer building blocks: every call queues one task for the whole tensor list. The dtype
   // classes are the pointwise ops' own; other dtypes reach the host, which refuses them as the CPU
