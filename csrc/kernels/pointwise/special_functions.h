@@ -90,6 +90,12 @@ inline double polygamma(int64_t n, double x) {
     if (x > 0) return std::numeric_limits<double>::quiet_NaN();
     return n % 2 == 1 ? inf : -inf;
   }
+  if (n == 1 && x < 0.5) {
+    // Trigamma by reflection, psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x), as PyTorch's kernels
+    // evaluate it: a negative integer gives the huge finite value of sin's rounding, not inf.
+    const double s = std::sin(kPi * x);
+    return (kPi * kPi) / (s * s) - hurwitz_zeta(2, 1 - x);
+  }
   const double factorial = std::tgamma(static_cast<double>(n) + 1);
   const double sign = (n % 2 == 1) ? 1.0 : -1.0;
   return sign * factorial * hurwitz_zeta(static_cast<double>(n) + 1, x);
