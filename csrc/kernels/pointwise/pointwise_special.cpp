@@ -1,5 +1,6 @@
 // Special-function ops of kernels::pointwise (acos ... signbit; xlog1py ... logit's gradient).
-// Transcendental ones are evaluated in double and rounded once to the output dtype.
+// Transcendental ones are evaluated in double and rounded once to the output dtype (lgamma
+// in float, as the CPU's kernel).
 #include <cmath>
 #include <limits>
 
@@ -65,7 +66,15 @@ bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
       map_in_double<C>(out, x, [](double a) { return special::erfcx(a); });
       return true;
     case PointwiseOp::Lgamma:
-      map_in_double<C>(out, x, [](double a) { return special::log_gamma(a); });
+      if constexpr (std::is_same_v<C, float>) {
+        // libm's float lgamma, as PyTorch's CPU kernel calls it: 16-bit results round alike.
+        map<C, C>(out, std::array<TensorView, 1>{x}, [](float a) {
+          int sign = 0;
+          return ::lgammaf_r(a, &sign);
+        });
+      } else {
+        map_in_double<C>(out, x, [](double a) { return special::log_gamma(a); });
+      }
       return true;
     case PointwiseOp::Digamma:
       map_in_double<C>(out, x, [](double a) { return special::digamma(a); });
