@@ -81,6 +81,19 @@ bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
       return true;
     case PointwiseOp::Polygamma: {
       const int64_t n = scalar_as<int64_t>(p.values[0]);
+      if constexpr (std::is_same_v<C, float>) {
+        if (n == 1) {
+          // Trigamma's reflection term in float, as PyTorch's float kernels evaluate it: near a
+          // negative integer its size follows sin's float rounding.
+          map<C, C>(out, std::array<TensorView, 1>{x}, [](float a) {
+            if (!(a < 0.5f)) return static_cast<float>(special::polygamma(1, a));
+            const float pi = static_cast<float>(special::kPi);
+            const float s = std::sin(pi * a);
+            return (pi * pi) / (s * s) - static_cast<float>(special::polygamma(1, 1.0 - a));
+          });
+          return true;
+        }
+      }
       map_in_double<C>(out, x, [n](double a) { return special::polygamma(n, a); });
       return true;
     }
