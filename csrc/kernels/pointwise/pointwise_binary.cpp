@@ -151,8 +151,27 @@ void run_16bit_division(PointwiseOp op, const TensorView& out, const TensorView&
   }
 }
 
+// xlogy of 16-bit floats as the CPU's 16-bit kernel computes it: log(y) rounded to the format
+// before the product (the gradient of xlogy is an xlogy, so this keeps both equal to the CPU's).
+template <typename Round>
+void run_16bit_xlogy(const TensorView& out, const TensorView& x, const TensorView& y, Round round) {
+  map<float, float>(out, std::array<TensorView, 2>{x, y}, [=](float a, float b) {
+    if (std::isnan(b)) return b;
+    return a == 0.0f ? 0.0f : a * round(std::log(b));
+  });
+}
+
 bool run_binary_math(PointwiseOp op, const TensorView& out, const TensorView& x,
                      const TensorView& y, DType compute, const PointwiseParams& params) {
+  if (op == PointwiseOp::Xlogy && compute == DType::Float16) {
+    run_16bit_xlogy(out, x, y, [](float v) { return half_bits_to_float(float_to_half_bits(v)); });
+    return true;
+  }
+  if (op == PointwiseOp::Xlogy && compute == DType::BFloat16) {
+    run_16bit_xlogy(out, x, y,
+                    [](float v) { return bfloat16_bits_to_float(float_to_bfloat16_bits(v)); });
+    return true;
+  }
   if (op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor) {
     if (compute == DType::Float16) {
       run_16bit_division(op, out, x, y,
