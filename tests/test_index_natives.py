@@ -89,11 +89,15 @@ def test_index_reduce_narrow_copy_channel_shuffle_and_int32_gather_match_the_cpu
         lambda x, s, i: x.index_reduce_(1, i, s, "amax"),
         lambda x, s, i: torch.index_reduce(x, 1, i, s, "mean", out=torch.empty_like(x)),
         lambda x, s, i: torch.narrow_copy(x, 1, 2, 3),
-        lambda x, s, i: torch.narrow_copy(x, -1, 1, 1, out=torch.empty(0, dtype=x.dtype, device=x.device)),
+        lambda x, s, i: torch.narrow_copy(
+            x, -1, 1, 1, out=torch.empty(0, dtype=x.dtype, device=x.device)
+        ),
         lambda x, s, i: torch.nn.functional.channel_shuffle(x, 2),
         lambda x, s, i: torch.nn.functional.channel_shuffle(x.unsqueeze(-1), 3),
         lambda x, s, i: x[0].gather(0, half.to(x.device)),
         lambda x, s, i: x[0].scatter(0, half.to(x.device), x[1, :2, :]),
+        lambda x, s, i: x[0].scatter(0, i[:2, None].expand(2, 2), x[1], reduce="add"),
+        lambda x, s, i: x[0].scatter_(0, i[:2, None].expand(2, 2), 3, reduce="multiply"),
         lambda x, s, i: x[0, 0, 0].index_add(0, i[:1] * 0, s[0, 0, 0], alpha=2),
     ]
     for case in cases:

@@ -226,6 +226,21 @@ at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index
                           const at::Tensor& source, c10::string_view reduce, bool include_self);
 at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                         const at::Tensor& source, c10::string_view reduce, bool include_self);
+// scatter with the older reduce= argument ("add", "multiply"), in ops/shape/ops_indexing.cpp.
+at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                 const at::Tensor& src, c10::string_view reduce);
+at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce);
+at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                      const at::Tensor& src, c10::string_view reduce,
+                                      at::Tensor& out);
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce);
+at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                  const at::Scalar& value, c10::string_view reduce);
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const at::Scalar& value, c10::string_view reduce,
+                                     at::Tensor& out);
 // max_unpool2d/3d on the scatter kernel (ops/nn/ops_max_unpool.cpp).
 at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices,
                         at::IntArrayRef output_size);

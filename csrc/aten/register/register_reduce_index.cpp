@@ -122,6 +122,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
   m.impl("max_unpool2d", TORCH_FN(max_unpool2d));
   m.impl("max_unpool3d", TORCH_FN(max_unpool3d));
+  m.impl("scatter.reduce", TORCH_FN(scatter_reduce_legacy));
+  m.impl("scatter_.reduce", TORCH_FN(scatter_reduce_legacy_));
+  m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_legacy_out));
+  m.impl("scatter.value_reduce", TORCH_FN(scatter_value_reduce));
+  m.impl("scatter_.value_reduce", TORCH_FN(scatter_value_reduce_));
+  m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
 
   // Sorting, concatenation, shape and creation.
   m.impl("sort.stable", TORCH_FN(sort_stable));

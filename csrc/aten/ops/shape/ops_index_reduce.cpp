@@ -35,11 +35,15 @@ bool index_reduce_is_native(const at::Tensor& self, int64_t dim, const at::Tenso
                             const at::Tensor& out) {
   if (!is_native_compute_dtype(self.scalar_type()) || source.scalar_type() != self.scalar_type() ||
       out.scalar_type() != self.scalar_type() || index.scalar_type() != at::kLong ||
-      index.dim() > 1 || self.dim() == 0 || self.dim() > kernels::kMaxDims ||
-      source.dim() != self.dim() || !index_reduction(reduce).has_value() ||
+      index.dim() > 1 || self.dim() > kernels::kMaxDims || !index_reduction(reduce).has_value() ||
       source.device() != self.device() || out.device() != self.device()) {
     return false;
   }
+  if (self.dim() == 0) {  // a scalar: one index, 0, and a one-element source
+    return (dim == 0 || dim == -1) && source.dim() <= 1 && source.numel() == 1 &&
+           index.numel() == 1 && !first_index_outside(index, 0, 1).has_value();
+  }
+  if (source.dim() != self.dim()) return false;
   if (dim < -self.dim() || dim >= self.dim()) return false;
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   if (index.numel() != source.size(wrapped)) return false;
@@ -63,16 +67,19 @@ at::Tensor& index_reduce_into(const at::Tensor& self, int64_t dim, const at::Ten
   }
   if (index.numel() == 0 || out.numel() == 0) return out;
   const at::Tensor idx = index.device() == self.device() ? index : index.to(self.device());
+  // A scalar self is reduced as one element of 1-D views.
+  const at::Tensor target = out.dim() == 0 ? out.view({1}) : out;
+  const at::Tensor values = out.dim() == 0 ? source.reshape({1}) : source;
   // The index along `dim`, stride 0 along every other dim of source.
   kernels::TensorView index_view = view_of(idx);
   const int64_t index_stride = idx.dim() == 0 ? 1 : idx.stride(0);
-  index_view.ndim = static_cast<int>(source.dim());
-  for (int64_t d = 0; d < source.dim(); ++d) {
-    index_view.sizes[d] = source.size(d);
+  index_view.ndim = static_cast<int>(values.dim());
+  for (int64_t d = 0; d < values.dim(); ++d) {
+    index_view.sizes[d] = values.size(d);
     index_view.strides[d] = d == wrapped ? index_stride : 0;
   }
-  const kernels::TensorView self_view = view_of(out);
-  const kernels::TensorView source_view = view_of(source);
+  const kernels::TensorView self_view = view_of(target);
+  const kernels::TensorView source_view = view_of(values);
   const kernels::ScatterReduce op = *index_reduction(reduce);
   const int d = static_cast<int>(wrapped);
   stream_for(out).enqueue("aten::index_reduce", [=] {

@@ -139,7 +139,8 @@ namespace {
 
 void check_gather_shapes(const char* name, const at::Tensor& self, int64_t dim,
                          const at::Tensor& index, const at::Tensor* src) {
-  TORCH_CHECK(is_index_dtype(index.scalar_type()), name,
+  // As the CPU: an empty index of any dtype is accepted.
+  TORCH_CHECK(is_index_dtype(index.scalar_type()) || index.numel() == 0, name,
               "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(self.dim(), 1), name,
               "(): Index tensor must have the same number of dimensions as input tensor");
@@ -159,7 +160,8 @@ void check_gather_shapes(const char* name, const at::Tensor& self, int64_t dim,
 
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                        bool sparse_grad, at::Tensor& out) {
-  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type())) {
+  if (!is_native_compute_dtype(self.scalar_type()) ||
+      !(is_index_dtype(index.scalar_type()) || index.numel() == 0)) {
     return OPENNEURON_FALLBACK(gather_out, self, dim, index, sparse_grad, out);
   }
   OPENNEURON_NATIVE_OP("aten::gather.out");
@@ -168,7 +170,8 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   check_gather_shapes("gather", self, wrapped, index, nullptr);
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "gather(): self and out must share a dtype");
-  check_index_range(index, self.dim() == 0 ? 1 : self.size(wrapped), wrapped, IndexRule::kAdd);
+  if (index.numel() > 0)
+    check_index_range(index, self.dim() == 0 ? 1 : self.size(wrapped), wrapped, IndexRule::kAdd);
   at::native::resize_output(out, index.sizes());
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = view_of(out);
@@ -181,7 +184,8 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
 }
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type())) {
+  if (!is_native_compute_dtype(self.scalar_type()) ||
+      !(is_index_dtype(index.scalar_type()) || index.numel() == 0)) {
     return OPENNEURON_FALLBACK(gather, self, dim, index, sparse_grad);
   }
   OPENNEURON_NATIVE_OP("aten::gather");
@@ -218,8 +222,9 @@ void launch_scatter(const char* name, kernels::ScatterReduce op, bool include_se
 }
 
 bool scatter_is_native(const at::Tensor& self, const at::Tensor& index, const at::Tensor* src) {
-  return is_native_compute_dtype(self.scalar_type()) && is_index_dtype(index.scalar_type()) &&
-         index.is_privateuseone() && (src == nullptr || src->is_privateuseone());
+  return is_native_compute_dtype(self.scalar_type()) &&
+         (is_index_dtype(index.scalar_type()) || index.numel() == 0) && index.is_privateuseone() &&
+         (src == nullptr || src->is_privateuseone());
 }
 
 at::Tensor scatter_functional(const char* name, kernels::ScatterReduce op, bool include_self,
@@ -375,6 +380,74 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   OPENNEURON_NATIVE_OP("aten::scatter_reduce.two_out");
   return scatter_into("scatter_reduce", reduce_of(reduce), include_self, self, dim, index, &src,
                       nullptr, out);
+}
+
+// ---- scatter with the older reduce= argument ("add" or "multiply", self included) -------
+
+namespace {
+
+std::optional<kernels::ScatterReduce> legacy_reduce_of(c10::string_view reduce) {
+  if (reduce == "add") return kernels::ScatterReduce::Add;
+  if (reduce == "multiply") return kernels::ScatterReduce::Prod;
+  return std::nullopt;  // the CPU's kernel raises its own error
+}
+
+}  // namespace
+
+at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                 const at::Tensor& src, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_reduce, self, dim, index, src, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter.reduce");
+  return scatter_functional("scatter", *op, true, self, dim, index, &src, nullptr);
+}
+
+at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter__reduce, self, dim, index, src, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter_.reduce");
+  return scatter_into("scatter_", *op, true, self, dim, index, &src, nullptr, self);
+}
+
+at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                      const at::Tensor& src, c10::string_view reduce,
+                                      at::Tensor& out) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_reduce_out, self, dim, index, src, reduce, out);
+  OPENNEURON_NATIVE_OP("aten::scatter.reduce_out");
+  return scatter_into("scatter", *op, true, self, dim, index, &src, nullptr, out);
+}
+
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter_value_reduce, self, dim, index, value, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter.value_reduce");
+  return scatter_functional("scatter", *op, true, self, dim, index, nullptr, &value);
+}
+
+at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                  const at::Scalar& value, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter__value_reduce, self, dim, index, value, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter_.value_reduce");
+  return scatter_into("scatter_", *op, true, self, dim, index, nullptr, &value, self);
+}
+
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const at::Scalar& value, c10::string_view reduce,
+                                     at::Tensor& out) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter_value_reduce_out, self, dim, index, value, reduce, out);
+  OPENNEURON_NATIVE_OP("aten::scatter.value_reduce_out");
+  return scatter_into("scatter", *op, true, self, dim, index, nullptr, &value, out);
 }
 
 // ---- nonzero / masked_select -----------------------------------------------------------
