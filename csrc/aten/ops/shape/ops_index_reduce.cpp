@@ -32,7 +32,7 @@ std::optional<kernels::ScatterReduce> index_reduction(c10::string_view reduce) {
 // kernel, which raises its own error.
 bool index_reduce_is_native(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                             const at::Tensor& source, c10::string_view reduce,
-                            const at::Tensor& out) {
+                            const at::Tensor& out, bool writes_into_out) {
   if (!is_native_compute_dtype(self.scalar_type()) || source.scalar_type() != self.scalar_type() ||
       out.scalar_type() != self.scalar_type() || index.scalar_type() != at::kLong ||
       index.dim() > 1 || self.dim() > kernels::kMaxDims || !index_reduction(reduce).has_value() ||
@@ -50,9 +50,15 @@ bool index_reduce_is_native(const at::Tensor& self, int64_t dim, const at::Tenso
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (d != wrapped && self.size(d) != source.size(d)) return false;
   }
-  if (at::has_internal_overlap(out) == at::MemOverlap::Yes) return false;
-  if (at::get_overlap_status(out, index) != at::MemOverlapStatus::No) return false;
-  if (at::get_overlap_status(out, source) != at::MemOverlapStatus::No) return false;
+  // As assert_no_overlap: only overlaps that can be proven count (strided views are "too hard").
+  const auto overlaps = [&](const at::Tensor& other) {
+    const at::MemOverlapStatus status = at::get_overlap_status(out, other);
+    return status == at::MemOverlapStatus::Full || status == at::MemOverlapStatus::Partial;
+  };
+  if (writes_into_out && (at::has_internal_overlap(out) == at::MemOverlap::Yes || overlaps(index) ||
+                          overlaps(source))) {
+    return false;
+  }
   return !first_index_outside(index, 0, self.size(wrapped)).has_value();
 }
 
@@ -93,7 +99,7 @@ at::Tensor& index_reduce_into(const at::Tensor& self, int64_t dim, const at::Ten
 at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              const at::Tensor& source, c10::string_view reduce, bool include_self,
                              at::Tensor& out) {
-  if (!index_reduce_is_native(self, dim, index, source, reduce, out)) {
+  if (!index_reduce_is_native(self, dim, index, source, reduce, out, true)) {
     return OPENNEURON_FALLBACK(index_reduce_out, self, dim, index, source, reduce, include_self,
                                out);
   }
@@ -103,7 +109,7 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
 
 at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, c10::string_view reduce, bool include_self) {
-  if (!index_reduce_is_native(self, dim, index, source, reduce, self)) {
+  if (!index_reduce_is_native(self, dim, index, source, reduce, self, true)) {
     return OPENNEURON_FALLBACK(index_reduce_, self, dim, index, source, reduce, include_self);
   }
   OPENNEURON_NATIVE_OP("aten::index_reduce_");
@@ -112,7 +118,7 @@ at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index
 
 at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                         const at::Tensor& source, c10::string_view reduce, bool include_self) {
-  if (!index_reduce_is_native(self, dim, index, source, reduce, self)) {
+  if (!index_reduce_is_native(self, dim, index, source, reduce, self, false)) {
     return OPENNEURON_FALLBACK(index_reduce, self, dim, index, source, reduce, include_self);
   }
   OPENNEURON_NATIVE_OP("aten::index_reduce");

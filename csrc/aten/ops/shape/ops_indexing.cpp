@@ -139,8 +139,9 @@ namespace {
 
 void check_gather_shapes(const char* name, const at::Tensor& self, int64_t dim,
                          const at::Tensor& index, const at::Tensor* src) {
-  // As the CPU: an empty index of any dtype is accepted.
-  TORCH_CHECK(is_index_dtype(index.scalar_type()) || index.numel() == 0, name,
+  // As the CPU: an empty index of any dtype and shape is accepted.
+  if (index.numel() == 0) return;
+  TORCH_CHECK(is_index_dtype(index.scalar_type()), name,
               "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(self.dim(), 1), name,
               "(): Index tensor must have the same number of dimensions as input tensor");
