@@ -204,4 +204,48 @@ at::Tensor triu(const at::Tensor& self, int64_t diagonal);
 at::Tensor& triu_(at::Tensor& self, int64_t diagonal);
 at::Tensor& triu_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);
 
+// Indexing ops on the gather/scatter kernels (ops/shape/ops_index_fill_take.cpp).
+at::Tensor& index_fill_int_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Scalar& value);
+at::Tensor& index_fill_int_tensor_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& value);
+at::Tensor take(const at::Tensor& self, const at::Tensor& index);
+at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out);
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source,
+                 bool accumulate);
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source);
+bool equal(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& narrow_copy_out(const at::Tensor& self, int64_t dim, int64_t start, int64_t length,
+                            at::Tensor& out);
+at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups);
+// index_reduce on the scatter kernel (ops/shape/ops_index_reduce.cpp).
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             const at::Tensor& source, c10::string_view reduce, bool include_self,
+                             at::Tensor& out);
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, c10::string_view reduce, bool include_self);
+at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                        const at::Tensor& source, c10::string_view reduce, bool include_self);
+// scatter with the older reduce= argument ("add", "multiply"), in ops/shape/ops_indexing.cpp.
+at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                 const at::Tensor& src, c10::string_view reduce);
+at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce);
+at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                      const at::Tensor& src, c10::string_view reduce,
+                                      at::Tensor& out);
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce);
+at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                  const at::Scalar& value, c10::string_view reduce);
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const at::Scalar& value, c10::string_view reduce,
+                                     at::Tensor& out);
+// max_unpool2d/3d on the scatter kernel (ops/nn/ops_max_unpool.cpp).
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices,
+                        at::IntArrayRef output_size);
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices,
+                        at::IntArrayRef output_size, at::IntArrayRef stride,
+                        at::IntArrayRef padding);
+
 }  // namespace openneuron::bridge

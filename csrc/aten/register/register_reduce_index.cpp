@@ -114,6 +114,28 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
 
+  // Indexing on the gather/scatter kernels: fills, flat take/put, masked scatter, equal.
+  m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_int_scalar_));
+  m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_int_tensor_));
+  m.impl("take", TORCH_FN(take));
+  m.impl("take.out", TORCH_FN(take_out));
+  m.impl("put_", TORCH_FN(put_));
+  m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
+  m.impl("equal", TORCH_FN(equal));
+  m.impl("narrow_copy.out", TORCH_FN(narrow_copy_out));
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle));
+  m.impl("index_reduce", TORCH_FN(index_reduce));
+  m.impl("index_reduce_", TORCH_FN(index_reduce_));
+  m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
+  m.impl("max_unpool2d", TORCH_FN(max_unpool2d));
+  m.impl("max_unpool3d", TORCH_FN(max_unpool3d));
+  m.impl("scatter.reduce", TORCH_FN(scatter_reduce_legacy));
+  m.impl("scatter_.reduce", TORCH_FN(scatter_reduce_legacy_));
+  m.impl("scatter.reduce_out", TORCH_FN(scatter_reduce_legacy_out));
+  m.impl("scatter.value_reduce", TORCH_FN(scatter_value_reduce));
+  m.impl("scatter_.value_reduce", TORCH_FN(scatter_value_reduce_));
+  m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
+
   // Sorting, concatenation, shape and creation.
   m.impl("sort.stable", TORCH_FN(sort_stable));
   m.impl("sort.values_stable", TORCH_FN(sort_stable_out));

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
 #include "kernels/runtime/parallel_views.h"
 
@@ -134,23 +135,23 @@ void copy_same_dtype(const TensorView& dst, const TensorView& src) {
 
 template <typename To, typename From>
 void convert_rows(const TensorView& dst, const TensorView& src) {
-  for_each_row<2>({&dst, &src}, LoopOrder::kFirstOperandMemory,
-                  [&](const RowPointers<2>& row, int64_t n) {
-                    char* out = row.ptrs[0];
-                    const char* in = row.ptrs[1];
-                    const int64_t out_stride = row.strides[0];
-                    const int64_t in_stride = row.strides[1];
-                    if (out_stride == sizeof(To) && in_stride == sizeof(From)) {
-                      To* typed_out = reinterpret_cast<To*>(out);
-                      const From* typed_in = reinterpret_cast<const From*>(in);
-                      for (int64_t j = 0; j < n; ++j) typed_out[j] = cast_value<To>(typed_in[j]);
-                      return;
-                    }
-                    for (int64_t j = 0; j < n; ++j) {
-                      *reinterpret_cast<To*>(out + j * out_stride) =
-                          cast_value<To>(*reinterpret_cast<const From*>(in + j * in_stride));
-                    }
-                  });
+  for_each_row<2>(
+      {&dst, &src}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<2>& row, int64_t n) {
+        char* out = row.ptrs[0];
+        const char* in = row.ptrs[1];
+        const int64_t out_stride = row.strides[0];
+        const int64_t in_stride = row.strides[1];
+        if (out_stride == sizeof(To) && in_stride == sizeof(From)) {
+          To* typed_out = reinterpret_cast<To*>(out);
+          const From* typed_in = reinterpret_cast<const From*>(in);
+          for (int64_t j = 0; j < n; ++j) typed_out[j] = cast_value<To>(load_value(typed_in + j));
+          return;
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          *reinterpret_cast<To*>(out + j * out_stride) =
+              cast_value<To>(load_value(reinterpret_cast<const From*>(in + j * in_stride)));
+        }
+      });
 }
 
 // Every element of dst = value.

@@ -54,7 +54,9 @@ void map_rows(const TensorView& out, const std::array<TensorView, N>& in, const 
   for (size_t k = 0; k < N; ++k) views[k + 1] = &in[k];
   const bool out_direct = out.dtype == storage_dtype<R>();
   std::array<bool, N> in_direct;
-  for (size_t k = 0; k < N; ++k) in_direct[k] = in[k].dtype == storage_dtype<C>();
+  // Bools go through load_row, which reads any nonzero byte as true.
+  for (size_t k = 0; k < N; ++k)
+    in_direct[k] = in[k].dtype == storage_dtype<C>() && !std::is_same_v<C, bool>;
 
   for_each_row<N + 1>(
       views, LoopOrder::kFirstOperandMemory, [&](const RowPointers<N + 1>& row, int64_t n) {

@@ -24,12 +24,13 @@ Acc sum_row(const char* data, int64_t stride, int64_t n) {
     const T* typed = reinterpret_cast<const T*>(data);
     for (; j + kLanes <= n; j += kLanes) {
       for (int lane = 0; lane < kLanes; ++lane) {
-        partial[lane] += cast_value<Acc>(typed[j + lane]);
+        partial[lane] += cast_value<Acc>(load_value(typed + j + lane));
       }
     }
   }
   Acc total = 0;
-  for (; j < n; ++j) total += cast_value<Acc>(*reinterpret_cast<const T*>(data + j * stride));
+  for (; j < n; ++j)
+    total += cast_value<Acc>(load_value(reinterpret_cast<const T*>(data + j * stride)));
   for (int lane = 0; lane < kLanes; ++lane) total += partial[lane];
   return total;
 }
@@ -48,12 +49,13 @@ void accumulate_input(const TensorView& in, Acc* accumulator, const int64_t* acc
                     const int64_t acc_step = row.strides[1] / static_cast<int64_t>(sizeof(Acc));
                     if (acc_step == 1 && row.strides[0] == static_cast<int64_t>(sizeof(T))) {
                       const T* typed = reinterpret_cast<const T*>(row.ptrs[0]);
-                      for (int64_t j = 0; j < n; ++j) acc[j] += cast_value<Acc>(typed[j]);
+                      for (int64_t j = 0; j < n; ++j)
+                        acc[j] += cast_value<Acc>(load_value(typed + j));
                       return;
                     }
                     for (int64_t j = 0; j < n; ++j) {
                       acc[j * acc_step] += cast_value<Acc>(
-                          *reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0]));
+                          load_value(reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0])));
                     }
                   });
 }

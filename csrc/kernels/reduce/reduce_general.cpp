@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
 #include "kernels/runtime/parallel.h"
 
@@ -366,9 +367,10 @@ class Reducer {
           for (int64_t j = lo; j < hi; j += kChunk) {
             const int64_t n = std::min(kChunk, hi - j);
             if (stride == 1) {
-              for (int64_t k = 0; k < n; ++k) buffer[k] = cast_value<C>(data[j + k]);
+              for (int64_t k = 0; k < n; ++k) buffer[k] = cast_value<C>(load_value(&data[j + k]));
             } else {
-              for (int64_t k = 0; k < n; ++k) buffer[k] = cast_value<C>(data[(j + k) * stride]);
+              for (int64_t k = 0; k < n; ++k)
+                buffer[k] = cast_value<C>(load_value(&data[(j + k) * stride]));
             }
             consume<C>(op_, params_, pass, pivot, partial[piece], buffer.data(), n, j);
           }
@@ -446,9 +448,9 @@ class Reducer {
     std::vector<C> lane(static_cast<size_t>(width));
     auto load = [&](const T* src) {
       if (lane_stride == 1) {
-        for (int w = 0; w < width; ++w) lane[w] = cast_value<C>(src[w]);
+        for (int w = 0; w < width; ++w) lane[w] = cast_value<C>(load_value(&src[w]));
       } else {
-        for (int w = 0; w < width; ++w) lane[w] = cast_value<C>(src[w * lane_stride]);
+        for (int w = 0; w < width; ++w) lane[w] = cast_value<C>(load_value(&src[w * lane_stride]));
       }
     };
     if (is_extreme(op_)) {
@@ -576,10 +578,11 @@ class Reducer {
                             C* dst = buffer + filled;
                             const T* src = p + j * step;
                             if (step == 1) {
-                              for (int64_t k = 0; k < piece; ++k) dst[k] = cast_value<C>(src[k]);
+                              for (int64_t k = 0; k < piece; ++k)
+                                dst[k] = cast_value<C>(load_value(&src[k]));
                             } else {
                               for (int64_t k = 0; k < piece; ++k)
-                                dst[k] = cast_value<C>(src[k * step]);
+                                dst[k] = cast_value<C>(load_value(&src[k * step]));
                             }
                           } else {
                             for (int64_t k = 0; k < piece; ++k) {
@@ -587,10 +590,10 @@ class Reducer {
                               C* dst = buffer + filled + k;
                               if (lane_stride == 1) {
                                 for (int w = 0; w < width; ++w)
-                                  dst[w * chunk] = cast_value<C>(src[w]);
+                                  dst[w * chunk] = cast_value<C>(load_value(&src[w]));
                               } else {
                                 for (int w = 0; w < width; ++w) {
-                                  dst[w * chunk] = cast_value<C>(src[w * lane_stride]);
+                                  dst[w * chunk] = cast_value<C>(load_value(&src[w * lane_stride]));
                                 }
                               }
                             }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
 
 namespace openneuron::kernels {
@@ -36,7 +37,7 @@ void scan_typed(ScanOp op, const TensorView& out, const TensorView& in, int dim)
                         const In* s = src + lane * src_lane;
                         Out* o = dst + lane * dst_lane;
                         for (int64_t i = 0; i < length; ++i) {
-                          const Acc v = cast_value<Acc>(s[i * in_step]);
+                          const Acc v = cast_value<Acc>(load_value(&s[i * in_step]));
                           acc = op == ScanOp::Sum ? acc + v : acc * v;
                           o[i * out_step] = cast_value<Out>(acc);
                         }
@@ -49,12 +50,12 @@ void scan_typed(ScanOp op, const TensorView& out, const TensorView& in, int dim)
                       Out* o = dst + i * out_step;
                       if (op == ScanOp::Sum) {
                         for (int64_t lane = 0; lane < n; ++lane) {
-                          running[lane] += cast_value<Acc>(s[lane * src_lane]);
+                          running[lane] += cast_value<Acc>(load_value(&s[lane * src_lane]));
                           o[lane * dst_lane] = cast_value<Out>(running[lane]);
                         }
                       } else {
                         for (int64_t lane = 0; lane < n; ++lane) {
-                          running[lane] *= cast_value<Acc>(s[lane * src_lane]);
+                          running[lane] *= cast_value<Acc>(load_value(&s[lane * src_lane]));
                           o[lane * dst_lane] = cast_value<Out>(running[lane]);
                         }
                       }

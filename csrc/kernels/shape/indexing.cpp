@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
 #include "kernels/runtime/parallel.h"
 
@@ -585,7 +586,9 @@ int64_t count_nonzero(const TensorView& in) {
           const char* p = row.ptrs[0];
           int64_t c = 0;
           for (int64_t j = 0; j < n; ++j)
-            c += cast_value<bool>(*reinterpret_cast<const T*>(p + j * row.strides[0])) ? 1 : 0;
+            c += cast_value<bool>(load_value(reinterpret_cast<const T*>(p + j * row.strides[0])))
+                     ? 1
+                     : 0;
           count += c;
         });
   });
@@ -607,7 +610,7 @@ void nonzero(const TensorView& out, const TensorView& in) {
     const int64_t esize = sizeof(T);
     int64_t offset = 0;
     for (int64_t e = 0; e < total; ++e) {
-      if (cast_value<bool>(*reinterpret_cast<const T*>(data + offset * esize))) {
+      if (cast_value<bool>(load_value(reinterpret_cast<const T*>(data + offset * esize)))) {
         int64_t* row = base + written * row_stride;
         for (int d = 0; d < ndim; ++d) row[d * col_stride] = coord[d];
         ++written;
@@ -633,7 +636,8 @@ void masked_select(const TensorView& out, const TensorView& in, const TensorView
       for_each_row<2>(
           {&in, &mask}, LoopOrder::kRowMajor, [&](const RowPointers<2>& row, int64_t n) {
             for (int64_t j = 0; j < n; ++j) {
-              if (cast_value<bool>(*reinterpret_cast<const M*>(row.ptrs[1] + j * row.strides[1]))) {
+              if (cast_value<bool>(
+                      load_value(reinterpret_cast<const M*>(row.ptrs[1] + j * row.strides[1])))) {
                 dst[written++ * out_stride] =
                     *reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0]);
               }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
 
 namespace openneuron::kernels {
@@ -32,8 +33,8 @@ void isin(const TensorView& out, const TensorView& elements, const TensorView& t
     for_each_row<1>(
         {&test}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<1>& row, int64_t n) {
           for (int64_t j = 0; j < n; ++j) {
-            const C value =
-                comparable(*reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0]));
+            const C value = comparable(
+                load_value(reinterpret_cast<const T*>(row.ptrs[0] + j * row.strides[0])));
             if (!is_nan(value)) sorted.push_back(value);
           }
         });
@@ -42,8 +43,8 @@ void isin(const TensorView& out, const TensorView& elements, const TensorView& t
         {&out, &elements}, LoopOrder::kFirstOperandMemory,
         [&](const RowPointers<2>& row, int64_t n) {
           for (int64_t j = 0; j < n; ++j) {
-            const C value =
-                comparable(*reinterpret_cast<const T*>(row.ptrs[1] + j * row.strides[1]));
+            const C value = comparable(
+                load_value(reinterpret_cast<const T*>(row.ptrs[1] + j * row.strides[1])));
             const auto found = std::lower_bound(sorted.begin(), sorted.end(), value);
             const bool member = found != sorted.end() && *found == value;
             *reinterpret_cast<bool*>(row.ptrs[0] + j * row.strides[0]) = member != invert;

@@ -90,8 +90,8 @@ void synchronize(const at::Tensor& t) { OPENNEURON_RUNTIME_CALL(stream_for(t).sy
 
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                              at::Tensor& out) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
-      !is_index_dtype(index.scalar_type()) || index.dim() > 1) {
+  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type()) ||
+      index.dim() > 1) {
     return OPENNEURON_FALLBACK(index_select_out, self, dim, index, out);
   }
   OPENNEURON_NATIVE_OP("aten::index_select.out");
@@ -100,6 +100,14 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   TORCH_CHECK(out.scalar_type() == self.scalar_type(),
               "index_select(): self and out must share a dtype");
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
+  if (self.dim() == 0) {  // a scalar: its one index must be 0, and the result is the scalar
+    TORCH_CHECK(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+                index.numel(), " value(s)");
+    TORCH_CHECK_INDEX(!first_index_outside(index, 0, 1).has_value(), "index out of range in self");
+    at::native::resize_output(out, {});
+    enqueue_copy(out, self);
+    return out;
+  }
   const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped, IndexRule::kSelect);
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
   shape[wrapped] = idx.numel();
@@ -115,8 +123,8 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
 }
 
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
-      !is_index_dtype(index.scalar_type()) || index.dim() > 1) {
+  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type()) ||
+      index.dim() > 1) {
     return OPENNEURON_FALLBACK(index_select, self, dim, index);
   }
   OPENNEURON_NATIVE_OP("aten::index_select");
@@ -131,8 +139,10 @@ namespace {
 
 void check_gather_shapes(const char* name, const at::Tensor& self, int64_t dim,
                          const at::Tensor& index, const at::Tensor* src) {
-  TORCH_CHECK(is_index_dtype(index.scalar_type()) && index.scalar_type() == at::kLong, name,
-              "(): Expected dtype int64 for index");
+  // As the CPU: an empty index of any dtype and shape is accepted.
+  if (index.numel() == 0) return;
+  TORCH_CHECK(is_index_dtype(index.scalar_type()), name,
+              "(): Expected dtype int32/int64 for index");
   TORCH_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(self.dim(), 1), name,
               "(): Index tensor must have the same number of dimensions as input tensor");
   for (int64_t d = 0; d < index.dim(); ++d) {
@@ -151,7 +161,8 @@ void check_gather_shapes(const char* name, const at::Tensor& self, int64_t dim,
 
 at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                        bool sparse_grad, at::Tensor& out) {
-  if (!is_native_compute_dtype(self.scalar_type()) || index.scalar_type() != at::kLong) {
+  if (!is_native_compute_dtype(self.scalar_type()) ||
+      !(is_index_dtype(index.scalar_type()) || index.numel() == 0)) {
     return OPENNEURON_FALLBACK(gather_out, self, dim, index, sparse_grad, out);
   }
   OPENNEURON_NATIVE_OP("aten::gather.out");
@@ -160,7 +171,8 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
   check_gather_shapes("gather", self, wrapped, index, nullptr);
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "gather(): self and out must share a dtype");
-  check_index_range(index, self.dim() == 0 ? 1 : self.size(wrapped), wrapped, IndexRule::kAdd);
+  if (index.numel() > 0)
+    check_index_range(index, self.dim() == 0 ? 1 : self.size(wrapped), wrapped, IndexRule::kAdd);
   at::native::resize_output(out, index.sizes());
   if (out.numel() == 0) return out;
   const kernels::TensorView out_view = view_of(out);
@@ -173,7 +185,8 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
 }
 
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  if (!is_native_compute_dtype(self.scalar_type()) || index.scalar_type() != at::kLong) {
+  if (!is_native_compute_dtype(self.scalar_type()) ||
+      !(is_index_dtype(index.scalar_type()) || index.numel() == 0)) {
     return OPENNEURON_FALLBACK(gather, self, dim, index, sparse_grad);
   }
   OPENNEURON_NATIVE_OP("aten::gather");
@@ -210,8 +223,9 @@ void launch_scatter(const char* name, kernels::ScatterReduce op, bool include_se
 }
 
 bool scatter_is_native(const at::Tensor& self, const at::Tensor& index, const at::Tensor* src) {
-  return is_native_compute_dtype(self.scalar_type()) && index.scalar_type() == at::kLong &&
-         index.is_privateuseone() && (src == nullptr || src->is_privateuseone());
+  return is_native_compute_dtype(self.scalar_type()) &&
+         (is_index_dtype(index.scalar_type()) || index.numel() == 0) && index.is_privateuseone() &&
+         (src == nullptr || src->is_privateuseone());
 }
 
 at::Tensor scatter_functional(const char* name, kernels::ScatterReduce op, bool include_self,
@@ -367,6 +381,74 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   OPENNEURON_NATIVE_OP("aten::scatter_reduce.two_out");
   return scatter_into("scatter_reduce", reduce_of(reduce), include_self, self, dim, index, &src,
                       nullptr, out);
+}
+
+// ---- scatter with the older reduce= argument ("add" or "multiply", self included) -------
+
+namespace {
+
+std::optional<kernels::ScatterReduce> legacy_reduce_of(c10::string_view reduce) {
+  if (reduce == "add") return kernels::ScatterReduce::Add;
+  if (reduce == "multiply") return kernels::ScatterReduce::Prod;
+  return std::nullopt;  // the CPU's kernel raises its own error
+}
+
+}  // namespace
+
+at::Tensor scatter_reduce_legacy(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                 const at::Tensor& src, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_reduce, self, dim, index, src, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter.reduce");
+  return scatter_functional("scatter", *op, true, self, dim, index, &src, nullptr);
+}
+
+at::Tensor& scatter_reduce_legacy_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                   const at::Tensor& src, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter__reduce, self, dim, index, src, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter_.reduce");
+  return scatter_into("scatter_", *op, true, self, dim, index, &src, nullptr, self);
+}
+
+at::Tensor& scatter_reduce_legacy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                      const at::Tensor& src, c10::string_view reduce,
+                                      at::Tensor& out) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, &src))
+    return OPENNEURON_FALLBACK(scatter_reduce_out, self, dim, index, src, reduce, out);
+  OPENNEURON_NATIVE_OP("aten::scatter.reduce_out");
+  return scatter_into("scatter", *op, true, self, dim, index, &src, nullptr, out);
+}
+
+at::Tensor scatter_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                const at::Scalar& value, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter_value_reduce, self, dim, index, value, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter.value_reduce");
+  return scatter_functional("scatter", *op, true, self, dim, index, nullptr, &value);
+}
+
+at::Tensor& scatter_value_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                  const at::Scalar& value, c10::string_view reduce) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter__value_reduce, self, dim, index, value, reduce);
+  OPENNEURON_NATIVE_OP("aten::scatter_.value_reduce");
+  return scatter_into("scatter_", *op, true, self, dim, index, nullptr, &value, self);
+}
+
+at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                     const at::Scalar& value, c10::string_view reduce,
+                                     at::Tensor& out) {
+  const auto op = legacy_reduce_of(reduce);
+  if (!op || !scatter_is_native(self, index, nullptr))
+    return OPENNEURON_FALLBACK(scatter_value_reduce_out, self, dim, index, value, reduce, out);
+  OPENNEURON_NATIVE_OP("aten::scatter.value_reduce_out");
+  return scatter_into("scatter", *op, true, self, dim, index, nullptr, &value, out);
 }
 
 // ---- nonzero / masked_select -----------------------------------------------------------
@@ -667,16 +749,23 @@ void check_index_add_overlap(const at::Tensor& out, const at::Tensor& index,
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, const at::Scalar& alpha, at::Tensor& out) {
   check_index_add_overlap(out, index, source);
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
-      !is_index_dtype(index.scalar_type()) || index.dim() > 1 ||
-      source.scalar_type() != self.scalar_type()) {
+  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type()) ||
+      index.dim() > 1 || source.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(index_add_out, self, dim, index, source, alpha, out);
   }
   OPENNEURON_NATIVE_OP("aten::index_add.out");
   const c10::DeviceGuard guard(self.device());
   check_same_device("index_add", {&self, &source, &out});
   const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
-  const at::Tensor idx = device_index(index, self, self.size(wrapped), wrapped, IndexRule::kAdd);
+  if (self.dim() == 0) {  // a scalar: one index, 0, and a one-element source (the CPU's errors)
+    TORCH_CHECK_INDEX(!first_index_outside(index, 0, 1).has_value(), "index out of range in self");
+    TORCH_CHECK(source.numel() == 1,
+                "source tensor shape must match self tensor shape, excluding the specified "
+                "dimension. Got self.shape = ",
+                self.sizes(), " source.shape = ", source.sizes());
+  }
+  const int64_t dim_size = self.dim() == 0 ? 1 : self.size(wrapped);
+  const at::Tensor idx = device_index(index, self, dim_size, wrapped, IndexRule::kAdd);
   TORCH_CHECK(
       source.dim() == self.dim() || (source.dim() <= 1 && self.dim() <= 1),
       "index_add_(): Source and destination tensors must have the same number of dimensions");
@@ -701,8 +790,8 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
     enqueue_copy(out, self);
   }
   if (idx.numel() == 0 || out.numel() == 0) return out;
-  const kernels::TensorView self_view = view_of(out);
-  const kernels::TensorView values_view = view_of(source);
+  const kernels::TensorView self_view = as_1d_view(out);
+  const kernels::TensorView values_view = as_1d_view(source);
   const kernels::TensorView index_view = as_1d_view(idx);
   const int first = static_cast<int>(wrapped);
   const kernels::Scalar alpha_value = kernel_scalar(alpha);
@@ -716,9 +805,8 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
 at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& source, const at::Scalar& alpha) {
   check_index_add_overlap(self, index, source);
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
-      !is_index_dtype(index.scalar_type()) || index.dim() > 1 ||
-      source.scalar_type() != self.scalar_type()) {
+  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type()) ||
+      index.dim() > 1 || source.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(index_add_, self, dim, index, source, alpha);
   }
   OPENNEURON_NATIVE_OP("aten::index_add_");
@@ -727,9 +815,8 @@ at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
 
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                      const at::Tensor& source, const at::Scalar& alpha) {
-  if (!is_native_compute_dtype(self.scalar_type()) || self.dim() == 0 ||
-      !is_index_dtype(index.scalar_type()) || index.dim() > 1 ||
-      source.scalar_type() != self.scalar_type()) {
+  if (!is_native_compute_dtype(self.scalar_type()) || !is_index_dtype(index.scalar_type()) ||
+      index.dim() > 1 || source.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(index_add, self, dim, index, source, alpha);
   }
   OPENNEURON_NATIVE_OP("aten::index_add");

@@ -3,6 +3,7 @@
 // device but the count of distinct values, which sizes the result, as CUDA's unique reads it.
 // Values always come back sorted (the CPU and CUDA sort even when sorted=False); NaNs are all
 // distinct, as == makes them. Other dtypes and the dim= forms take the host fallback.
+#include <ATen/ops/_unique.h>
 #include <ATen/ops/_unique2.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/cumsum.h>
@@ -73,6 +74,17 @@ UniqueResult unique2(const at::Tensor& self, bool sorted, bool return_inverse, b
   return runs_of(values, self.sizes(), return_inverse, return_counts, &order);
 }
 
+// The older torch.unique entry point (no counts), used by index_fill's backward.
+std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted,
+                                          bool return_inverse) {
+  if (!unique_is_native(self)) return OPENNEURON_FALLBACK(_unique, self, sorted, return_inverse);
+  OPENNEURON_NATIVE_OP("aten::_unique");
+  const c10::DeviceGuard guard(self.device());
+  const auto [values, order] = at::sort(self.reshape(-1), /*stable=*/true, 0, false);
+  const UniqueResult result = runs_of(values, self.sizes(), return_inverse, false, &order);
+  return {std::get<0>(result), std::get<1>(result)};
+}
+
 UniqueResult unique_consecutive(const at::Tensor& self, bool return_inverse, bool return_counts,
                                 std::optional<int64_t> dim) {
   if (dim.has_value() || !unique_is_native(self)) {
@@ -88,6 +100,7 @@ UniqueResult unique_consecutive(const at::Tensor& self, bool return_inverse, boo
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique2", TORCH_FN(unique2));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
+  m.impl("_unique", TORCH_FN(unique));
 }
 
 }  // namespace openneuron::bridge
