@@ -1,6 +1,6 @@
 // Convolution on the device: at::_convolution picks the "overrideable" backend for
-// PrivateUse1 tensors, so conv1d/conv2d and conv_transpose1d/2d arrive here (at::_convolution
-// has checked the shapes). 3-D and float64 convolutions run on the host (counted as
+// PrivateUse1 tensors, so conv1d/2d/3d and conv_transpose1d/2d/3d arrive here (at::_convolution
+// has checked the shapes). float64 and integer convolutions run on the host (counted as
 // fallbacks), as do transposed ones whose output padding reaches the stride.
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -13,6 +13,7 @@
 #include "aten/ops/nn/nn_helpers.h"
 #include "aten/ops/nn/ops_nn.h"
 #include "kernels/matmul/conv.h"
+#include "kernels/matmul/conv3d.h"
 #include "kernels/matmul/conv_transpose.h"
 
 namespace openneuron::bridge {
@@ -27,7 +28,7 @@ bool conv_is_native(const at::Tensor& input, const at::Tensor& weight, const at:
       if (d >= stride.size() || output_padding[d] >= stride[d]) return false;
     }
   }
-  return (input.dim() == 3 || input.dim() == 4) && input.dim() == weight.dim() &&
+  return (input.dim() >= 3 && input.dim() <= 5) && input.dim() == weight.dim() &&
          nn::all_nn_dtypes({&input, &weight, bias}) &&
          (bias == nullptr || bias->scalar_type() == input.scalar_type()) &&
          input.scalar_type() == weight.scalar_type();
@@ -43,6 +44,18 @@ kernels::Conv2dParams conv_params(int64_t spatial_dims, at::IntArrayRef stride,
     p.stride[first + d] = stride[d];
     p.padding[first + d] = padding[d];
     p.dilation[first + d] = dilation[d];
+  }
+  p.groups = groups;
+  return p;
+}
+
+kernels::Conv3dParams conv3d_params(at::IntArrayRef stride, at::IntArrayRef padding,
+                                    at::IntArrayRef dilation, int64_t groups) {
+  kernels::Conv3dParams p;
+  for (int d = 0; d < 3; ++d) {
+    p.stride[d] = stride[d];
+    p.padding[d] = padding[d];
+    p.dilation[d] = dilation[d];
   }
   p.groups = groups;
   return p;
@@ -96,6 +109,19 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   }
   at::Tensor out = at::empty(out_shape, input.options());
   if (out.numel() == 0) return out;
+  if (spatial == 3) {
+    const kernels::Conv3dParams params = conv3d_params(stride, padding, dilation, groups);
+    const kernels::TensorView out_view = view_of(out);
+    const kernels::TensorView in_view = view_of(input);
+    const kernels::TensorView w_view = view_of(weight);
+    const bool has_bias = bias_ptr != nullptr;
+    const kernels::TensorView b_view = has_bias ? view_of(*bias_ptr) : kernels::TensorView{};
+    stream_for(out).enqueue("aten::convolution_overrideable", [=] {
+      const auto forward = transposed ? kernels::conv_transpose3d_forward : kernels::conv3d_forward;
+      forward(out_view, in_view, w_view, has_bias ? &b_view : nullptr, params);
+    });
+    return out;
+  }
   const kernels::Conv2dParams params = conv_params(spatial, stride, padding, dilation, groups);
   const kernels::TensorView out_view = as_4d(out);
   const kernels::TensorView in_view = as_4d(input);
@@ -135,6 +161,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   if (output_mask[0]) grad_input = at::empty(input.sizes(), input.options());
   if (output_mask[1]) grad_weight = at::empty(weight.sizes(), weight.options());
   if (output_mask[2]) grad_bias = at::empty({bias_size}, weight.options());
+  if (input.dim() == 5) {
+    const kernels::Conv3dParams params = conv3d_params(stride, padding, dilation, groups);
+    const kernels::TensorView go_view = view_of(grad_output);
+    const kernels::TensorView in_view = view_of(input);
+    const kernels::TensorView w_view = view_of(weight);
+    const kernels::TensorView gi_view = output_mask[0] ? view_of(grad_input) : kernels::TensorView{};
+    const kernels::TensorView gw_view =
+        output_mask[1] ? view_of(grad_weight) : kernels::TensorView{};
+    const kernels::TensorView gb_view = output_mask[2] ? view_of(grad_bias) : kernels::TensorView{};
+    stream_for(input).enqueue("aten::convolution_backward_overrideable", [=] {
+      const auto backward =
+          transposed ? kernels::conv_transpose3d_backward : kernels::conv3d_backward;
+      backward(output_mask[0] ? &gi_view : nullptr, output_mask[1] ? &gw_view : nullptr,
+               output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
+    });
+    return {grad_input, grad_weight, grad_bias};
+  }
   const kernels::Conv2dParams params =
       conv_params(input.dim() - 2, stride, padding, dilation, groups);
   const kernels::TensorView go_view = as_4d(grad_output);
