@@ -1,6 +1,6 @@
-"""Matrix products at integer dtypes, matrix-vector and batch-summed products, 3-D convolution
-and transposed convolution, and the Huber, smooth L1 and binary cross-entropy losses, native on
-neuron (they used to run on the host fallback).
+"""Matrix products at integer dtypes, matrix-vector and batch-summed products, 3-D convolution,
+transposed convolution and pooling (max, average, adaptive average), and the Huber, smooth L1
+and binary cross-entropy losses, native on neuron (they used to run on the host fallback).
 
 Integer products must equal the CPU's exactly, wraparound included (operands are chosen so
 that sums overflow the narrow dtypes). Floating results are compared with the CPU at float32
@@ -152,6 +152,22 @@ MODULES = {
         lambda: nn.ConvTranspose3d(4, 2, 2, stride=3, output_padding=(2, 1, 0), groups=2),
         (1, 4, 2, 3, 2),
     ),
+    "AvgPool3d": (lambda: nn.AvgPool3d((2, 3, 2), stride=(1, 2, 2), padding=1), (2, 3, 4, 6, 5)),
+    "AvgPool3d_ceil_no_pad_count": (
+        lambda: nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+        (1, 2, 5, 6, 7),
+    ),
+    "AvgPool3d_divisor": (lambda: nn.AvgPool3d(2, divisor_override=3), (3, 4, 4, 6)),
+    "MaxPool3d": (
+        lambda: nn.MaxPool3d((2, 3, 2), stride=(1, 2, 1), padding=(1, 1, 0)),
+        (2, 3, 4, 6, 5),
+    ),
+    "MaxPool3d_dilated_ceil": (
+        lambda: nn.MaxPool3d(2, stride=2, dilation=(1, 2, 1), ceil_mode=True),
+        (1, 2, 5, 7, 5),
+    ),
+    "AdaptiveAvgPool3d": (lambda: nn.AdaptiveAvgPool3d((2, 3, 4)), (2, 3, 5, 7, 6)),
+    "LPPool3d": (lambda: nn.LPPool3d(2, 2), (1, 2, 4, 4, 6)),
 }
 
 
@@ -193,7 +209,7 @@ def check_module(name, dtype):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 @pytest.mark.parametrize("name", list(MODULES))
-def test_3d_convolution_matches_cpu_natively(name, dtype):
+def test_3d_convolution_and_pooling_match_cpu_natively(name, dtype):
     check_module(name, dtype)
 
 

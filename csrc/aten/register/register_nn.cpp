@@ -6,6 +6,7 @@
 #include "aten/ops/nn/ops_interpolate.h"
 #include "aten/ops/nn/ops_loss_pointwise.h"
 #include "aten/ops/nn/ops_nn.h"
+#include "aten/ops/nn/ops_pooling3d.h"
 
 namespace openneuron::bridge {
 
@@ -118,6 +119,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward));
   m.impl("binary_cross_entropy_backward.grad_input",
          TORCH_FN(binary_cross_entropy_backward_out));
+  // 3-D pooling: max with indices, average, adaptive average.
+  m.impl("max_pool3d_with_indices", TORCH_FN(max_pool3d_with_indices));
+  m.impl("max_pool3d_with_indices.out", TORCH_FN(max_pool3d_with_indices_out));
+  m.impl("max_pool3d_with_indices_backward", TORCH_FN(max_pool3d_with_indices_backward));
+  m.impl("max_pool3d_with_indices_backward.grad_input",
+         TORCH_FN(max_pool3d_with_indices_backward_out));
+  m.impl("avg_pool3d", TORCH_FN(avg_pool3d));
+  m.impl("avg_pool3d.out", TORCH_FN(avg_pool3d_out));
+  m.impl("avg_pool3d_backward", TORCH_FN(avg_pool3d_backward));
+  m.impl("avg_pool3d_backward.grad_input", TORCH_FN(avg_pool3d_backward_out));
+  m.impl("_adaptive_avg_pool3d", TORCH_FN(adaptive_avg_pool3d));
+  m.impl("adaptive_avg_pool3d.out", TORCH_FN(adaptive_avg_pool3d_out));
+  m.impl("_adaptive_avg_pool3d_backward", TORCH_FN(adaptive_avg_pool3d_backward));
 
   // Reflection and replication padding (ops_padding.cpp).
   m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));

@@ -9,8 +9,10 @@
 #include <ATen/ops/binary_cross_entropy.h>
 #include <ATen/ops/binary_cross_entropy_backward.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ge.h>
 #include <ATen/ops/huber_loss.h>
 #include <ATen/ops/huber_loss_backward.h>
+#include <ATen/ops/le.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/smooth_l1_loss.h>
 #include <ATen/ops/smooth_l1_loss_backward.h>
@@ -71,7 +73,7 @@ std::vector<int64_t> loss_shape(PointwiseLoss loss, const at::Tensor& self,
 // BCE's CPU kernel refuses inputs outside [0, 1]; checked here, at the call.
 void check_probabilities(const at::Tensor& self) {
   if (self.numel() == 0) return;
-  const bool inside = at::logical_and(self >= 0, self <= 1).all().item<bool>();
+  const bool inside = at::all(at::logical_and(at::ge(self, 0), at::le(self, 1))).item<bool>();
   TORCH_CHECK(inside, "all elements of input should be between 0 and 1");
 }
 
