@@ -261,6 +261,50 @@ def test_loss_matches_cpu_natively(name, dtype):
     check_loss(name, dtype)
 
 
+MARGIN_LOSSES = {
+    "MultiMarginLoss": nn.MultiMarginLoss(),
+    "MultiMarginLoss_p2_weighted": nn.MultiMarginLoss(p=2, margin=0.5, weight=torch.rand(7) + 0.5),
+    "MultiMarginLoss_sum": nn.MultiMarginLoss(reduction="sum"),
+    "MultiMarginLoss_none": nn.MultiMarginLoss(reduction="none", margin=1.5),
+}
+
+
+def check_margin_loss(name, dtype):
+    loss = MARGIN_LOSSES[name]
+    torch.manual_seed(2)
+    x = rounded(torch.randn(5, 7), dtype)
+    target = torch.randint(0, 7, (5,))
+    cpu_x = x.clone().requires_grad_()
+    dev_x = x.to(DEVICE, dtype).requires_grad_()
+    dev_loss_module = copy.deepcopy(loss).to(DEVICE, dtype)
+    openneuron.clear_op_tracking()
+    cpu_loss = loss(cpu_x, target)
+    dev_loss = dev_loss_module(dev_x, target.to(DEVICE))
+    upstream = rounded(torch.randn(cpu_loss.shape), dtype)
+    (cpu_loss * upstream).sum().backward()
+    (dev_loss * upstream.to(DEVICE, dtype)).sum().backward()
+    assert openneuron.get_fallback_ops() == {}
+    tol = TOL[dtype]
+    torch.testing.assert_close(dev_loss.detach().cpu().float(), cpu_loss.detach(), **tol)
+    torch.testing.assert_close(dev_x.grad.cpu().float(), cpu_x.grad, **tol)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", list(MARGIN_LOSSES))
+def test_margin_loss_matches_cpu_natively(name, dtype):
+    check_margin_loss(name, dtype)
+
+
+def test_margin_loss_errors_at_the_call():
+    x = torch.randn(3, 4, device=DEVICE)
+    with pytest.raises(RuntimeError, match="target out of range"):
+        F.multi_margin_loss(x, torch.tensor([0, 4, 1], device=DEVICE))
+    with pytest.raises(RuntimeError, match="inconsistent target size"):
+        F.multi_margin_loss(x, torch.tensor([0, 1], device=DEVICE))
+    with pytest.raises(ValueError):  # F.multi_margin_loss refuses p=3 before the op
+        F.multi_margin_loss(x, torch.tensor([0, 1, 2], device=DEVICE), p=3)
+
+
 def test_loss_errors_at_the_call():
     x = torch.rand(4, device=DEVICE)
     with pytest.raises(RuntimeError, match="between 0 and 1"):
@@ -323,6 +367,12 @@ def test_a_wrong_conv3d_is_caught():
 
     with kernel_replaced("convolution_overrideable", kernel), pytest.raises(AssertionError):
         check_module("Conv3d", torch.float32)
+
+
+def test_a_wrong_multi_margin_loss_is_caught():
+    wrong = on_host(torch.ops.aten.multi_margin_loss.default, lambda r: r * 1.05)
+    with kernel_replaced("multi_margin_loss", wrong), pytest.raises(AssertionError):
+        check_margin_loss("MultiMarginLoss", torch.float32)
 
 
 def test_a_wrong_huber_gradient_is_caught():

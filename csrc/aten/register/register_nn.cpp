@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "aten/ops/nn/ops_interpolate.h"
+#include "aten/ops/nn/ops_loss_margin.h"
 #include "aten/ops/nn/ops_loss_pointwise.h"
 #include "aten/ops/nn/ops_nn.h"
 #include "aten/ops/nn/ops_pooling3d.h"
@@ -132,6 +133,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_adaptive_avg_pool3d", TORCH_FN(adaptive_avg_pool3d));
   m.impl("adaptive_avg_pool3d.out", TORCH_FN(adaptive_avg_pool3d_out));
   m.impl("_adaptive_avg_pool3d_backward", TORCH_FN(adaptive_avg_pool3d_backward));
+  // Multi-class margin loss.
+  m.impl("multi_margin_loss", TORCH_FN(multi_margin_loss));
+  m.impl("multi_margin_loss.out", TORCH_FN(multi_margin_loss_out));
+  m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward));
+  m.impl("multi_margin_loss_backward.grad_input", TORCH_FN(multi_margin_loss_backward_out));
 
   // Reflection and replication padding (ops_padding.cpp).
   m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));
