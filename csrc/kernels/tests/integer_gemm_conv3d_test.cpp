@@ -110,7 +110,8 @@ Index conv_out_size(const Conv3dCase& c) {
   return size;
 }
 
-void check_conv3d(const Conv3dCase& c, DType dtype) {
+void check_conv3d(Conv3dCase c, DType dtype) {
+  c.p.groups = c.groups;
   std::mt19937 rng(3);
   const Index os = conv_out_size(c);
   HostTensor input =
