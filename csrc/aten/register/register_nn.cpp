@@ -118,8 +118,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy", TORCH_FN(binary_cross_entropy));
   m.impl("binary_cross_entropy.out", TORCH_FN(binary_cross_entropy_out));
   m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward));
-  m.impl("binary_cross_entropy_backward.grad_input",
-         TORCH_FN(binary_cross_entropy_backward_out));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(binary_cross_entropy_backward_out));
   // 3-D pooling: max with indices, average, adaptive average.
   m.impl("max_pool3d_with_indices", TORCH_FN(max_pool3d_with_indices));
   m.impl("max_pool3d_with_indices.out", TORCH_FN(max_pool3d_with_indices_out));

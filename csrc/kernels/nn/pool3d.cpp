@@ -14,7 +14,8 @@ namespace {
 
 void check_5d(std::initializer_list<const TensorView*> views) {
   for (const TensorView* view : views) {
-    if (view->ndim != 5) throw std::invalid_argument("openneuron kernels: pool3d: views must be 5-D");
+    if (view->ndim != 5)
+      throw std::invalid_argument("openneuron kernels: pool3d: views must be 5-D");
   }
 }
 

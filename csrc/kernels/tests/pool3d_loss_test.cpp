@@ -61,7 +61,8 @@ TEST(Pool3d, MaxAverageAndAdaptiveMatchTheDefinitions) {
   max_pool3d_backward(grad_in.view, grad_out.view, indices.view);
   std::vector<double> expected(static_cast<size_t>(2 * d * h * w), 0.0);
   testing::for_each_index(grad_out.view, [&](const Index& o) {
-    expected[o[1] * d * h * w + static_cast<int64_t>(get(indices.view, o))] += get(grad_out.view, o);
+    expected[o[1] * d * h * w + static_cast<int64_t>(get(indices.view, o))] +=
+        get(grad_out.view, o);
   });
   testing::for_each_index(grad_in.view, [&](const Index& i) {
     ASSERT_NEAR(get(grad_in.view, i), expected[((i[1] * d + i[2]) * h + i[3]) * w + i[4]], 1e-6);
@@ -80,8 +81,8 @@ TEST(Pool3d, MaxAverageAndAdaptiveMatchTheDefinitions) {
     for (int64_t a = lo[0]; a < hi[0]; ++a)
       for (int64_t b = lo[1]; b < hi[1]; ++b)
         for (int64_t c = lo[2]; c < hi[2]; ++c) sum += get(input.view, {0, o[1], a, b, c});
-    ASSERT_NEAR(get(adaptive.view, o),
-                sum / ((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2])), 1e-6);
+    ASSERT_NEAR(get(adaptive.view, o), sum / ((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2])),
+                1e-6);
   });
 }
 
@@ -115,8 +116,8 @@ TEST(PointwiseLoss, HuberSmoothL1AndBceValuesAndGradients) {
   // Binary cross-entropy, mean.
   pointwise_loss_forward(total.view, x.view, t.view, nullptr, PointwiseLoss::BinaryCrossEntropy,
                          LossReduction::Mean, 0.0);
-  const double bce = (-std::log(0.8) - (0.1 * std::log(0.9) + 0.9 * std::log(0.1)) -
-                      std::log(0.5)) / 3;
+  const double bce =
+      (-std::log(0.8) - (0.1 * std::log(0.9) + 0.9 * std::log(0.1)) - std::log(0.5)) / 3;
   EXPECT_NEAR(get(total.view, {}), bce, 1e-6);
 }
 

@@ -78,8 +78,7 @@ void launch_gemm(const char* name, const at::Tensor& out, const at::Tensor& a, c
     const int64_t alpha = alpha_scalar.toLong();
     const int64_t beta = beta_scalar.toLong();
     stream_for(out).enqueue(name, [=] {
-      kernels::integer_gemm(out_view, a_view, b_view, has_bias ? &bias_view : nullptr, alpha,
-                            beta);
+      kernels::integer_gemm(out_view, a_view, b_view, has_bias ? &bias_view : nullptr, alpha, beta);
     });
     return;
   }

@@ -193,7 +193,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const kernels::TensorView go_view = view_of(grad_output);
     const kernels::TensorView in_view = view_of(source);
     const kernels::TensorView w_view = view_of(weight);
-    const kernels::TensorView gi_view = output_mask[0] ? view_of(grad_input) : kernels::TensorView{};
+    const kernels::TensorView gi_view =
+        output_mask[0] ? view_of(grad_input) : kernels::TensorView{};
     const kernels::TensorView gw_view =
         output_mask[1] ? view_of(grad_weight) : kernels::TensorView{};
     const kernels::TensorView gb_view = output_mask[2] ? view_of(grad_bias) : kernels::TensorView{};

@@ -1,5 +1,7 @@
 // multi_margin_loss on the device at fp32/bf16/fp16 (computed in fp32, rounded once), forward
 // and backward, with the CPU's shape, p and target-range checks at the call.
+#include "aten/ops/nn/ops_loss_margin.h"
+
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/multi_margin_loss.h>
@@ -11,7 +13,6 @@
 #include "aten/core/tensor_views.h"
 #include "aten/fallback/fallback.h"
 #include "aten/ops/nn/nn_helpers.h"
-#include "aten/ops/nn/ops_loss_margin.h"
 #include "aten/ops/shape/index_bounds.h"
 #include "kernels/nn/margin_loss.h"
 
@@ -80,11 +81,11 @@ at::Tensor forward(const at::Tensor& self, const at::Tensor& target, const at::S
   return out;
 }
 
-at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self,
-                    const at::Tensor& target, const at::Scalar& p, const at::Scalar& margin,
-                    const at::Tensor* weight, int64_t reduction) {
-  const c10::Device device = nn::check_device("aten::multi_margin_loss_backward",
-                                              {&grad_output, &self, &target, weight});
+at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                    const at::Scalar& p, const at::Scalar& margin, const at::Tensor* weight,
+                    int64_t reduction) {
+  const c10::Device device =
+      nn::check_device("aten::multi_margin_loss_backward", {&grad_output, &self, &target, weight});
   const MarginShape shape = check_margin(self, target, weight, p);
   const c10::DeviceGuard guard(device);
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
@@ -138,8 +139,7 @@ at::Tensor& multi_margin_loss_out(const at::Tensor& self, const at::Tensor& targ
 at::Tensor multi_margin_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
                                       const at::Tensor& target, const at::Scalar& p,
                                       const at::Scalar& margin,
-                                      const std::optional<at::Tensor>& weight,
-                                      int64_t reduction) {
+                                      const std::optional<at::Tensor>& weight, int64_t reduction) {
   if (!margin_is_native({&grad_output, &self, opt(weight)})) {
     return OPENNEURON_FALLBACK(multi_margin_loss_backward, grad_output, self, target, p, margin,
                                weight, reduction);
@@ -154,12 +154,12 @@ at::Tensor& multi_margin_loss_backward_out(const at::Tensor& grad_output, const 
                                            const std::optional<at::Tensor>& weight,
                                            int64_t reduction, at::Tensor& grad_input) {
   if (!margin_is_native({&grad_output, &self, opt(weight), &grad_input})) {
-    return OPENNEURON_FALLBACK(multi_margin_loss_backward_grad_input, grad_output, self, target,
-                               p, margin, weight, reduction, grad_input);
+    return OPENNEURON_FALLBACK(multi_margin_loss_backward_grad_input, grad_output, self, target, p,
+                               margin, weight, reduction, grad_input);
   }
   OPENNEURON_NATIVE_OP("aten::multi_margin_loss_backward.grad_input");
-  return assign_out(grad_input, backward(grad_output, self, target, p, margin, opt(weight),
-                                         reduction));
+  return assign_out(grad_input,
+                    backward(grad_output, self, target, p, margin, opt(weight), reduction));
 }
 
 }  // namespace openneuron::bridge
