@@ -57,17 +57,24 @@ int64_t input_depth(int64_t od, int64_t kd, int64_t depth, const Conv3dParams& p
   return id >= 0 && id < depth ? id : -1;
 }
 
-void add_into(const TensorView& dst, const TensorView& src) {
-  // Both are 4-D fp32 views with dense inner [H, W] planes of identical shape.
-  const int64_t plane = src.sizes[2] * src.sizes[3];
-  for (int64_t n = 0; n < src.sizes[0]; ++n) {
-    for (int64_t c = 0; c < src.sizes[1]; ++c) {
-      float* d = static_cast<float*>(dst.data) + n * dst.strides[0] + c * dst.strides[1];
-      const float* s =
-          static_cast<const float*>(src.data) + n * src.strides[0] + c * src.strides[1];
-      for (int64_t i = 0; i < plane; ++i) d[i] += s[i];
+// acc (double, dense [N, C, D, H, W] of `shape`) at depth slice `depth` += src (dense fp32
+// [N, C, H, W]): partial sums over the kernel's depth are kept in double, rounded once.
+void add_slice(std::vector<double>& acc, const TensorView& shape, int64_t depth,
+               const TensorView& src) {
+  const int64_t channels = shape.sizes[1], depths = shape.sizes[2];
+  const int64_t plane = shape.sizes[3] * shape.sizes[4];
+  const float* s = static_cast<const float*>(src.data);
+  for (int64_t n = 0; n < shape.sizes[0]; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      double* d = acc.data() + ((n * channels + c) * depths + depth) * plane;
+      const float* row = s + (n * channels + c) * plane;
+      for (int64_t i = 0; i < plane; ++i) d[i] += row[i];
     }
   }
+}
+
+void store(float* dst, const std::vector<double>& acc) {
+  for (size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<float>(acc[i]);
 }
 
 void check_shapes(const TensorView& out, const TensorView& input, const TensorView& weight,
@@ -90,24 +97,24 @@ void forward_dense(float* out, const TensorView& out_shape, const float* input,
                    const TensorView& weight_shape, const Conv3dParams& p) {
   const int64_t out_depth = out_shape.sizes[2];
   const int64_t kernel_depth = weight_shape.sizes[2];
-  std::fill(out, out + out_shape.numel(), 0.0f);
+  std::vector<double> acc(static_cast<size_t>(out_shape.numel()), 0.0);
   TensorView one_slice = depth_slice(out, out_shape, 0);
   std::vector<float> partial(static_cast<size_t>(one_slice.numel()));
   const TensorView partial_view = dense_view_like(partial.data(), DType::Float32, one_slice);
   const Conv2dParams plane = plane_params(p);
   for (int64_t od = 0; od < out_depth; ++od) {
-    const TensorView out_slice = depth_slice(out, out_shape, od);
     for (int64_t kd = 0; kd < kernel_depth; ++kd) {
       const int64_t id = input_depth(od, kd, input_shape.sizes[2], p);
       if (id < 0) continue;
       conv2d_forward(partial_view, depth_slice(const_cast<float*>(input), input_shape, id),
                      depth_slice(const_cast<float*>(weight), weight_shape, kd), nullptr, plane);
-      add_into(out_slice, partial_view);
+      add_slice(acc, out_shape, od, partial_view);
     }
   }
+  store(out, acc);
 }
 
-// grad_input (fp32 dense, zeroed here) and/or grad_weight (likewise) of conv3d.
+// grad_input (fp32 dense, overwritten) and/or grad_weight (likewise) of conv3d.
 void backward_dense(float* grad_input, float* grad_weight, const float* grad_out,
                     const TensorView& out_shape, const float* input, const TensorView& input_shape,
                     const float* weight, const TensorView& weight_shape, const Conv3dParams& p) {
@@ -115,15 +122,16 @@ void backward_dense(float* grad_input, float* grad_weight, const float* grad_out
   const int64_t kernel_depth = weight_shape.sizes[2];
   const Conv2dParams plane = plane_params(p);
   std::vector<float> gi_partial, gw_partial;
+  std::vector<double> gi_acc, gw_acc;
   TensorView gi_view, gw_view;
   if (grad_input != nullptr) {
-    std::fill(grad_input, grad_input + input_shape.numel(), 0.0f);
+    gi_acc.assign(static_cast<size_t>(input_shape.numel()), 0.0);
     const TensorView shape = depth_slice(grad_input, input_shape, 0);
     gi_partial.resize(static_cast<size_t>(shape.numel()));
     gi_view = dense_view_like(gi_partial.data(), DType::Float32, shape);
   }
   if (grad_weight != nullptr) {
-    std::fill(grad_weight, grad_weight + weight_shape.numel(), 0.0f);
+    gw_acc.assign(static_cast<size_t>(weight_shape.numel()), 0.0);
     const TensorView shape = depth_slice(grad_weight, weight_shape, 0);
     gw_partial.resize(static_cast<size_t>(shape.numel()));
     gw_view = dense_view_like(gw_partial.data(), DType::Float32, shape);
@@ -138,10 +146,12 @@ void backward_dense(float* grad_input, float* grad_weight, const float* grad_out
       conv2d_backward(grad_input != nullptr ? &gi_view : nullptr,
                       grad_weight != nullptr ? &gw_view : nullptr, nullptr, go_slice, in_slice,
                       w_slice, plane);
-      if (grad_input != nullptr) add_into(depth_slice(grad_input, input_shape, id), gi_view);
-      if (grad_weight != nullptr) add_into(depth_slice(grad_weight, weight_shape, kd), gw_view);
+      if (grad_input != nullptr) add_slice(gi_acc, input_shape, id, gi_view);
+      if (grad_weight != nullptr) add_slice(gw_acc, weight_shape, kd, gw_view);
     }
   }
+  if (grad_input != nullptr) store(grad_input, gi_acc);
+  if (grad_weight != nullptr) store(grad_weight, gw_acc);
 }
 
 // grad_bias[o] = sum of grad_out over everything but channel o, in double, rounded once.
