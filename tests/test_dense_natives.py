@@ -317,26 +317,38 @@ def test_loss_errors_at_the_call():
     assert float(F.huber_loss(x, x).cpu()) == 0.0
 
 
-@pytest.mark.parametrize("name", ["ConvTranspose1d", "ConvTranspose2d"])
-def test_complex32_transposed_convolution_rounds_once(name):
-    """complex32 is computed as complex64 and rounded once, like the widened CPU reference."""
+@pytest.mark.parametrize("name", ["ConvTranspose1d", "ConvTranspose2d", "Conv3d"])
+def test_complex32_convolution_runs_on_the_host_as_the_cpu_does(name):
+    """complex32 convolution is the CPU's own split into float16 convolutions, run whole on the
+    host: values and gradients equal the CPU's, and the fallback is reported."""
     torch.manual_seed(4)
-    module = (
-        nn.ConvTranspose1d(3, 2, 3) if name == "ConvTranspose1d" else nn.ConvTranspose2d(3, 2, 3)
-    )
-    shape = (2, 3, 6) if name == "ConvTranspose1d" else (2, 3, 4, 5)
-    module = module.to(torch.complex32)
-    x = torch.randn(shape, dtype=torch.complex64).to(torch.complex32)
-    reference = copy.deepcopy(module).to(torch.complex64)(x.to(torch.complex64)).detach()
-    dev_module = copy.deepcopy(module).to(DEVICE)
-    dev_x = x.to(DEVICE).requires_grad_()
-    out = dev_module(dev_x)
-    assert out.dtype == torch.complex32
-    torch.testing.assert_close(
-        out.detach().cpu().to(torch.complex64), reference.to(torch.complex32).to(torch.complex64)
-    )
-    out.abs().sum().backward()
-    assert dev_x.grad.dtype == torch.complex32
+    factories = {
+        "ConvTranspose1d": (lambda: nn.ConvTranspose1d(3, 2, 3), (2, 3, 6)),
+        "ConvTranspose2d": (lambda: nn.ConvTranspose2d(3, 2, 3, stride=2), (2, 3, 4, 5)),
+        "Conv3d": (lambda: nn.Conv3d(2, 2, 2), (1, 2, 3, 3, 3)),
+    }
+    factory, shape = factories[name]
+
+    def wide(t):
+        return t.to(torch.complex64)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cpu_module = factory().to(torch.complex32)
+        dev_module = copy.deepcopy(cpu_module).to(DEVICE)
+        x = torch.randn(shape, dtype=torch.complex64).to(torch.complex32)
+        cpu_x = x.clone().requires_grad_()
+        dev_x = x.to(DEVICE).requires_grad_()
+        openneuron.clear_op_tracking()
+        dev_out = dev_module(dev_x)
+        cpu_out = cpu_module(cpu_x)
+        assert dev_out.dtype == torch.complex32
+        assert "aten::convolution (complex32)" in openneuron.get_fallback_ops()
+        assert torch.equal(wide(dev_out.detach().cpu()), wide(cpu_out.detach()))
+        upstream = torch.randn(cpu_out.shape, dtype=torch.complex64).to(torch.complex32)
+        torch.autograd.backward(cpu_out, upstream)
+        torch.autograd.backward(dev_out, upstream.to(DEVICE))
+    assert torch.equal(wide(dev_x.grad.cpu()), wide(cpu_x.grad))
 
 
 def on_host(op, transform):
