@@ -282,11 +282,12 @@ at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor
 
 at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                    const at::Scalar& beta, const at::Scalar& alpha) {
-  if (!matmul_is_native({&self, &mat, &vec})) {
+  // A self of another shape is refused by the CPU's kernel with its own message: the host
+  // raises it.
+  const bool product_shaped = self.dim() == 1 && mat.dim() == 2 && self.size(0) == mat.size(0);
+  if (!matmul_is_native({&self, &mat, &vec}) || !product_shaped) {
     return OPENNEURON_FALLBACK(addmv_, self, mat, vec, beta, alpha);
   }
-  TORCH_CHECK(self.dim() == 1 && mat.dim() == 2 && self.size(0) == mat.size(0),
-              "addmv_: self of shape ", self.sizes(), " does not match the product shape");
   return addmv_out(self, mat, vec, beta, alpha, self);
 }
 
@@ -348,12 +349,12 @@ at::Tensor addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Te
 
 at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                     const at::Scalar& beta, const at::Scalar& alpha) {
-  if (!matmul_is_native({&self, &batch1, &batch2})) {
+  // A self of another shape is resized by the CPU's kernel: the host reproduces that.
+  const bool product_shaped = self.dim() == 2 && batch1.dim() == 3 && batch2.dim() == 3 &&
+                              self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2);
+  if (!matmul_is_native({&self, &batch1, &batch2}) || !product_shaped) {
     return OPENNEURON_FALLBACK(addbmm_, self, batch1, batch2, beta, alpha);
   }
-  TORCH_CHECK(self.dim() == 2 && batch1.dim() == 3 && batch2.dim() == 3 &&
-                  self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2),
-              "addbmm_: self of shape ", self.sizes(), " does not match the product shape");
   return addbmm_out(self, batch1, batch2, beta, alpha, self);
 }
 
