@@ -16,38 +16,51 @@ def quiet_fallback_warnings():
         yield
 
 
-def pooled_on_cpu_widened(x):
-    """The reference for a 16-bit avg_pool3d: the CPU at float32, rounded once."""
-    return torch.nn.functional.avg_pool3d(x.float(), 2).to(x.dtype)
+# multilabel_margin_loss: CUDA has 16-bit kernels, the CPU does not (and neuron runs it on the
+# host).
+TARGET = torch.tensor([[3, 0, -1, 1], [1, 2, 3, -1]])
+
+
+def loss(x, target=TARGET, reduction="none"):
+    return torch.nn.functional.multilabel_margin_loss(x, target.to(x.device), reduction=reduction)
+
+
+def loss_on_cpu_widened(x):
+    """The reference for a 16-bit multilabel_margin_loss: the CPU at float32, rounded once."""
+    return loss(x.float()).to(x.dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_16_bit_op_the_cpu_lacks_runs_widened_and_is_reported(dtype):
-    x = torch.randn(2, 3, 4, 6, 6).to(dtype)
+    x = torch.randn(2, 4).to(dtype)
     openneuron.clear_op_tracking()
-    result = torch.nn.functional.avg_pool3d(x.to("neuron"), 2)
+    result = loss(x.to("neuron"))
     assert result.dtype == dtype and result.device.type == "neuron"
-    assert torch.equal(result.cpu(), pooled_on_cpu_widened(x))
-    assert openneuron.get_fallback_ops() == {"aten::avg_pool3d.out": 1}
-    assert openneuron.get_widened_ops() == {"aten::avg_pool3d.out": {str(dtype): "torch.float32"}}
+    assert torch.equal(result.cpu(), loss_on_cpu_widened(x))
+    op = "aten::multilabel_margin_loss_forward"
+    assert openneuron.get_fallback_ops() == {op: 1}
+    assert openneuron.get_widened_ops() == {op: {str(dtype): "torch.float32"}}
     openneuron.clear_op_tracking()
     assert openneuron.get_widened_ops() == {}
 
 
 def test_widened_out_is_resized_and_returned_and_gradients_flow():
-    x = torch.randn(1, 2, 4, 4, 4).half()
+    x = torch.randn(2, 4).half()
     out = torch.empty(0, dtype=torch.half, device="neuron")
-    returned = torch.ops.aten.avg_pool3d.out(x.to("neuron"), [2, 2, 2], out=out)
-    assert returned is out and out.shape == (1, 2, 2, 2, 2)
-    assert torch.equal(out.cpu(), pooled_on_cpu_widened(x))
+    is_target = torch.empty(0, dtype=torch.half, device="neuron")
+    returned = torch.ops.aten.multilabel_margin_loss_forward.output(
+        x.to("neuron"), TARGET.to("neuron"), 0, output=out, is_target=is_target
+    )
+    assert returned[0] is out and out.shape == (2,)
+    assert torch.equal(out.cpu(), loss_on_cpu_widened(x))
 
     leaf = x.to("neuron").requires_grad_()
-    (grad,) = torch.autograd.grad(torch.nn.functional.avg_pool3d(leaf, 2).sum(), leaf)
+    (grad,) = torch.autograd.grad(loss(leaf, reduction="sum"), leaf)
     reference = x.float().requires_grad_()
-    (expected,) = torch.autograd.grad(torch.nn.functional.avg_pool3d(reference, 2).sum(), reference)
+    (expected,) = torch.autograd.grad(loss(reference, reduction="sum"), reference)
     assert grad.dtype == torch.half
     assert torch.equal(grad.cpu(), expected.half())
-    assert "aten::avg_pool3d_backward.grad_input" in openneuron.get_widened_ops()
+    assert "aten::multilabel_margin_loss_backward" in openneuron.get_widened_ops()
 
 
 def test_antialiased_16_bit_interpolation_runs_widened():
@@ -63,14 +76,14 @@ def test_antialiased_16_bit_interpolation_runs_widened():
 
 def test_without_widening_the_cpu_kernel_error_comes_back():
     """The mutant: a fallback that does not widen fails where CUDA computes."""
-    x = torch.randn(1, 1, 2, 2, 2).half().to("neuron")
+    x = torch.randn(2, 4).half().to("neuron")
     openneuron._C._set_fallback_widening(False)
     try:
         with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
-            torch.nn.functional.avg_pool3d(x, 2)
+            loss(x)
     finally:
         openneuron._C._set_fallback_widening(True)
-    assert torch.nn.functional.avg_pool3d(x, 2).shape == (1, 1, 1, 1, 1)
+    assert loss(x).shape == (2,)
 
 
 def test_dtypes_cuda_refuses_too_are_not_widened():
@@ -82,9 +95,9 @@ def test_dtypes_cuda_refuses_too_are_not_widened():
 
 
 def test_strict_mode_still_refuses_before_widening():
-    x = torch.randn(1, 1, 2, 2, 2).half().to("neuron")
-    with openneuron.strict(), pytest.raises(NotImplementedError, match="avg_pool3d"):
-        torch.nn.functional.avg_pool3d(x, 2)
+    x = torch.randn(2, 4).half().to("neuron")
+    with openneuron.strict(), pytest.raises(NotImplementedError, match="multilabel_margin_loss"):
+        loss(x)
 
 
 def test_bool_widens_only_where_cuda_has_a_bool_kernel():

@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include "aten/fallback/fallback.h"
+#include "aten/ops/matmul/ops_matmul_vector.h"
 #include "aten/ops/ops.h"
 
 namespace openneuron::bridge {
@@ -88,6 +89,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("dot", TORCH_FN(dot));
   m.impl("dot.out", TORCH_FN(dot_out));
+  // Matrix-vector and batch-summed products, vdot (integer dtypes too).
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("addmv_", TORCH_FN(addmv_));
+  m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("vdot", TORCH_FN(vdot));
+  m.impl("vdot.out", TORCH_FN(vdot_out));
+  m.impl("addbmm", TORCH_FN(addbmm));
+  m.impl("addbmm_", TORCH_FN(addbmm_));
+  m.impl("addbmm.out", TORCH_FN(addbmm_out));
   m.impl("_grouped_mm", TORCH_FN(grouped_mm));
   m.impl("_scaled_mm", TORCH_FN(scaled_mm));
   m.impl("_scaled_mm.out", TORCH_FN(scaled_mm_out));

@@ -4,7 +4,10 @@
 #include <torch/library.h>
 
 #include "aten/ops/nn/ops_interpolate.h"
+#include "aten/ops/nn/ops_loss_margin.h"
+#include "aten/ops/nn/ops_loss_pointwise.h"
 #include "aten/ops/nn/ops_nn.h"
+#include "aten/ops/nn/ops_pooling3d.h"
 
 namespace openneuron::bridge {
 
@@ -103,6 +106,37 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
   m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
+  // Elementwise losses: Huber, smooth L1, binary cross-entropy.
+  m.impl("huber_loss", TORCH_FN(huber_loss));
+  m.impl("huber_loss.out", TORCH_FN(huber_loss_out));
+  m.impl("huber_loss_backward", TORCH_FN(huber_loss_backward));
+  m.impl("huber_loss_backward.out", TORCH_FN(huber_loss_backward_out));
+  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss));
+  m.impl("smooth_l1_loss.out", TORCH_FN(smooth_l1_loss_out));
+  m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_loss_backward));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(smooth_l1_loss_backward_out));
+  m.impl("binary_cross_entropy", TORCH_FN(binary_cross_entropy));
+  m.impl("binary_cross_entropy.out", TORCH_FN(binary_cross_entropy_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(binary_cross_entropy_backward_out));
+  // 3-D pooling: max with indices, average, adaptive average.
+  m.impl("max_pool3d_with_indices", TORCH_FN(max_pool3d_with_indices));
+  m.impl("max_pool3d_with_indices.out", TORCH_FN(max_pool3d_with_indices_out));
+  m.impl("max_pool3d_with_indices_backward", TORCH_FN(max_pool3d_with_indices_backward));
+  m.impl("max_pool3d_with_indices_backward.grad_input",
+         TORCH_FN(max_pool3d_with_indices_backward_out));
+  m.impl("avg_pool3d", TORCH_FN(avg_pool3d));
+  m.impl("avg_pool3d.out", TORCH_FN(avg_pool3d_out));
+  m.impl("avg_pool3d_backward", TORCH_FN(avg_pool3d_backward));
+  m.impl("avg_pool3d_backward.grad_input", TORCH_FN(avg_pool3d_backward_out));
+  m.impl("_adaptive_avg_pool3d", TORCH_FN(adaptive_avg_pool3d));
+  m.impl("adaptive_avg_pool3d.out", TORCH_FN(adaptive_avg_pool3d_out));
+  m.impl("_adaptive_avg_pool3d_backward", TORCH_FN(adaptive_avg_pool3d_backward));
+  // Multi-class margin loss.
+  m.impl("multi_margin_loss", TORCH_FN(multi_margin_loss));
+  m.impl("multi_margin_loss.out", TORCH_FN(multi_margin_loss_out));
+  m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward));
+  m.impl("multi_margin_loss_backward.grad_input", TORCH_FN(multi_margin_loss_backward_out));
 
   // Reflection and replication padding (ops_padding.cpp).
   m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));

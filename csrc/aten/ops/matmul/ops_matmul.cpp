@@ -1,7 +1,11 @@
-// Matrix products on the device: mm, addmm, bmm, baddbmm, dot, addr.
+// Matrix products on the device: mm, addmm, bmm, baddbmm, addbmm, addmv, dot, vdot, addr.
+// Floating dtypes run through the fp32-accumulating GEMM; integer dtypes through the
+// integer GEMM, which wraps around exactly as the CPU's kernels do.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addbmm.h>
 #include <ATen/ops/addmm.h>
+#include <ATen/ops/addmv.h>
 #include <ATen/ops/addr_native.h>
 #include <ATen/ops/baddbmm.h>
 #include <ATen/ops/bmm.h>
@@ -9,13 +13,16 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/outer.h>
+#include <ATen/ops/vdot.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
 #include "aten/fallback/fallback.h"
+#include "aten/ops/matmul/ops_matmul_vector.h"
 #include "aten/ops/ops.h"
+#include "kernels/matmul/integer_gemm.h"
 #include "kernels/matmul/matmul.h"
 
 namespace openneuron::bridge {
@@ -23,7 +30,8 @@ namespace openneuron::bridge {
 namespace {
 
 bool is_matmul_dtype(at::ScalarType type) {
-  return type == at::kFloat || type == at::kBFloat16 || type == at::kHalf;
+  return type == at::kFloat || type == at::kBFloat16 || type == at::kHalf || type == at::kByte ||
+         type == at::kChar || type == at::kShort || type == at::kInt || type == at::kLong;
 }
 
 bool matmul_is_native(std::initializer_list<const at::Tensor*> tensors) {
@@ -49,7 +57,8 @@ void check_operands(const char* name, const at::Tensor& a, const at::Tensor& b, 
 
 // out = beta * bias + alpha * (a @ b), in stream order. `bias` may be undefined.
 void launch_gemm(const char* name, const at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
-                 const at::Tensor& bias, double beta, double alpha) {
+                 const at::Tensor& bias, const at::Scalar& beta_scalar,
+                 const at::Scalar& alpha_scalar) {
   if (out.numel() == 0) return;
   at::Tensor product_a = a;
   at::Tensor product_b = b;
@@ -59,9 +68,22 @@ void launch_gemm(const char* name, const at::Tensor& out, const at::Tensor& a, c
   const kernels::TensorView out_view = view_of(out);
   const kernels::TensorView a_view = view_of(product_a);
   const kernels::TensorView b_view = view_of(product_b);
-  const bool has_bias = bias.defined() && beta != 0.0;
+  const bool integral = at::isIntegralType(out.scalar_type(), /*includeBool=*/false);
+  const bool has_bias = bias.defined() && !(beta_scalar.equal(0));
   kernels::TensorView bias_view;
-  if (has_bias) bias_view = broadcast_view(bias.is_same(out) ? bias.clone() : bias, out.sizes());
+  if (has_bias) {
+    bias_view = broadcast_view(bias.is_alias_of(out) ? bias.clone() : bias, out.sizes());
+  }
+  if (integral) {
+    const int64_t alpha = alpha_scalar.toLong();
+    const int64_t beta = beta_scalar.toLong();
+    stream_for(out).enqueue(name, [=] {
+      kernels::integer_gemm(out_view, a_view, b_view, has_bias ? &bias_view : nullptr, alpha, beta);
+    });
+    return;
+  }
+  const double alpha = alpha_scalar.toDouble();
+  const double beta = beta_scalar.toDouble();
   stream_for(out).enqueue(name, [=] {
     kernels::gemm(out_view, a_view, b_view, has_bias ? &bias_view : nullptr, alpha, beta);
   });
@@ -105,7 +127,7 @@ at::Tensor& addmm_out(const at::Tensor& bias, const at::Tensor& mat1, const at::
   TORCH_CHECK(at::is_expandable_to(bias.sizes(), shape), "addmm: bias of shape ", bias.sizes(),
               " cannot be broadcast to ", c10::IntArrayRef(shape));
   if (!out.is_same(bias)) at::native::resize_output(out, shape);
-  launch_gemm("aten::addmm", out, mat1, mat2, bias, beta.toDouble(), alpha.toDouble());
+  launch_gemm("aten::addmm", out, mat1, mat2, bias, beta, alpha);
   return out;
 }
 
@@ -164,7 +186,7 @@ at::Tensor& baddbmm_out(const at::Tensor& bias, const at::Tensor& batch1, const 
   TORCH_CHECK(at::is_expandable_to(bias.sizes(), shape), "baddbmm: self of shape ", bias.sizes(),
               " cannot be broadcast to ", c10::IntArrayRef(shape));
   if (!out.is_same(bias)) at::native::resize_output(out, shape);
-  launch_gemm("aten::baddbmm", out, batch1, batch2, bias, beta.toDouble(), alpha.toDouble());
+  launch_gemm("aten::baddbmm", out, batch1, batch2, bias, beta, alpha);
   return out;
 }
 
@@ -209,7 +231,7 @@ at::Tensor& dot_out(const at::Tensor& self, const at::Tensor& tensor, at::Tensor
   const c10::DeviceGuard guard(device);
   at::native::resize_output(out, {});
   if (self.numel() == 0) return out.zero_();
-  // A 1 x n by n x 1 product: the GEMM accumulates in fp32 like CPU's dot.
+  // A 1 x n by n x 1 product: the GEMM accumulates in fp32 like CPU's dot (integers wrap).
   launch_gemm("aten::dot", out.view({1, 1}), self.unsqueeze(0), tensor.unsqueeze(1), at::Tensor(),
               0.0, 1.0);
   return out;
@@ -220,6 +242,120 @@ at::Tensor dot(const at::Tensor& self, const at::Tensor& tensor) {
   const c10::DeviceGuard guard(self.device());
   at::Tensor out = at::empty({}, self.options());
   return dot_out(self, tensor, out);
+}
+
+// ---- addmv, vdot, addbmm ---------------------------------------------------------------
+
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                      const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  // Mixed dtypes go to the host, whose kernel raises the CPU's error.
+  if (!matmul_is_native({&self, &mat, &vec, &out}) || mat.scalar_type() != vec.scalar_type() ||
+      self.scalar_type() != mat.scalar_type() || out.scalar_type() != mat.scalar_type()) {
+    return OPENNEURON_FALLBACK(addmv_out, self, mat, vec, beta, alpha, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::addmv.out");
+  const c10::Device device = check_same_device("aten::addmv", {&self, &mat, &vec, &out});
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1 && self.dim() <= 1,
+              "vector + matrix @ vector expected, got ", self.dim(), ", ", mat.dim(), ", ",
+              vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0) && (mat.size(0) == self.numel() || self.numel() == 1),
+              "size mismatch, got input (", self.dim() == 0 ? 1 : self.size(0), "), mat (",
+              mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
+  const c10::DeviceGuard guard(device);
+  const int64_t rows = mat.size(0);
+  if (!out.is_same(self)) at::native::resize_output(out, {rows});
+  // An [n, k] @ [k, 1] product whose bias is self as a column.
+  const at::Tensor bias = (self.dim() == 0 ? self.reshape({1}) : self).unsqueeze(1);
+  launch_gemm("aten::addmv", out.unsqueeze(1), mat, vec.unsqueeze(1), bias, beta, alpha);
+  return out;
+}
+
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                 const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!matmul_is_native({&self, &mat, &vec})) {
+    return OPENNEURON_FALLBACK(addmv, self, mat, vec, beta, alpha);
+  }
+  const c10::DeviceGuard guard(mat.device());
+  at::Tensor out = at::empty({0}, mat.options());
+  return addmv_out(self, mat, vec, beta, alpha, out);
+}
+
+at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                   const at::Scalar& beta, const at::Scalar& alpha) {
+  // A self of another shape is refused by the CPU's kernel with its own message: the host
+  // raises it.
+  const bool product_shaped = self.dim() == 1 && mat.dim() == 2 && self.size(0) == mat.size(0);
+  if (!matmul_is_native({&self, &mat, &vec}) || !product_shaped) {
+    return OPENNEURON_FALLBACK(addmv_, self, mat, vec, beta, alpha);
+  }
+  return addmv_out(self, mat, vec, beta, alpha, self);
+}
+
+// vdot conjugates its first operand: for real dtypes it is dot.
+at::Tensor& vdot_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  if (!matmul_is_native({&self, &other, &out})) {
+    return OPENNEURON_FALLBACK(vdot_out, self, other, out);
+  }
+  return bridge::dot_out(self, other, out);
+}
+
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) {
+  if (!matmul_is_native({&self, &other})) return OPENNEURON_FALLBACK(vdot, self, other);
+  return bridge::dot(self, other);
+}
+
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                       const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  if (!matmul_is_native({&self, &batch1, &batch2, &out}) ||
+      batch1.scalar_type() != batch2.scalar_type() || self.scalar_type() != batch1.scalar_type() ||
+      out.scalar_type() != batch1.scalar_type()) {
+    return OPENNEURON_FALLBACK(addbmm_out, self, batch1, batch2, beta, alpha, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::addbmm.out");
+  const c10::Device device = check_same_device("aten::addbmm", {&self, &batch1, &batch2, &out});
+  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(batch1.size(0) == batch2.size(0),
+              "batch1 and batch2 must have same number of batches, got ", batch1.size(0), " and ",
+              batch2.size(0));
+  TORCH_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (",
+              batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2),
+              ")");
+  const c10::DeviceGuard guard(device);
+  const int64_t batches = batch1.size(0);
+  const int64_t rows = batch1.size(1);
+  const int64_t inner = batch1.size(2);
+  const int64_t cols = batch2.size(2);
+  const std::vector<int64_t> shape = {rows, cols};
+  TORCH_CHECK(at::is_expandable_to(self.sizes(), shape), "The expanded size of the tensor (",
+              self.sizes(), ") must match the existing size at non-singleton dimension");
+  if (!out.is_same(self)) at::native::resize_output(out, shape);
+  // The sum over batches of [M,K] @ [K,N] is one [M, B*K] @ [B*K, N] product.
+  const at::Tensor lhs = batch1.transpose(0, 1).reshape({rows, batches * inner});
+  const at::Tensor rhs = batch2.reshape({batches * inner, cols});
+  launch_gemm("aten::addbmm", out, lhs, rhs, self, beta, alpha);
+  return out;
+}
+
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                  const at::Scalar& beta, const at::Scalar& alpha) {
+  if (!matmul_is_native({&self, &batch1, &batch2})) {
+    return OPENNEURON_FALLBACK(addbmm, self, batch1, batch2, beta, alpha);
+  }
+  const c10::DeviceGuard guard(batch1.device());
+  at::Tensor out = at::empty({0}, batch1.options());
+  return addbmm_out(self, batch1, batch2, beta, alpha, out);
+}
+
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                    const at::Scalar& beta, const at::Scalar& alpha) {
+  // A self of another shape is resized by the CPU's kernel: the host reproduces that.
+  const bool product_shaped = self.dim() == 2 && batch1.dim() == 3 && batch2.dim() == 3 &&
+                              self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2);
+  if (!matmul_is_native({&self, &batch1, &batch2}) || !product_shaped) {
+    return OPENNEURON_FALLBACK(addbmm_, self, batch1, batch2, beta, alpha);
+  }
+  return addbmm_out(self, batch1, batch2, beta, alpha, self);
 }
 
 // ---- addr --------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 // Convolution on the device: at::_convolution picks the "overrideable" backend for
-// PrivateUse1 tensors, so conv1d/conv2d and conv_transpose1d/2d arrive here (at::_convolution
-// has checked the shapes). 3-D and float64 convolutions run on the host (counted as
-// fallbacks), as do transposed ones whose output padding reaches the stride.
+// PrivateUse1 tensors, so conv1d/2d/3d and conv_transpose1d/2d/3d arrive here (at::_convolution
+// has checked the shapes). float64 and integer convolutions run on the host (counted as
+// fallbacks).
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/core/op_helpers.h"
@@ -13,6 +14,7 @@
 #include "aten/ops/nn/nn_helpers.h"
 #include "aten/ops/nn/ops_nn.h"
 #include "kernels/matmul/conv.h"
+#include "kernels/matmul/conv3d.h"
 #include "kernels/matmul/conv_transpose.h"
 
 namespace openneuron::bridge {
@@ -21,13 +23,8 @@ namespace {
 
 bool conv_is_native(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
                     bool transposed, at::IntArrayRef stride, at::IntArrayRef output_padding) {
-  if (transposed) {
-    // Only then is the transposed problem exactly a convolution's input gradient.
-    for (size_t d = 0; d < output_padding.size(); ++d) {
-      if (d >= stride.size() || output_padding[d] >= stride[d]) return false;
-    }
-  }
-  return (input.dim() == 3 || input.dim() == 4) && input.dim() == weight.dim() &&
+  if (transposed && (output_padding.size() != stride.size())) return false;
+  return (input.dim() >= 3 && input.dim() <= 5) && input.dim() == weight.dim() &&
          nn::all_nn_dtypes({&input, &weight, bias}) &&
          (bias == nullptr || bias->scalar_type() == input.scalar_type()) &&
          input.scalar_type() == weight.scalar_type();
@@ -43,6 +40,40 @@ kernels::Conv2dParams conv_params(int64_t spatial_dims, at::IntArrayRef stride,
     p.stride[first + d] = stride[d];
     p.padding[first + d] = padding[d];
     p.dilation[first + d] = dilation[d];
+  }
+  p.groups = groups;
+  return p;
+}
+
+// A transposed convolution is a convolution's input gradient only while its output padding stays
+// below the stride. Past that (PyTorch allows it up to the dilation), the input is extended by
+// output_padding / stride zero rows per dim: they add nothing, and the remaining output padding
+// is below the stride. Returns the input itself when no dim needs it.
+at::Tensor extended_for_output_padding(const at::Tensor& input, bool transposed,
+                                       at::IntArrayRef stride, at::IntArrayRef output_padding) {
+  if (!transposed) return input;
+  std::vector<int64_t> shape = input.sizes().vec();
+  bool extend = false;
+  for (size_t d = 0; d < output_padding.size(); ++d) {
+    const int64_t extra = output_padding[d] / stride[d];
+    shape[d + 2] += extra;
+    extend = extend || extra > 0;
+  }
+  if (!extend) return input;
+  at::Tensor extended = at::zeros(shape, input.options());
+  at::Tensor inner = extended;
+  for (int64_t d = 2; d < input.dim(); ++d) inner = inner.narrow(d, 0, input.size(d));
+  inner.copy_(input);
+  return extended;
+}
+
+kernels::Conv3dParams conv3d_params(at::IntArrayRef stride, at::IntArrayRef padding,
+                                    at::IntArrayRef dilation, int64_t groups) {
+  kernels::Conv3dParams p;
+  for (int d = 0; d < 3; ++d) {
+    p.stride[d] = stride[d];
+    p.padding[d] = padding[d];
+    p.dilation[d] = dilation[d];
   }
   p.groups = groups;
   return p;
@@ -96,9 +127,23 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   }
   at::Tensor out = at::empty(out_shape, input.options());
   if (out.numel() == 0) return out;
+  const at::Tensor source = extended_for_output_padding(input, transposed, stride, output_padding);
+  if (spatial == 3) {
+    const kernels::Conv3dParams params = conv3d_params(stride, padding, dilation, groups);
+    const kernels::TensorView out_view = view_of(out);
+    const kernels::TensorView in_view = view_of(source);
+    const kernels::TensorView w_view = view_of(weight);
+    const bool has_bias = bias_ptr != nullptr;
+    const kernels::TensorView b_view = has_bias ? view_of(*bias_ptr) : kernels::TensorView{};
+    stream_for(out).enqueue("aten::convolution_overrideable", [=] {
+      const auto forward = transposed ? kernels::conv_transpose3d_forward : kernels::conv3d_forward;
+      forward(out_view, in_view, w_view, has_bias ? &b_view : nullptr, params);
+    });
+    return out;
+  }
   const kernels::Conv2dParams params = conv_params(spatial, stride, padding, dilation, groups);
   const kernels::TensorView out_view = as_4d(out);
-  const kernels::TensorView in_view = as_4d(input);
+  const kernels::TensorView in_view = as_4d(source);
   const kernels::TensorView w_view = as_4d(weight);
   const bool has_bias = bias_ptr != nullptr;
   const kernels::TensorView b_view = has_bias ? view_of(*bias_ptr) : kernels::TensorView{};
@@ -132,13 +177,39 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   OPENNEURON_NATIVE_OP("aten::convolution_backward_overrideable");
   const c10::DeviceGuard guard(device);
   at::Tensor grad_input, grad_weight, grad_bias;
-  if (output_mask[0]) grad_input = at::empty(input.sizes(), input.options());
+  const at::Tensor source = extended_for_output_padding(input, transposed, stride, output_padding);
+  // The input gradient is computed at the extended shape, then cut back to the input's.
+  if (output_mask[0]) grad_input = at::empty(source.sizes(), input.options());
+  const auto cut_back = [&](const at::Tensor& grad) {
+    if (!grad.defined() || source.is_same(input)) return grad;
+    at::Tensor inner = grad;
+    for (int64_t d = 2; d < input.dim(); ++d) inner = inner.narrow(d, 0, input.size(d));
+    return inner.contiguous();
+  };
   if (output_mask[1]) grad_weight = at::empty(weight.sizes(), weight.options());
   if (output_mask[2]) grad_bias = at::empty({bias_size}, weight.options());
+  if (input.dim() == 5) {
+    const kernels::Conv3dParams params = conv3d_params(stride, padding, dilation, groups);
+    const kernels::TensorView go_view = view_of(grad_output);
+    const kernels::TensorView in_view = view_of(source);
+    const kernels::TensorView w_view = view_of(weight);
+    const kernels::TensorView gi_view =
+        output_mask[0] ? view_of(grad_input) : kernels::TensorView{};
+    const kernels::TensorView gw_view =
+        output_mask[1] ? view_of(grad_weight) : kernels::TensorView{};
+    const kernels::TensorView gb_view = output_mask[2] ? view_of(grad_bias) : kernels::TensorView{};
+    stream_for(input).enqueue("aten::convolution_backward_overrideable", [=] {
+      const auto backward =
+          transposed ? kernels::conv_transpose3d_backward : kernels::conv3d_backward;
+      backward(output_mask[0] ? &gi_view : nullptr, output_mask[1] ? &gw_view : nullptr,
+               output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
+    });
+    return {cut_back(grad_input), grad_weight, grad_bias};
+  }
   const kernels::Conv2dParams params =
       conv_params(input.dim() - 2, stride, padding, dilation, groups);
   const kernels::TensorView go_view = as_4d(grad_output);
-  const kernels::TensorView in_view = as_4d(input);
+  const kernels::TensorView in_view = as_4d(source);
   const kernels::TensorView w_view = as_4d(weight);
   const kernels::TensorView gi_view = output_mask[0] ? as_4d(grad_input) : kernels::TensorView{};
   const kernels::TensorView gw_view = output_mask[1] ? as_4d(grad_weight) : kernels::TensorView{};
@@ -149,7 +220,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     backward(output_mask[0] ? &gi_view : nullptr, output_mask[1] ? &gw_view : nullptr,
              output_mask[2] ? &gb_view : nullptr, go_view, in_view, w_view, params);
   });
-  return {grad_input, grad_weight, grad_bias};
+  return {cut_back(grad_input), grad_weight, grad_bias};
 }
 
 }  // namespace openneuron::bridge
