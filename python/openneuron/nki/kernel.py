@@ -429,7 +429,9 @@ class CompiledLaunch:
         queue = []  # (phase, start ns, program, segment) for every segment
         bindings = []
         for number, program in enumerate(self.programs):
-            bound = {}
+            # Buffer numbers are each program's own; the outputs are read through the last
+            # program's, as the returned tensors are the last trace's.
+            bound, final = {}, {}
             for position, index in enumerate(program.input_indices):
                 if position < program.argument_count:
                     host = np.ascontiguousarray(arrays[position])
@@ -462,9 +464,8 @@ class CompiledLaunch:
         except Exception:
             self._simulators.clear()  # the other programs stopped mid-way: start them afresh
             raise
-        for program in self.programs:
-            for b in program.hbm:
-                final[b.index] = final[b.index].reshape(b.shape)
+        for b in self.programs[-1].hbm:
+            final[b.index] = final[b.index].reshape(b.shape)
         for position, host in written.items():
             arrays[position] = host
         return self._result(True, final, cores), arrays
