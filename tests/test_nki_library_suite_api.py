@@ -164,3 +164,25 @@ def test_an_nki_object_subclass_is_a_dataclass_without_the_decorator():
     assert Wider(rows=1, depth=5) == Wider(1, 4, 5)
     with pytest.raises(TypeError):
         Sizes(cols=1)  # rows has no default
+
+
+def test_nki_object_subclass_decorated_as_a_frozen_dataclass_constructs():
+    # The top-k kernels' hardware constants: @dataclass(frozen=True) over an NKIObject subclass.
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, eq=True)
+    class Constants(nl.NKIObject):
+        lanes: int = 8
+        index_dtype: type = nl.uint32
+
+    constants = Constants()
+    assert constants.lanes == 8 and hash(constants) == hash(Constants())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        constants.lanes = 4
+
+    class Mutable(nl.NKIObject):
+        size: int
+
+    sizes = Mutable(size=3)
+    sizes.size = 5
+    assert sizes.size == 5
