@@ -186,3 +186,9 @@ def test_nki_object_subclass_decorated_as_a_frozen_dataclass_constructs():
     sizes = Mutable(size=3)
     sizes.size = 5
     assert sizes.size == 5
+
+
+def test_dtypes_print_as_their_bare_names():
+    # The library's allocator sizes fp8 tiles by comparing str(dtype) with "float8_e4m3".
+    assert str(nl.float8_e4m3) == "float8_e4m3" and str(nl.float32) == "float32"
+    assert repr(nl.bfloat16) == "nl.bfloat16"

@@ -35,6 +35,10 @@ class DType:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
+    def __str__(self) -> str:
+        # The bare name, as AWS's dtypes print: kernels compare str(dtype) with "float8_e4m3".
+        return self.name
+
     def __eq__(self, other) -> bool:
         try:
             return as_dtype(other) is self
