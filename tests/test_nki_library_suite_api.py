@@ -190,7 +190,7 @@ def test_nki_object_subclass_decorated_as_a_frozen_dataclass_constructs():
 
 def test_dtypes_print_as_aws_dtypes_do():
     # The library compares str(dtype): its allocator sizes fp8 tiles by "float8_e4m3", and
-    # attention checks str(mm_out_dtype) == str(nl.float32) with np.float32 passed in.
+    # attention checks str(mm_out_dtype) == str(nl.float32) with a NumPy dtype passed in.
     assert str(nl.float8_e4m3) == "float8_e4m3" and str(nl.bfloat16) == "bfloat16"
-    assert str(nl.float32) == str(np.float32) and str(nl.int32) == str(np.int32)
+    assert str(nl.float32) == str(np.dtype(np.float32)) and str(nl.int32) == "int32"
     assert repr(nl.bfloat16) == "nl.bfloat16"

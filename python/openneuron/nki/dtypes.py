@@ -8,23 +8,6 @@ except ImportError:  # bfloat16/fp8 arrays then travel as raw bits
     ml_dtypes = None
 
 
-# Element types NumPy has itself (the rest come from ml_dtypes or are packed formats).
-_NUMPY_NATIVE = {
-    "float32",
-    "float16",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-}
-
-
 class DType:
     """An element type: ``name`` as NKI spells it, ``code`` as the simulator numbers it."""
 
@@ -53,10 +36,8 @@ class DType:
         return f"nl.{self.name}"
 
     def __str__(self) -> str:
-        # As AWS's dtypes print, which kernels compare: NumPy's own types as NumPy prints them
-        # (str(nl.float32) == str(np.float32)), the others by bare name ("float8_e4m3").
-        if self.name in _NUMPY_NATIVE:
-            return str(np.dtype(self._numpy_name).type)
+        # The bare name, as AWS's dtypes (and NumPy's dtype objects) print: kernels compare
+        # str(dtype) with "float8_e4m3", or with str(np.dtype("float32")).
         return self.name
 
     def __eq__(self, other) -> bool:
