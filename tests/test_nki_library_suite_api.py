@@ -164,3 +164,33 @@ def test_an_nki_object_subclass_is_a_dataclass_without_the_decorator():
     assert Wider(rows=1, depth=5) == Wider(1, 4, 5)
     with pytest.raises(TypeError):
         Sizes(cols=1)  # rows has no default
+
+
+def test_nki_object_subclass_decorated_as_a_frozen_dataclass_constructs():
+    # The top-k kernels' hardware constants: @dataclass(frozen=True) over an NKIObject subclass.
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, eq=True)
+    class Constants(nl.NKIObject):
+        lanes: int = 8
+        index_dtype: type = nl.uint32
+
+    constants = Constants()
+    assert constants.lanes == 8 and hash(constants) == hash(Constants())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        constants.lanes = 4
+
+    class Mutable(nl.NKIObject):
+        size: int
+
+    sizes = Mutable(size=3)
+    sizes.size = 5
+    assert sizes.size == 5
+
+
+def test_dtypes_print_as_aws_dtypes_do():
+    # The library compares str(dtype): its allocator sizes fp8 tiles by "float8_e4m3", and
+    # attention checks str(mm_out_dtype) == str(nl.float32) with a NumPy dtype passed in.
+    assert str(nl.float8_e4m3) == "float8_e4m3" and str(nl.bfloat16) == "bfloat16"
+    assert str(nl.float32) == str(np.dtype(np.float32)) and str(nl.int32) == "int32"
+    assert repr(nl.bfloat16) == "nl.bfloat16"

@@ -483,6 +483,66 @@ void execute(CoreState& state, const Instruction& ins) {
       Access::write(state, dst, out.data());
       return;
     }
+    case Opcode::kMatchReplace8: {
+      auto x = Access::read(state, ins, a);
+      const auto values = Access::read(state, ins, b);
+      const int64_t p = a.partitions(), f = a.free_size();
+      // Infinity stores as the all-ones index of the integer dtypes (they saturate).
+      std::vector<float> found(static_cast<size_t>(p * 8), std::numeric_limits<float>::infinity());
+      std::vector<char> replaced(static_cast<size_t>(f));
+      for (int64_t i = 0; i < p; ++i) {
+        std::fill(replaced.begin(), replaced.end(), 0);
+        for (int v = 7; v >= 0; --v) {
+          const float wanted = values[i * 8 + v];
+          for (int64_t j = 0; j < f; ++j) {
+            if (!replaced[j] && x[i * f + j] == wanted) {
+              replaced[j] = 1;
+              found[i * 8 + v] = static_cast<float>(j);
+              break;
+            }
+          }
+        }
+        for (int64_t j = 0; j < f; ++j) {
+          if (replaced[j]) x[i * f + j] = ins.imm0;
+        }
+      }
+      Access::write(state, dst, x.data());
+      if (ins.dst2.valid()) Access::write(state, ins.dst2, found.data());
+      return;
+    }
+    case Opcode::kRangeSelect: {
+      auto x = Access::read(state, ins, a);
+      const int64_t p = a.partitions(), f = a.free_size();
+      const auto bound0 = Access::read(state, ins, b);
+      const auto bound1 = Access::read(state, ins, c);
+      const auto reduce_op = static_cast<AluOp>(ins.pattern[0]);
+      std::vector<float> reduced(static_cast<size_t>(p));
+      for (int64_t i = 0; i < p; ++i) {
+        for (int64_t j = 0; j < f; ++j) {
+          const float position = static_cast<float>(j) + ins.imm0;
+          const bool keep = apply_alu(ins.alu0, position, bound0[i]) != 0.0f &&
+                            apply_alu(ins.alu1, position, bound1[i]) != 0.0f;
+          if (!keep) x[i * f + j] = ins.imm1;
+        }
+        if (ins.dst2.valid()) reduced[i] = reduce_row(reduce_op, x.data() + i * f, f);
+      }
+      Access::write(state, dst, x.data());
+      if (ins.dst2.valid()) Access::write(state, ins.dst2, reduced.data());
+      return;
+    }
+    case Opcode::kCoreBarrier:
+      return;
+    case Opcode::kDmaCompute: {
+      const float scales[3] = {ins.imm0, ins.imm1, ins.imm2};
+      std::vector<float> sum(static_cast<size_t>(dst.elements()), 0.0f);
+      for (int s = 0; s < 3; ++s) {
+        if (!ins.src[s].valid()) continue;
+        const auto x = Access::read(state, ins, ins.src[s]);
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] += x[i] * scales[s];
+      }
+      Access::write(state, dst, sum.data());
+      return;
+    }
     case Opcode::kStreamShuffle: {
       // Reads only the partitions some destination partition copies, all before any write; a
       // moved element never written stays never written where it lands.

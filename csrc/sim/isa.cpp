@@ -42,7 +42,11 @@ const char* opcode_name(Opcode opcode) {
                                        "max8",
                                        "nc_find_index8",
                                        "nc_stream_shuffle",
-                                       "nonzero_with_count"};
+                                       "nonzero_with_count",
+                                       "nc_match_replace8",
+                                       "range_select",
+                                       "core_barrier",
+                                       "dma_compute"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);
 }
@@ -116,6 +120,7 @@ Engine default_engine(Opcode opcode) {
     case Opcode::kNonzeroWithCount:
       return Engine::kGpSimd;
     case Opcode::kDmaCopy:
+    case Opcode::kDmaCompute:
       return Engine::kDma;
     default:
       return Engine::kVector;

@@ -64,12 +64,25 @@
 //                   `pattern` (byte i of the 32 in little-endian order). Same dtype, same free
 //                   size; a may span fewer partitions than dst (mask 0: a broadcast). Only the
 //                   partitions of a that some dst partition copies are read.
+//   kMatchReplace8  dst = a with the first not-yet-replaced element equal to each of the 8 values
+//                   b[p,0..8) set to imm0, the values taken in the order 7, 6, ..., 0 (so
+//                   duplicate values pair with successive matches, the first match going to the
+//                   highest slot); when dst2 is given, dst2[p,v] (uint16 / uint32 / fp32) = the
+//                   index of value v's match (row-major over a's free elements), all ones when
+//                   none (always for NaN). dst has a's shape; 8 ≤ F ≤ 16384.
+//   kRangeSelect    per element j of a's free elements, v = j + imm0; keep when
+//                   (v alu0 b[p,0]) and (v alu1 c[p,0]): dst = keep ? a : imm1. When dst2 is
+//                   given, dst2[p,0] = reduction of that dst row with the AluOp in pattern[0].
 //   GpSimd engine (stream compaction)
 //   kNonzeroWithCount  on partitions 0, 16, 32, ... of a (from its start; each of GpSimd's eight
 //                   cores reads the first of its 16 partitions), with F free elements: dst's same
 //                   partition [F + 1] = the indices j + imm0 of the nonzero elements a[j] in
 //                   order, then imm1 up to index F - 1, then their count at index F. The other
 //                   partitions of dst are left as they were. NaN counts as nonzero.
+//   Launch
+//   kCoreBarrier    no operands, no work: the cores of a launch wait for one another here.
+//                   Simulator::run executes a program in segments that end at each barrier, so
+//                   a launcher can interleave the programs of one launch on shared HBM.
 //   DMA
 //   kDmaCopy        dst = a, any shapes with equal element counts, walking both in row-major
 //                   order; casts between dtypes; HBM and SBUF only (never PSUM).
@@ -81,6 +94,9 @@
 //                   row-major order) of the other operand, whose first dimension has size P too.
 //                   Every value must lie in [0, bound): otherwise out-of-bounds, or under
 //                   skip_out_of_bounds the transfer (scalar) or the row (vector) is left out.
+//   kDmaCompute     dst = a·imm0 + b·imm1 + c·imm2 (the sources given, at least one), in fp32,
+//                   walking every operand in row-major order (equal element counts), rounded
+//                   once to dst's dtype; HBM and SBUF only.
 #pragma once
 
 #include <cstdint>
@@ -119,6 +135,10 @@ enum class Opcode : uint8_t {
   kFindIndex8,
   kStreamShuffle,
   kNonzeroWithCount,
+  kMatchReplace8,
+  kRangeSelect,
+  kCoreBarrier,
+  kDmaCompute,
   kCount
 };
 

@@ -152,6 +152,17 @@ class Checker {
       case Opcode::kNonzeroWithCount:
         check_nonzero_with_count(instruction);
         break;
+      case Opcode::kMatchReplace8:
+        check_match_replace8(instruction);
+        break;
+      case Opcode::kRangeSelect:
+        check_range_select(instruction);
+        break;
+      case Opcode::kCoreBarrier:
+        break;
+      case Opcode::kDmaCompute:
+        check_dma_compute(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -203,6 +214,66 @@ class Checker {
     if (out != DType::kInt32 && out != DType::kUInt32 && out != DType::kFloat32) {
       fail(rule::kDtype,
            std::string("writes int32, uint32 or float32 indices, got ") + dtype_name(out));
+    }
+  }
+
+  // nc_match_replace8: dst shaped as data, 8 values per partition, optional [P, 8] indices.
+  void check_match_replace8(const Instruction& instruction) {
+    require_inputs(instruction, 2);
+    const AccessPattern& data = instruction.src[0];
+    same_shape(instruction.dst, data, "data");
+    if (data.free_size() < 8 || data.free_size() > 16384) {
+      fail(rule::kShapeMismatch, "reads 8 to 16384 elements per partition, got " +
+                                     std::to_string(data.free_size()) + " in " + shape_text(data));
+    }
+    const AccessPattern& vals = instruction.src[1];
+    if (vals.free_size() != 8 || vals.partitions() != data.partitions()) {
+      fail(rule::kShapeMismatch, "vals holds 8 values per partition of data " + shape_text(data) +
+                                     ", got " + shape_text(vals));
+    }
+    const AccessPattern& indices = instruction.dst2;
+    if (!indices.valid()) return;
+    if (indices.free_size() != 8 || indices.partitions() != data.partitions()) {
+      fail(rule::kShapeMismatch, "dst_idx holds 8 indices per partition of data " +
+                                     shape_text(data) + ", got " + shape_text(indices));
+    }
+    const DType out = indices.dtype;
+    if (out != DType::kUInt32 && out != DType::kUInt16 && out != DType::kInt32 &&
+        out != DType::kFloat32) {
+      fail(rule::kDtype,
+           std::string("writes uint16, uint32, int32 or float32 indices, got ") + dtype_name(out));
+    }
+  }
+
+  // dma_compute: every source holds as many elements as dst.
+  void check_dma_compute(const Instruction& instruction) {
+    require_inputs(instruction, 1);
+    for (const AccessPattern& src : instruction.src) {
+      if (src.valid() && src.elements() != instruction.dst.elements()) {
+        fail(rule::kShapeMismatch, "source " + shape_text(src) + " and dst " +
+                                       shape_text(instruction.dst) +
+                                       " hold different numbers "
+                                       "of elements");
+      }
+    }
+  }
+
+  // range_select: dst shaped as on_true_tile, bounds one value per partition.
+  void check_range_select(const Instruction& instruction) {
+    require_inputs(instruction, 3);
+    same_shape(instruction.dst, instruction.src[0], "on_true_tile");
+    for (int s = 1; s < 3; ++s) {
+      const AccessPattern& bound = instruction.src[s];
+      if (bound.partitions() != instruction.src[0].partitions() || bound.free_size() != 1) {
+        fail(rule::kShapeMismatch, std::string(s == 1 ? "bound0" : "bound1") +
+                                       " holds one value per partition, got " + shape_text(bound));
+      }
+    }
+    const AccessPattern& reduced = instruction.dst2;
+    if (reduced.valid() &&
+        (reduced.partitions() != instruction.src[0].partitions() || reduced.free_size() != 1)) {
+      fail(rule::kShapeMismatch,
+           "reduce_res holds one value per partition, got " + shape_text(reduced));
     }
   }
 

@@ -20,18 +20,24 @@ void Simulator::set_input(int32_t buffer, const void* data, size_t bytes) {
 
 void Simulator::bind(int32_t buffer, uint8_t* data) { bound_[buffer] = data; }
 
-void Simulator::run(bool reference) {
-  state_ = std::make_unique<CoreState>(program_, profile_, execution_layout_);
-  CoreState& core = *state_;
-  for (const auto& [buffer, bytes] : inputs_) core.write_hbm(buffer, bytes.data(), bytes.size());
-  for (const auto& [buffer, data] : bound_) core.bind_hbm(buffer, data);
+bool Simulator::run(bool reference) {
+  if (next_ == 0) {
+    state_ = std::make_unique<CoreState>(program_, profile_, execution_layout_);
+    CoreState& core = *state_;
+    for (const auto& [buffer, bytes] : inputs_) core.write_hbm(buffer, bytes.data(), bytes.size());
+    for (const auto& [buffer, data] : bound_) core.bind_hbm(buffer, data);
+    core.prepare();
+  }
+  // A resumed run keeps the bindings and inputs its first segment started with.
   inputs_.clear();
   bound_.clear();
-  core.prepare();
+  CoreState& core = *state_;
   try {
-    for (size_t i = 0; i < program_.instructions.size(); ++i) {
+    while (next_ < program_.instructions.size()) {
+      const size_t i = next_++;
       for (int32_t buffer : execution_layout_.born_at[i]) core.begin_life(buffer);
       const Instruction& instruction = program_.instructions[i];
+      if (instruction.opcode == Opcode::kCoreBarrier) return false;
       if (instruction.indirect.active()) {
         for (const Instruction& plain : resolve_indirect(core, instruction)) {
           reference ? execute_reference(core, plain) : execute_fast(core, plain);
@@ -45,10 +51,13 @@ void Simulator::run(bool reference) {
       }
     }
   } catch (...) {
+    next_ = 0;
     core.finish();
     throw;
   }
+  next_ = 0;
   core.finish();
+  return true;
 }
 
 std::vector<uint8_t> Simulator::hbm(int32_t buffer) const {

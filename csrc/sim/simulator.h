@@ -26,11 +26,13 @@ class Simulator {
   // memory must stay valid until run() returns.
   void bind(int32_t buffer, uint8_t* data);
 
-  // Executes every instruction in issue order on a fresh core (each buffer's life starts at
+  // Executes the instructions in issue order on a fresh core (each buffer's life starts at
   // its first use, unwritten); `reference` selects the reference interpreter instead of the
   // fast executor. Throws SimError on a read of never-written memory. Bindings and inputs
-  // apply to this run only.
-  void run(bool reference = false);
+  // apply to this run only. A program with core barriers runs in segments: each call stops
+  // after the next barrier (returning false) and the following call resumes there on the
+  // same core state; the call that reaches the end returns true, and the next starts afresh.
+  bool run(bool reference = false);
 
   // An HBM buffer's bytes after run().
   std::vector<uint8_t> hbm(int32_t buffer) const;
@@ -50,6 +52,7 @@ class Simulator {
   std::map<int32_t, std::vector<uint8_t>> inputs_;
   std::map<int32_t, uint8_t*> bound_;
   std::unique_ptr<CoreState> state_;
+  size_t next_ = 0;  // the instruction a resumed run() starts at
 };
 
 }  // namespace openneuron::sim

@@ -271,7 +271,8 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
       if (a.dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
       break;
     }
-    case Opcode::kDmaCopy: {
+    case Opcode::kDmaCopy:
+    case Opcode::kDmaCompute: {
       AccessPattern src = a, dst = ins.dst;
       // A vector offset makes every row its own chunk; reading the offsets costs the engine
       // that generates the descriptors a fixed time first.
@@ -282,8 +283,12 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
           moved.dims[0].stride = std::numeric_limits<int64_t>::max() / 4;
         index_ns = static_cast<double>(profile.indirect_index_cycles) / profile.gpsimd_ghz;
       }
-      const int64_t bytes =
-          std::max(src.elements() * dtype_size(src.dtype), dst.elements() * dtype_size(dst.dtype));
+      int64_t read_bytes = src.elements() * dtype_size(src.dtype);
+      // dma_compute reads each of its sources (the DMA engine's adder is not modelled).
+      for (int s = 1; s < 3 && ins.opcode == Opcode::kDmaCompute; ++s) {
+        if (ins.src[s].valid()) read_bytes += ins.src[s].elements() * dtype_size(ins.src[s].dtype);
+      }
+      const int64_t bytes = std::max(read_bytes, dst.elements() * dtype_size(dst.dtype));
       const int64_t chunk = std::max<int64_t>(
           1, std::min(contiguous_bytes(program, src), contiguous_bytes(program, dst)));
       const int64_t descriptors = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
@@ -351,6 +356,8 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
   double tensor_weights_free = 0;  // when the PE array can take the next stationary tensor
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     const Instruction& ins = program.instructions[i];
+    // A barrier waits for the other cores, whose schedules are their own: no work here.
+    if (ins.opcode == Opcode::kCoreBarrier) continue;
     const int engine = static_cast<int>(ins.engine);
     const double engine_was_free = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
     // When the operands are ready, with and without the semaphore wait on other engines.

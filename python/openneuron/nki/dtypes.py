@@ -35,6 +35,11 @@ class DType:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
+    def __str__(self) -> str:
+        # The bare name, as AWS's dtypes (and NumPy's dtype objects) print: kernels compare
+        # str(dtype) with "float8_e4m3", or with str(np.dtype("float32")).
+        return self.name
+
     def __eq__(self, other) -> bool:
         try:
             return as_dtype(other) is self

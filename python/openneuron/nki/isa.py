@@ -594,25 +594,49 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
         if axes is None:
             axes = (src.ndim - 1,) + tuple(range(1, src.ndim - 1)) + (0,)
         return _on_chip_dma_transpose(dst, src, tuple(int(a) for a in axes))
-    shape = [s for s in src.shape if s != 1] if src.ndim > 2 else list(src.shape)
-    strides = (
-        [st for s, st in zip(src.shape, src.strides, strict=True) if s != 1]
-        if src.ndim > 2
-        else list(src.strides)
-    )
-    if len(shape) != 2:
-        tr.fail("unsupported", f"dma_transpose of a {src.ndim}-D view {list(src.shape)}")
+    if axes is None:
+        axes = _DEFAULT_TRANSPOSE_AXES.get(src.ndim)
+        if axes is None:
+            tr.fail("unsupported", f"dma_transpose of a {src.ndim}-D view {list(src.shape)}")
+    axes = tuple(int(a) for a in axes)
+    if sorted(axes) != list(range(src.ndim)):
+        tr.fail("bad-operand", f"dma_transpose axes {axes} for a {src.ndim}-D src")
+    # From HBM the permutation is a strided read: the DMA walks it and dst in row-major order.
     view = NkiTensor(
         src.buffer,
         src.dtype,
-        (shape[1], shape[0]),
-        (strides[1], strides[0]),
+        tuple(src.shape[a] for a in axes),
+        tuple(src.strides[a] for a in axes),
         src.offset,
         src.start_partition,
     )
-    if src.on_chip:
-        tr.fail("unsupported", "dma_transpose from SBUF is not simulated")
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
+
+
+# The permutation dma_transpose applies when given no axes, by the source's rank.
+_DEFAULT_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, name=None, **_ignored):
+    """dst = srcs[0] * scales[0] + srcs[1] * scales[1] + ... (up to three sources; scales
+    default to 1.0), computed in fp32 by the DMA engines and rounded once to dst's dtype;
+    every operand in HBM or SBUF, walked in row-major order. reduce_op must be add."""
+    _tensor(dst, "dst")
+    srcs = list(srcs)
+    for k, src in enumerate(srcs):
+        _tensor(src, f"srcs[{k}]")
+        if src.indirect is not None:
+            tr.fail("unsupported", "dma_compute with a run-time offset (read-modify-write)")
+    if not 1 <= len(srcs) <= 3:
+        tr.fail("unsupported", f"dma_compute of {len(srcs)} sources: 1 to 3 are simulated")
+    if reduce_op is not None and alu_code(reduce_op) != ALU_OPERATORS["add"]:
+        tr.fail("unsupported", f"dma_compute with reduce_op={reduce_op!r}: only add is")
+    scales = [1.0] * len(srcs) if scales is None else [float(v) for v in scales]
+    if len(scales) != len(srcs):
+        tr.fail("bad-operand", f"dma_compute has {len(srcs)} sources and {len(scales)} scales")
+    fields = {f"src{k}": src for k, src in enumerate(srcs)}
+    fields.update({f"imm{k}": scale for k, scale in enumerate(scales)})
+    return emit(tr.DMA_COMPUTE, tr.DMA, dst=dst, **fields)
 
 
 def _on_chip_dma_transpose(dst, src, axes):
@@ -712,15 +736,78 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None, **_i
 
 
 def core_barrier(data=None, cores=None, name=None, **_ignored):
-    """Waits for the other cores of the launch. One program per launch: nothing to wait for
-    (its own accesses are ordered by their dependencies); more than one run one after
-    another here, which a barrier between them cannot mean."""
+    """Waits until every program of the launch reaches this barrier (the programs of an LNC=2
+    launch share HBM and run at once). In a one-program launch there is nothing to wait for
+    (its own accesses are ordered by their dependencies) and no instruction is emitted."""
     trace = _trace()
     programs = 1
     for n in trace.num_programs:
         programs *= n
     if programs > 1:
-        tr.fail("unsupported", "core_barrier between the programs of a multi-core launch")
+        emit(tr.CORE_BARRIER, tr.GPSIMD)
+
+
+def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None, **_ignored):
+    """dst = data with the first element equal to each of the 8 values vals[p, :] replaced
+    by imm, the values taken last to first (duplicates pair with successive matches, the
+    first match going to the highest slot); dst_idx[p, v], when given, = the index of value
+    v's match (row-major over data's free axes), all ones when none."""
+    _tensor(dst, "dst"), _tensor(data, "data"), _tensor(vals, "vals")
+    if dst_idx is not None:
+        _tensor(dst_idx, "dst_idx")
+    if not _is_scalar(imm):
+        tr.fail("bad-operand", f"imm is a Python number, got {type(imm).__name__}")
+    return emit(tr.MATCH_REPLACE8, tr.VECTOR, dst=dst, dst2=dst_idx, src0=data, src1=vals, imm0=imm)
+
+
+# The float32 value nl.fp32.min names: what on_false_value defaults to.
+_FLOAT32_LOWEST = -3.4028234663852886e38
+
+
+def range_select(
+    dst,
+    on_true_tile,
+    comp_op0,
+    comp_op1,
+    bound0,
+    bound1,
+    reduce_cmd=None,
+    reduce_res=None,
+    reduce_op=None,
+    range_start=0.0,
+    on_false_value=None,
+    name=None,
+    **_ignored,
+):
+    """dst[p, j] = on_true_tile[p, j] where (j + range_start) comp_op0 bound0[p] and
+    (j + range_start) comp_op1 bound1[p], else on_false_value (default the lowest float32);
+    with reduce_res, reduce_res[p] = reduce_op (default maximum) over that dst row. The
+    accumulating reduce commands (`reduce`, `reset` without reducing) keep a register across
+    instructions, which is not modelled: they are refused."""
+    _tensor(dst, "dst"), _tensor(on_true_tile, "on_true_tile")
+    _tensor(bound0, "bound0"), _tensor(bound1, "bound1")
+    if reduce_cmd not in (None, globals()["reduce_cmd"].idle, globals()["reduce_cmd"].reset_reduce):
+        tr.fail(
+            "unsupported",
+            f"range_select with reduce_cmd={reduce_cmd!r}: only idle and "
+            "reset_reduce (this row's reduction alone) are simulated",
+        )
+    if on_false_value is None or on_false_value is Ellipsis or not _is_scalar(on_false_value):
+        on_false_value = _FLOAT32_LOWEST
+    fields = dict(
+        dst=dst,
+        src0=on_true_tile,
+        src1=bound0,
+        src2=bound1,
+        alu0=alu_code(comp_op0),
+        alu1=alu_code(comp_op1),
+        imm0=float(range_start),
+        imm1=float(on_false_value),
+    )
+    if reduce_res is not None:
+        fields["dst2"] = _tensor(reduce_res, "reduce_res")
+        fields["pattern"] = (alu_code(reduce_op if reduce_op is not None else "maximum"), 0, 0, 0)
+    return emit(tr.RANGE_SELECT, tr.VECTOR, **fields)
 
 
 def _not_simulated(name):
@@ -733,13 +820,10 @@ def _not_simulated(name):
 
 # Named so kernels import; each raises a KernelTraceError naming itself when called.
 for _name in (
-    "dma_compute",
     "local_gather",
-    "nc_match_replace8",
     "nc_matmul_mx",
     "nc_n_gather",
     "quantize_mx",
-    "range_select",
     "register_alloc",
     "register_load",
     "sendrecv",

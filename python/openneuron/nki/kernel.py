@@ -11,13 +11,14 @@ import inspect
 import json
 import numbers
 import os
+import types
 
 import numpy as np
 import torch
 
 from openneuron.nki import trace as tr
 from openneuron.nki.dtypes import as_dtype
-from openneuron.nki.errors import KernelTraceError
+from openneuron.nki.errors import KernelRuleError, KernelTraceError
 from openneuron.nki.tensor import NkiTensor
 
 _EMPTY_PATTERN = [-1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
@@ -250,14 +251,18 @@ def _rebuild_views(value, views):
 class _Program:
     """One program id's trace, encoded for the simulator."""
 
-    def __init__(self, recording, input_indices):
+    def __init__(self, recording, input_indices, concurrent=False):
         self.recording = recording
         # Constants the kernel made (nl.shared_constant) are bound like inputs, after them.
         self.argument_count = len(input_indices)
         self.constant_values = list(recording.constants.values())
         input_indices = list(input_indices) + list(recording.constants)
         self.input_indices = input_indices
-        self.buffers, self.words, self.immediates = encode(recording)
+        # A program that shares HBM with others pauses before each DMA that touches HBM (and
+        # at each core barrier), so the launch can interleave the programs' HBM accesses.
+        self.marks = []  # per pause: whether it is a core barrier (else a yield point)
+        encoded = _with_pauses(recording, self.marks) if concurrent else recording
+        self.buffers, self.words, self.immediates = encode(encoded)
         self.hbm = [b for b in recording.buffers if b.memory == tr.HBM]
         inputs = set(input_indices)
         self.created = [b for b in self.hbm if b.index not in inputs]
@@ -269,6 +274,30 @@ class _Program:
                 for _, _, f in recording.instructions
             )
         }
+
+
+def _touches_hbm(opcode, fields):
+    return opcode in (tr.DMA_COPY, tr.DMA_COMPUTE) and any(
+        fields[slot] is not None and fields[slot].buffer.memory == tr.HBM for slot in _SLOTS
+    )
+
+
+def _with_pauses(recording, marks):
+    """`recording`'s instructions with a pause (a core-barrier instruction, which the
+    simulator stops after) before every DMA touching HBM; `marks` gets one entry per pause."""
+    instructions = []
+    for opcode, engine, fields in recording.instructions:
+        if opcode == tr.CORE_BARRIER:
+            marks.append(True)
+        elif _touches_hbm(opcode, fields):
+            pause = dict(fields)
+            for slot in _SLOTS:
+                pause[slot] = None
+            pause["indirect"] = None
+            instructions.append((tr.CORE_BARRIER, tr.GPSIMD, pause))
+            marks.append(False)
+        instructions.append((opcode, engine, fields))
+    return types.SimpleNamespace(instructions=instructions, buffers=recording.buffers)
 
 
 class CompiledLaunch:
@@ -299,7 +328,7 @@ class CompiledLaunch:
                             "HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
                         )
             self.sample_inputs = arrays
-            self.programs.append(_Program(recording, indices))
+            self.programs.append(_Program(recording, indices, concurrent=len(program_ids) > 1))
         self.written_inputs = set().union(*(p.written_inputs for p in self.programs))
         self._simulators = {}
         self._timings = {}
@@ -310,7 +339,7 @@ class CompiledLaunch:
 
     def _simulator(self, number, carried):
         """Program `number` decoded, placed and rule-checked once (per whether kernel-created
-        HBM tensors arrive from an earlier core)."""
+        HBM tensors are shared with other cores, which may write them)."""
         key = (number, carried)
         simulator = self._simulators.get(key)
         if simulator is None:
@@ -337,48 +366,132 @@ class CompiledLaunch:
         Returns (LaunchResult, the input arrays as the kernel left them). Inputs are read in
         place; outputs are written straight into new arrays; inputs the kernel writes are
         copied first, so a failing kernel leaves the caller's arrays as they were."""
+        if len(self.programs) > 1:
+            return self._run_concurrently(arrays, execute, reference, trace)
         arrays = list(arrays)
-        carried = {}  # kernel-created HBM buffers by creation order, as earlier cores left them
-        cores, final = [], {}
-        for number, program in enumerate(self.programs):
-            is_carried = bool(carried)
-            simulator = self._simulator(number, is_carried)
-            if execute:
-                final = {}
-                bound = {}
-                for position, index in enumerate(program.input_indices):
-                    if position < program.argument_count:
-                        host = np.ascontiguousarray(arrays[position])
-                    else:
-                        host = program.constant_values[position - program.argument_count]
-                    if position in program.written_inputs:
-                        host = host.copy()
-                    final[index] = host
-                    bound[index] = host.reshape(-1).view(np.uint8)
-                for order, buffer in enumerate(program.created):
-                    if order in carried:
-                        host = carried[order].copy()
-                    else:
-                        host = np.empty(buffer.shape, dtype=buffer.dtype.numpy)
-                    final[buffer.index] = host
-                    bound[buffer.index] = host.reshape(-1).view(np.uint8)
-                simulator.run(bound, reference)
-                for b in program.hbm:
-                    final[b.index] = final[b.index].reshape(b.shape)
-                for order, buffer in enumerate(program.created):
-                    carried[order] = final[buffer.index]
-                for position, index in enumerate(program.input_indices):
-                    if position in program.written_inputs and position < program.argument_count:
-                        arrays[position] = final[index]
-            cores.append(self._timing(number, is_carried, trace))
+        program = self.programs[0]
+        simulator = self._simulator(0, False)
+        final = {}
+        if execute:
+            bound = {}
+            for position, index in enumerate(program.input_indices):
+                if position < program.argument_count:
+                    host = np.ascontiguousarray(arrays[position])
+                else:
+                    host = program.constant_values[position - program.argument_count]
+                if position in program.written_inputs:
+                    host = host.copy()
+                final[index] = host
+                bound[index] = host.reshape(-1).view(np.uint8)
+            for buffer in program.created:
+                host = np.empty(buffer.shape, dtype=buffer.dtype.numpy)
+                final[buffer.index] = host
+                bound[buffer.index] = host.reshape(-1).view(np.uint8)
+            simulator.run(bound, reference)
+            for b in program.hbm:
+                final[b.index] = final[b.index].reshape(b.shape)
+            for position, index in enumerate(program.input_indices):
+                if position in program.written_inputs and position < program.argument_count:
+                    arrays[position] = final[index]
+        cores = [self._timing(0, False, trace)]
+        return self._result(execute, final, cores), arrays
+
+    def _result(self, execute, final, cores):
         outputs = None
         if execute and self.returned is not None:
             views = {id(t): _view_array(t, final) for t in _flatten(self.returned, [])}
             outputs = _rebuild_views(self.returned, views)
-        launch_result = LaunchResult(
-            outputs, cores, self.instructions, [p.recording for p in self.programs]
-        )
-        return launch_result, arrays
+        return LaunchResult(outputs, cores, self.instructions, [p.recording for p in self.programs])
+
+    def _run_concurrently(self, arrays, execute, reference, trace):
+        """The programs of a multi-core launch run at once on shared HBM: kernel-created
+        tensors (matched by creation order) and written inputs are one array for all of them.
+        Each program pauses before every DMA touching HBM and at each core barrier; between
+        barriers the paused segments run in the order of their start in each program's own
+        schedule, so HBM accesses interleave as the cores' timelines do. Created tensors start
+        as 0xFF bytes (NaN), as a one-program launch leaves bytes it never wrote; as any core
+        may write them, reading them is not checked for never-written bytes."""
+        arrays = list(arrays)
+        cores = [self._timing(n, True, trace) for n in range(len(self.programs))]
+        final = {}
+        if not execute:
+            return self._result(False, final, cores), arrays
+        barriers = {sum(p.marks) for p in self.programs}
+        if len(barriers) > 1:
+            counts = [sum(p.marks) for p in self.programs]
+            raise KernelRuleError(
+                "core-barrier",
+                0,
+                f"{self.source}: the programs of the launch reach different numbers of "
+                f"core_barrier calls ({counts}), so some would wait forever",
+            )
+        written, created = {}, {}
+        queue = []  # (phase, start ns, program, segment) for every segment
+        bindings = []
+        for number, program in enumerate(self.programs):
+            # Buffer numbers are each program's own; the outputs are read through the last
+            # program's, as the returned tensors are the last trace's.
+            bound, final = {}, {}
+            for position, index in enumerate(program.input_indices):
+                if position < program.argument_count:
+                    host = np.ascontiguousarray(arrays[position])
+                else:
+                    host = program.constant_values[position - program.argument_count]
+                if position in program.written_inputs:
+                    if position not in written:
+                        written[position] = host.copy()
+                    host = written[position]
+                final[index] = host
+                bound[index] = host.reshape(-1).view(np.uint8)
+            for order, buffer in enumerate(program.created):
+                if order not in created:
+                    host = np.empty(buffer.shape, dtype=buffer.dtype.numpy)
+                    host.reshape(-1).view(np.uint8)[:] = 0xFF
+                    created[order] = host
+                host = created[order]
+                final[buffer.index] = host
+                bound[buffer.index] = host.reshape(-1).view(np.uint8)
+            bindings.append(bound)
+            phase = 0
+            for segment, start in enumerate(self._segment_starts(number)):
+                queue.append((phase, start, number, segment))
+                if segment < len(program.marks) and program.marks[segment]:
+                    phase += 1
+        queue.sort()
+        try:
+            for _, _, number, _ in queue:
+                self._simulator(number, True).run(bindings[number], reference)
+        except Exception:
+            self._simulators.clear()  # the other programs stopped mid-way: start them afresh
+            raise
+        for b in self.programs[-1].hbm:
+            final[b.index] = final[b.index].reshape(b.shape)
+        for position, host in written.items():
+            arrays[position] = host
+        return self._result(True, final, cores), arrays
+
+    def _segment_starts(self, number):
+        """The start (ns, in program `number`'s own schedule) of each of its segments: the
+        first instruction after the previous pause; a segment with none takes the previous."""
+        key = ("starts", number)
+        starts = self._timings.get(key)
+        if starts is None:
+            events = json.loads(self._timing(number, True, True)["timing"]["trace"])
+            start_of = {}
+            for event in events["traceEvents"]:
+                if event.get("ph") == "X":
+                    start_of[event["args"]["index"]] = event["ts"] * 1000.0
+            # Kept non-decreasing, so sorting by start never reorders a program's own segments.
+            starts, first, latest = [], None, 0.0
+            for index, word in enumerate(self.programs[number].words):
+                if word[0] == tr.CORE_BARRIER:
+                    starts.append(latest if first is None else first)
+                    first = None
+                elif first is None:
+                    first = latest = max(latest, start_of.get(index, latest))
+            starts.append(latest if first is None else first)
+            self._timings[key] = starts
+        return starts
 
 
 def launch(kernel, args, kwargs, profile=None, execute=True, reference=False, trace=False):

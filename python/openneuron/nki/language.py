@@ -62,6 +62,10 @@ shared_hbm = _Memory("shared_hbm", tr.HBM)
 private_hbm = _Memory("private_hbm", tr.HBM)
 
 
+# What @dataclass with its defaults records on a class (mutable, compared by fields).
+_MUTABLE_DATACLASS_PARAMS = dataclasses.dataclass(type("_Plain", (), {})).__dataclass_params__
+
+
 class NKIObject:
     """Base class kernels derive their helper objects from. Every subclass is a dataclass,
     decorated or not, and plain class attributes of a subclass become its fields, so it
@@ -82,7 +86,17 @@ class NKIObject:
         if "__init__" not in cls.__dict__:
             # Subclasses are dataclasses without the decorator (`class D(NKIObject): B: int`
             # called as D(B=...)); a later @dataclass finds the methods made and keeps them.
-            dataclasses.dataclass(cls)
+            # The __init__ made is a frozen dataclass's (it assigns through object.__setattr__),
+            # so a later @dataclass(frozen=True) still constructs; the class itself stays a
+            # plain mutable dataclass. Below a mutable dataclass base only a mutable one can be.
+            try:
+                dataclasses.dataclass(cls, frozen=True)
+            except TypeError:
+                dataclasses.dataclass(cls)
+                return
+            del cls.__setattr__, cls.__delattr__
+            cls.__hash__ = None
+            cls.__dataclass_params__ = _MUTABLE_DATACLASS_PARAMS
 
 
 class tile_size:

@@ -38,7 +38,11 @@ TENSOR, VECTOR, SCALAR, GPSIMD, DMA = 0, 1, 2, 3, 4
     FIND_INDEX8,
     STREAM_SHUFFLE,
     NONZERO_WITH_COUNT,
-) = range(20)
+    MATCH_REPLACE8,
+    RANGE_SELECT,
+    CORE_BARRIER,
+    DMA_COMPUTE,
+) = range(24)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
