@@ -6,9 +6,12 @@
 // A sibling is aten::mm(a, t(W)) or aten::addmm(bias, a, t(W), 1, 1) (t: aten::t, or
 // aten::permute(W, [1, 0])) with W [N, K] and bias [N] graph inputs of a's dtype (weights and
 // biases, so the concatenation is cached: `cached=1` lets the program runner keep it while every
-// weight is the same tensor at the same version). Siblings of one group share a, the kind (mm or
-// addmm), the dtype and K, and no impure node lies between the first and the last of them (the
-// merged product is computed where the first one was).
+// weight is the same tensor at the same version), or with W = cast(G) of a graph input G (as
+// autocast casts fp32 weights to bf16): then the G are concatenated (cached), the concatenation
+// is cast once, and every use of each W reads its row slice of that cast. Siblings of one group
+// share a, the kind (mm or addmm), the dtype, K and the weights' source dtype, and no impure node
+// lies between the first and the last of them (the merged product is computed where the first
+// one was; a cast weight's concatenation where the first weight cast was).
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -23,9 +26,16 @@ namespace {
 
 struct Sibling {
   size_t node = 0;
-  int weight = -1;  // W [N, K], a graph input
+  int weight = -1;  // W [N, K], a graph input, or the graph input cast to W
+  int cast = -1;    // the value W when it is cast(weight), else -1
   int bias = -1;    // addmm's bias [N], a graph input
   int64_t features = 0;
+};
+
+// Where a sibling's weight comes from: a graph input, directly or through one cast.
+struct WeightSource {
+  int input = -1;
+  int cast = -1;
 };
 
 bool is_one(const Attr& a) {
@@ -54,15 +64,16 @@ void merge_sibling_gemms(Graph& graph) {
   for (size_t k = 0; k < graph.nodes.size(); ++k) {
     for (int output : graph.nodes[k].outputs) defined_by[output] = static_cast<int>(k);
   }
-  // The weight W of b = t(W), or -1.
+  // The source of W in b = t(W) (input -1 when there is none).
   auto transposed_weight = [&](int b) {
-    if (defined_by[b] < 0) return -1;
+    WeightSource none;
+    if (defined_by[b] < 0) return none;
     const Node& t = graph.nodes[defined_by[b]];
     const Attr* args = t.attr("args");
     if (t.op != ops::kExtern || !args || args->list.empty() ||
         args->list[0].kind != Attr::Kind::Ref ||
         t.string_attr("overload", "default") != "default") {
-      return -1;
+      return none;
     }
     const std::string target = t.string_attr("target");
     const bool transpose =
@@ -70,14 +81,18 @@ void merge_sibling_gemms(Graph& graph) {
         (target == "aten::permute" && args->list.size() == 2 &&
          args->list[1].kind == Attr::Kind::List && args->list[1].list.size() == 2 &&
          args->list[1].list[0].i == 1 && args->list[1].list[1].i == 0);
-    const int weight = static_cast<int>(args->list[0].i);
-    const Value& w = graph.values[weight];
+    WeightSource source{static_cast<int>(args->list[0].i), -1};
+    const int producer = defined_by[source.input];
+    if (producer >= 0 && graph.nodes[producer].op == ops::kCast) {
+      source = {graph.nodes[producer].inputs[0], source.input};
+    }
+    const Value& w = graph.values[source.input];
     const bool known =
         w.shape.size() == 2 && !w.shape[0].is_symbolic() && !w.shape[1].is_symbolic();
-    return transpose && graph_input[weight] && known ? weight : -1;
+    return transpose && graph_input[source.input] && known ? source : none;
   };
-  // Groups keyed by (a, kind, dtype, K), siblings in program order.
-  std::map<std::tuple<int, bool, int, int64_t>, std::vector<Sibling>> groups;
+  // Groups keyed by (a, kind, dtype, K, source dtype or -1), siblings in program order.
+  std::map<std::tuple<int, bool, int, int64_t, int>, std::vector<Sibling>> groups;
   for (size_t k = 0; k < graph.nodes.size(); ++k) {
     const Node& node = graph.nodes[k];
     const Attr* args = node.attr("args");
@@ -93,9 +108,9 @@ void merge_sibling_gemms(Graph& graph) {
     if (!addmm && !(target == "aten::mm" && list.size() == 2)) continue;
     if (list[first].kind != Attr::Kind::Ref || list[first + 1].kind != Attr::Kind::Ref) continue;
     const int a = static_cast<int>(list[first].i);
-    const int weight = transposed_weight(static_cast<int>(list[first + 1].i));
-    if (weight < 0) continue;
-    const Value& w = graph.values[weight];
+    const WeightSource source = transposed_weight(static_cast<int>(list[first + 1].i));
+    if (source.input < 0) continue;
+    const Value& w = graph.values[source.cast >= 0 ? source.cast : source.input];
     const Value& out = graph.values[node.outputs[0]];
     const Value& left = graph.values[a];
     const bool float_dtype =
@@ -104,7 +119,7 @@ void merge_sibling_gemms(Graph& graph) {
         out.shape.size() != 2) {
       continue;
     }
-    Sibling sibling{k, weight, -1, w.shape[0].size};
+    Sibling sibling{k, source.input, source.cast, -1, w.shape[0].size};
     if (addmm) {
       sibling.bias = static_cast<int>(list[0].i);
       const Value& bias = graph.values[sibling.bias];
@@ -113,22 +128,29 @@ void merge_sibling_gemms(Graph& graph) {
         continue;
       }
     }
-    groups[{a, addmm, static_cast<int>(out.dtype), w.shape[1].size}].push_back(sibling);
+    const int source_dtype =
+        source.cast >= 0 ? static_cast<int>(graph.values[source.input].dtype) : -1;
+    groups[{a, addmm, static_cast<int>(out.dtype), w.shape[1].size, source_dtype}].push_back(
+        sibling);
   }
 
   std::vector<int> impure_before(graph.nodes.size() + 1, 0);  // impure nodes in [0, k)
   for (size_t k = 0; k < graph.nodes.size(); ++k) {
     impure_before[k + 1] = impure_before[k] + (graph.nodes[k].int_attr("impure", 0) != 0);
   }
-  std::map<size_t, std::vector<Node>> inserted_before;  // node index -> merged nodes
+  std::map<size_t, std::vector<Node>> inserted_before;  // node index -> new nodes before it
   std::vector<bool> removed(graph.nodes.size(), false);
   int merged = 0;
   for (auto& [key, siblings] : groups) {
     if (siblings.size() < 2) continue;
+    const auto [a, addmm, dtype, depth, source_dtype] = key;
     const size_t first = siblings.front().node;
     const size_t last = siblings.back().node;
-    if (impure_before[last] - impure_before[first + 1] != 0) continue;
-    const auto [a, addmm, dtype, depth] = key;
+    size_t weights_at = first;  // where the weights' concatenation goes
+    for (const Sibling& s : siblings) {
+      if (s.cast >= 0) weights_at = std::min(weights_at, static_cast<size_t>(defined_by[s.cast]));
+    }
+    if (impure_before[last] - impure_before[weights_at] != 0) continue;
     const Node& like = graph.nodes[first];
     int64_t total = 0;
     std::vector<Attr> weights, biases;
@@ -142,18 +164,43 @@ void merge_sibling_gemms(Graph& graph) {
         bias_ids.push_back(s.bias);
       }
     }
-    std::vector<Node> nodes;
-    auto tensor = [&](std::vector<Dim> shape, std::vector<int> order = {}) {
+    std::vector<Node> weight_nodes, nodes;
+    auto tensor = [&](std::vector<Dim> shape, std::vector<int> order = {}, int of = -1) {
       Value v;
-      v.dtype = static_cast<DType>(dtype);
+      v.dtype = static_cast<DType>(of >= 0 ? of : dtype);
       v.shape = std::move(shape);
       v.dim_order = std::move(order);
       return graph.add_value(std::move(v));
     };
-    const int cat = tensor({Dim::known(total), Dim::known(depth)});
-    nodes.push_back(extern_node("aten::cat", {Attr::of_list(weights), Attr::integer(0)}, weight_ids,
-                                cat, like));
-    nodes.back().attrs["cached"] = Attr::integer(1);
+    int cat = tensor({Dim::known(total), Dim::known(depth)}, {}, source_dtype);
+    weight_nodes.push_back(extern_node("aten::cat", {Attr::of_list(weights), Attr::integer(0)},
+                                       weight_ids, cat, like));
+    weight_nodes.back().attrs["cached"] = Attr::integer(1);
+    if (source_dtype >= 0) {
+      // The weights were cast one by one: cast the concatenation once, and let every reader of
+      // a weight's cast read its rows of it instead.
+      const int cast = tensor({Dim::known(total), Dim::known(depth)});
+      Node node;
+      node.op = ops::kCast;
+      node.inputs = {cat};
+      node.outputs = {cast};
+      if (const Attr* src = like.attr("src")) node.attrs["src"] = *src;
+      weight_nodes.push_back(std::move(node));
+      cat = cast;
+      int64_t row = 0;
+      for (const Sibling& s : siblings) {
+        const int rows = tensor({Dim::known(s.features), Dim::known(depth)});
+        Node slice = extern_node("aten::slice",
+                                 {Attr::ref(cast), Attr::integer(0), Attr::integer(row),
+                                  Attr::integer(row + s.features), Attr::integer(1)},
+                                 {cast}, rows, like);
+        slice.attrs["overload"] = Attr::string("Tensor");
+        slice.attrs["view"] = Attr::integer(1);
+        weight_nodes.push_back(std::move(slice));
+        replace_uses(graph, s.cast, rows);
+        row += s.features;
+      }
+    }
     const int transposed = tensor({Dim::known(depth), Dim::known(total)}, {1, 0});
     nodes.push_back(extern_node("aten::t", {Attr::ref(cat)}, {cat}, transposed, like));
     nodes.back().attrs["view"] = Attr::integer(1);
@@ -185,7 +232,10 @@ void merge_sibling_gemms(Graph& graph) {
       offset += s.features;
       removed[s.node] = true;
     }
-    inserted_before[first] = std::move(nodes);
+    auto& before_weights = inserted_before[weights_at];
+    for (Node& node : weight_nodes) before_weights.push_back(std::move(node));
+    auto& before_first = inserted_before[first];
+    for (Node& node : nodes) before_first.push_back(std::move(node));
     ++merged;
   }
   if (merged == 0) return;
@@ -198,7 +248,7 @@ void merge_sibling_gemms(Graph& graph) {
     if (!removed[k]) rewritten.push_back(std::move(graph.nodes[k]));
   }
   graph.nodes = std::move(rewritten);
-  eliminate_dead_code(graph);  // transposes of merged weights nothing else reads
+  eliminate_dead_code(graph);  // transposes (and casts) of merged weights nothing else reads
 }
 
 }  // namespace openneuron::compiler

@@ -801,6 +801,36 @@ TEST(SiblingGemms, MergesBiasesOfAddmmAndLeavesMixedOrSeparatedOnes) {
   EXPECT_EQ(mms, 2u) << merged;  // the impure node keeps the two mm layers apart
 }
 
+TEST(SiblingGemms, CastsTheConcatenationOfAutocastWeightsOnce) {
+  // Under autocast each fp32 weight is cast to bf16 before its transpose (which the graph also
+  // returns, for the backward): the fp32 weights are concatenated, cast once, and each returned
+  // transpose reads its rows of that cast.
+  EXPECT_EQ(after(merge_sibling_gemms, R"(graph(%0: f32[6, 8], %1: bf16[16, 8], %2: f32[4, 8]) {
+  %3: bf16[6, 8] = cast(%0)
+  %4: bf16[8, 6]{1, 0} = extern[args=[%3], target="aten::t", view=1](%3)
+  %5: bf16[16, 6] = extern[args=[%1, %4], target="aten::mm"](%1, %4)
+  %6: bf16[4, 8] = cast(%2)
+  %7: bf16[8, 4]{1, 0} = extern[args=[%6], target="aten::t", view=1](%6)
+  %8: bf16[16, 4] = extern[args=[%1, %7], target="aten::mm"](%1, %7)
+  return (%5, %8, %4, %7)
+}
+)"),
+            R"(graph(%0: f32[6, 8], %1: bf16[16, 8], %2: f32[4, 8]) {
+  %3: f32[10, 8] = extern[args=[[%0, %2], 0], cached=1, overload="default", target="aten::cat"](%0, %2)
+  %4: bf16[10, 8] = cast(%3)
+  %5: bf16[6, 8] = extern[args=[%4, 0, 0, 6, 1], overload="Tensor", target="aten::slice", view=1](%4)
+  %6: bf16[4, 8] = extern[args=[%4, 0, 6, 10, 1], overload="Tensor", target="aten::slice", view=1](%4)
+  %7: bf16[8, 6]{1, 0} = extern[args=[%5], target="aten::t", view=1](%5)
+  %8: bf16[8, 10]{1, 0} = extern[args=[%4], overload="default", target="aten::t", view=1](%4)
+  %9: bf16[16, 10] = extern[args=[%1, %8], merged=2, overload="default", target="aten::mm"](%1, %8)
+  %10: bf16[16, 6] = extern[args=[%9, 1, 0, 6, 1], overload="Tensor", target="aten::slice", view=1](%9)
+  %11: bf16[16, 4] = extern[args=[%9, 1, 6, 10, 1], overload="Tensor", target="aten::slice", view=1](%9)
+  %12: bf16[8, 4]{1, 0} = extern[args=[%6], target="aten::t", view=1](%6)
+  return (%10, %11, %7, %12)
+}
+)");
+}
+
 TEST(SiblingGemms, RunOnlyOutsideTheBitwiseMode) {
   const char* text = R"(graph(%0: f32[16, 8], %1: f32[6, 8], %2: f32[4, 8]) {
   %3: f32[8, 6]{1, 0} = extern[args=[%1], target="aten::t", view=1](%1)
