@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bench.workloads import WORKLOADS  # noqa: E402
-from tests.compile_fixtures import fresh_compiler  # noqa: E402, F401
+from tests.compile_fixtures import compile_fault, fresh_compiler  # noqa: E402, F401
 from tests.compile_fuzz import fuzz  # noqa: E402
 
 # Compiled results equal eager's bit for bit only in this mode.
@@ -678,11 +678,10 @@ def test_random_programs_fixed_seed_bitwise():
 
 
 @pytest.mark.parametrize("bitwise", [False, True])
-def test_the_fuzzer_catches_a_subtly_wrong_fused_kernel(bitwise, monkeypatch):
+def test_the_fuzzer_catches_a_subtly_wrong_fused_kernel(bitwise):
     """Every fused matrix product scaled by 1.001 (a test-only fault): the fuzzer's rule, float64
     arbiter or bit equality, must report graphs of the same slice."""
-    monkeypatch.setenv("OPENNEURON_COMPILE_FAULT", "wrong_scale")
-    with warnings.catch_warnings():
+    with compile_fault("wrong_scale"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert len(fuzz(graphs=40, seed=20261201, bitwise=bitwise)) >= 2
 

@@ -1,11 +1,9 @@
 // Deliberately wrong epilogues, for tests only: they prove that the accuracy checks of compiled
 // code (the float64 rule, the compile fuzzer, the bitwise mode's equality) catch a fused kernel
-// that computes the wrong thing. OPENNEURON_COMPILE_FAULT names one; unset (always, outside
-// those tests) it is kNone and nothing changes.
+// that computes the wrong thing. Outside those tests the fault is kNone and nothing changes.
 #pragma once
 
-#include <cstdlib>
-#include <cstring>
+#include <string>
 
 namespace openneuron::compiler {
 
@@ -16,14 +14,18 @@ enum class EpilogueFault {
   kSkipBody,    // "skip_body": the product is stored, the elementwise epilogue never runs
 };
 
-// Read at each epilogue run (a getenv per GEMM), so a test can switch it within one process.
-inline EpilogueFault epilogue_fault() {
-  const char* name = std::getenv("OPENNEURON_COMPILE_FAULT");
-  if (name == nullptr || *name == '\0') return EpilogueFault::kNone;
-  if (std::strcmp(name, "drop_bias") == 0) return EpilogueFault::kDropBias;
-  if (std::strcmp(name, "wrong_scale") == 0) return EpilogueFault::kWrongScale;
-  if (std::strcmp(name, "skip_body") == 0) return EpilogueFault::kSkipBody;
-  return EpilogueFault::kNone;
-}
+// The fault in force: OPENNEURON_COMPILE_FAULT read once when the library loads, or the last
+// set_epilogue_fault. One relaxed atomic load, so every fused GEMM and convolution may ask.
+EpilogueFault epilogue_fault();
+
+// Sets the fault for the whole process (tests switch it between compiled runs).
+void set_epilogue_fault(EpilogueFault fault);
+
+// "" or "none" -> kNone, "drop_bias", "wrong_scale", "skip_body"; throws std::invalid_argument
+// naming the accepted values for anything else.
+EpilogueFault parse_epilogue_fault(const std::string& name);
+
+// The name parse_epilogue_fault accepts for `fault` ("none" for kNone).
+const char* epilogue_fault_name(EpilogueFault fault);
 
 }  // namespace openneuron::compiler

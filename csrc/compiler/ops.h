@@ -19,7 +19,8 @@
 //   gemm_epilogue[gemm="conv", bias=0|1, stride=[s, s], padding=[p, p], dilation=[d, d],
 //                 groups=g](x, w[, bias], inputs...) {body}
 //       P = alpha * (x @ y) (+ beta * bias for addmm), as kernels::gemm computes it (bmm: a
-//       batch of [M, K] @ [K, N]), or P = the 2-D convolution of x [N, C, H, W] by w (+ bias
+//       batch of [M, K] @ [K, N]; P may be fp32 for bf16/fp16 operands: the widened product,
+//       never rounded to 16 bits), or P = the 2-D convolution of x [N, C, H, W] by w (+ bias
 //       when bias=1), as kernels::conv2d_forward computes it, NCHW; then the body evaluated like
 //       a fused body, with body input 0 bound to P read at the body's output shape (P's
 //       elements in row-major order; a product read directly has P's own shape) and body
@@ -28,7 +29,9 @@
 //       calls the ATen operator with `args` (Ref attrs point at inputs); impure ops (random,
 //       in-place on graph inputs) are never removed, merged or reordered; view=1 marks an op
 //       whose result may alias an input (a view, or an in-place op returning its argument);
-//       without it the result is a new buffer.
+//       without it the result is a new buffer. cached=1: the runner may return its previous
+//       result while every tensor argument is the same tensor with the same data and version
+//       (weights concatenated once for merge_sibling_gemms); merged=n counts merged GEMMs.
 //   sym[fn="size", dim=d](x) | sym[fn="add"|"sub"|"mul"|"floordiv"|"mod"](a, b) | sym[fn="neg"](a)
 //   | sym[fn="const", value=v]
 //       host integer arithmetic on sizes (dynamic shapes).

@@ -10,6 +10,8 @@ void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOpti
   const bool fuse = options.fuse;
   const bool layouts = options.eliminate_layouts;
   const bool epilogues = options.fuse && options.gemm_epilogues;
+  const bool widen = epilogues && !options.bitwise;
+  const bool siblings = options.sibling_gemms && !options.bitwise;
   EpilogueProducers producers;
   producers.bmm = options.bmm_epilogues;
   producers.conv = options.conv_epilogues;
@@ -24,10 +26,18 @@ void run_pipeline(Graph& graph, const PassObserver& observer, const PipelineOpti
       {"fold_constants", fold_constants},
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"eliminate_dead_code", eliminate_dead_code},
+      {"merge_sibling_gemms",
+       [siblings](Graph& g) {
+         if (siblings) merge_sibling_gemms(g);
+       }},
       {"fuse_elementwise", [fuse](Graph& g) { fuse_elementwise(g, fuse); }},
       {"fuse_gemm_epilogue",
        [epilogues, producers](Graph& g) {
          if (epilogues) fuse_gemm_epilogue(g, producers);
+       }},
+      {"widen_gemm_epilogues",
+       [widen](Graph& g) {
+         if (widen) widen_gemm_epilogues(g);
        }},
       {"plan_memory", plan_memory},
   };

@@ -18,6 +18,7 @@ struct PipelineOptions {
   bool gemm_epilogues = true;     // fuse elementwise consumers into mm/addmm (needs fuse)
   bool bmm_epilogues = true;      // ... into bmm (needs gemm_epilogues)
   bool conv_epilogues = true;     // ... into 2-D convolutions (needs gemm_epilogues)
+  bool sibling_gemms = true;      // merge linear layers that share an input (not bitwise)
   // true: every program equals the unfused ops bit for bit (adaptive eager, and torch.compile's
   // options={"bitwise": True}); false: fusions may round differently (torch.compile's default,
   // held to the float64 accuracy rule). Passes that would change bits run only when false.
@@ -25,10 +26,11 @@ struct PipelineOptions {
 };
 
 // Verifies `graph`, then runs eliminate_views, eliminate_layouts, fold_constants,
-// eliminate_common_subexpressions, eliminate_dead_code, fuse_elementwise, fuse_gemm_epilogue and
-// plan_memory, verifying after each. Throws VerifyError naming the pass after which a rule broke.
-// `observer` (if set) is called with "input" first and then each pass's name. Passes that `options`
-// turn off leave the graph as is.
+// eliminate_common_subexpressions, eliminate_dead_code, merge_sibling_gemms (only when not
+// bitwise), fuse_elementwise, fuse_gemm_epilogue,
+// widen_gemm_epilogues (only when not bitwise) and plan_memory, verifying after each. Throws
+// VerifyError naming the pass after which a rule broke. `observer` (if set) is called with "input"
+// first and then each pass's name. Passes that `options` turn off leave the graph as is.
 void run_pipeline(Graph& graph, const PassObserver& observer = {},
                   const PipelineOptions& options = {});
 

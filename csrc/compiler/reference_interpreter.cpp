@@ -97,7 +97,8 @@ HostTensor gemm_product(const Node& node, const std::vector<const HostTensor*>& 
   } else {
     std::vector<int64_t> shape = a.shape;
     shape.back() = b.shape.back();
-    product = HostTensor(a.dtype, shape);
+    // The body's product dtype: the operands', or fp32 for a widened product.
+    product = HostTensor(node.body->values[node.body->inputs[0]].dtype, shape);
     const Attr* alpha = node.attr("alpha");
     const double beta = has_bias ? node.attr("beta")->f : 0.0;
     const kernels::TensorView bias_view =

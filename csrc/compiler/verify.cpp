@@ -138,9 +138,15 @@ class Verifier {
                 product.shape[0] == a.shape[0] && product.shape[1] == b.shape[0],
             index, "a conv epilogue's product is [N, O, OH, OW] of the operands' dtype");
     } else {
-      check(product.dtype == a.dtype && !product.shape.empty() &&
+      // A widened product keeps the fp32 accumulator of 16-bit operands (not in bitwise mode).
+      const bool widened =
+          product.dtype == kernels::DType::Float32 &&
+          (a.dtype == kernels::DType::BFloat16 || a.dtype == kernels::DType::Float16);
+      check((product.dtype == a.dtype || widened) && !product.shape.empty() &&
                 product.shape.back() == b.shape[rank - 1],
-            index, "gemm_epilogue's product has the operands' dtype and the last dim of y");
+            index,
+            "gemm_epilogue's product has the operands' dtype (or fp32 for 16-bit operands) and "
+            "the last dim of y");
       const bool known = std::none_of(product.shape.begin(), product.shape.end(),
                                       [](const Dim& d) { return d.is_symbolic(); });
       check(known || product.shape.size() == rank, index,

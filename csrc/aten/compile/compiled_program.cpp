@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 #include "aten/core/op_helpers.h"  // wrapped_number: a number where the schema takes a Tensor
@@ -283,12 +284,65 @@ at::Tensor in_promised_layout(at::Tensor t, const std::vector<int>& order) {
   return repaired;
 }
 
+// The tensors an extern was called with, as a cached=1 extern remembers them: its result stands
+// while every one is the same tensor (a weak reference keeps its address from being reused) with
+// the same data and version counter. Inference tensors have no version counter: never cached.
+class CallIdentity {
+ public:
+  // False when some tensor argument cannot be tracked.
+  bool capture(const torch::jit::Stack& stack) {
+    tensors_.clear();
+    bool trackable = true;
+    auto add = [&](const at::Tensor& t) {
+      if (!t.defined() || t.is_inference()) {
+        trackable = false;
+        return;
+      }
+      tensors_.push_back(
+          {c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()),
+           t.data_ptr(), t._version()});
+    };
+    for (const c10::IValue& v : stack) {
+      if (v.isTensor()) add(v.toTensor());
+      if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorList().vec()) add(t);
+      }
+    }
+    return trackable;
+  }
+  bool operator==(const CallIdentity& other) const {
+    if (tensors_.size() != other.tensors_.size()) return false;
+    for (size_t k = 0; k < tensors_.size(); ++k) {
+      const Tracked& a = tensors_[k];
+      const Tracked& b = other.tensors_[k];
+      if (a.impl.expired() || a.impl._unsafe_get_target() != b.impl._unsafe_get_target() ||
+          a.data != b.data || a.version != b.version) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  struct Tracked {
+    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl;
+    const void* data;
+    int64_t version;
+  };
+  std::vector<Tracked> tensors_;
+};
+
 struct ExternStep final : ProgramStep {
   c10::OperatorHandle op;
   std::vector<ArgBuilder> args;
   std::vector<int> outputs;
   std::vector<std::vector<int>> layouts;  // per output: promised dim order, empty = unchecked
   bool returns_list = false;
+  // cached=1 (a concatenation of weights): the last result, kept while its arguments stand.
+  bool cached = false;
+  mutable std::mutex cache_mutex;
+  mutable CallIdentity cached_call;
+  mutable c10::IValue cached_result;
 
   ExternStep(c10::OperatorHandle handle) : op(std::move(handle)) {}
 
@@ -296,6 +350,21 @@ struct ExternStep final : ProgramStep {
     torch::jit::Stack stack;
     stack.reserve(args.size());
     for (const ArgBuilder& arg : args) stack.push_back(arg.build(slots));
+    if (cached && outputs.size() == 1) {
+      CallIdentity call;
+      const bool trackable = call.capture(stack);
+      const std::lock_guard<std::mutex> lock(cache_mutex);
+      if (trackable && !cached_result.isNone() && call == cached_call) {
+        slots[outputs[0]] = cached_result;
+        return;
+      }
+      op.callBoxed(stack);
+      TORCH_CHECK(stack.size() == 1, op.schema().name(), " returned ", stack.size(), " values");
+      cached_result = trackable ? stack[0] : c10::IValue();
+      cached_call = std::move(call);
+      slots[outputs[0]] = std::move(stack[0]);
+      return;
+    }
     op.callBoxed(stack);
     if (returns_list) {
       const auto list = stack.at(0).toList();
@@ -344,6 +413,7 @@ std::unique_ptr<ProgramStep> extern_step(const Graph& graph, const Node& node) {
   }
   step->returns_list =
       schema.returns().size() == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::ListType;
+  step->cached = node.int_attr("cached", 0) != 0 && !step->returns_list;
   return step;
 }
 
@@ -512,6 +582,7 @@ struct GemmEpilogueStep final : ProgramStep {
   std::vector<std::vector<int>> dim_orders;
   std::vector<int64_t> static_shape;  // the iteration shape; empty: the product's shape
   int product_into = -1;              // the output that holds the product, or -1: a buffer
+  bool widened = false;               // the product of 16-bit operands stays fp32 (unrounded)
 
   // The product's shape, as eager's mm/bmm/convolution computes it, with eager's checks.
   at::DimVector product_shape(const at::Tensor& a, const at::Tensor& b) const {
@@ -588,9 +659,12 @@ struct GemmEpilogueStep final : ProgramStep {
       // else into a device buffer. Queued work holds views only, never tensors: a tensor freed
       // on the stream's thread may need the GIL that a synchronizing caller holds. The buffer
       // is released here on the host, after the work in stream order (the allocator is).
-      const bool into_output = product_into >= 0 && out[product_into].scalar_type() == dtype &&
+      const at::ScalarType product_dtype = widened ? at::kFloat : dtype;
+      const bool into_output = product_into >= 0 &&
+                               out[product_into].scalar_type() == product_dtype &&
                                out[product_into].is_contiguous();
-      const at::Tensor buffer = into_output ? at::Tensor() : at::empty(product_sizes, a.options());
+      const at::Tensor buffer =
+          into_output ? at::Tensor() : at::empty(product_sizes, a.options().dtype(product_dtype));
       kernels::TensorView product = view_of(into_output ? out[product_into] : buffer);
       product.ndim = static_cast<int>(product_sizes.size());
       int64_t stride = 1;
@@ -711,6 +785,7 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
       if (node.op == compiler::ops::kExtern) {
         step = extern_step(graph, node);
         ++extern_calls_;
+        sibling_gemms_ += static_cast<int>(node.int_attr("merged", 0));
       } else if (node.op == compiler::ops::kFused && compiler::ends_in_reduce(*node.body)) {
         auto fused = std::make_unique<FusedReductionStep>();
         fused->kernel = std::make_shared<const compiler::FusedReduction>(
@@ -764,6 +839,9 @@ CompiledProgram::CompiledProgram(const Graph& graph) {
         gemm->dim_orders = dim_orders_of(graph, node, &gemm->output_dtypes);
         gemm->product_into = static_cast<int>(node.int_attr("product_into", -1));
         const compiler::Value& product = node.body->values[node.body->inputs[0]];
+        const compiler::Value& left = graph.values[node.inputs[0]];
+        gemm->widened = product.dtype != left.dtype;
+        widened_epilogues_ += gemm->widened;
         bool known = true;
         for (const compiler::Dim& d : product.shape) known &= !d.is_symbolic();
         if (known) {

@@ -44,6 +44,8 @@ class CompiledProgram {
   int fused_ops() const { return fused_ops_; }
   // GEMMs that run with a fused epilogue (counted among fused_kernels too).
   int gemm_epilogues() const { return gemm_epilogues_; }  // all kinds, bmm and conv among them
+  int widened_epilogues() const { return widened_epilogues_; }  // 16-bit products kept in fp32
+  int sibling_gemms() const { return sibling_gemms_; }          // GEMMs merged with a sibling
   int bmm_epilogues() const { return bmm_epilogues_; }
   int conv_epilogues() const { return conv_epilogues_; }
   // Fused kernels that end in a reduction (counted among fused_kernels too).
@@ -62,6 +64,8 @@ class CompiledProgram {
   int extern_calls_ = 0;
   int fused_ops_ = 0;
   int gemm_epilogues_ = 0;
+  int widened_epilogues_ = 0;
+  int sibling_gemms_ = 0;
   int bmm_epilogues_ = 0;
   int conv_epilogues_ = 0;
   int fused_reductions_ = 0;

@@ -5,10 +5,12 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
+#include <stdexcept>
 
 #include "aten/compile/compiled_program.h"
 #include "aten/ops/pointwise/ops_elementwise_common.h"
 #include "aten/ops/pointwise/ops_elementwise_pointwise.h"
+#include "compiler/epilogue_faults.h"
 #include "compiler/names.h"
 #include "compiler/pipeline.h"
 #include "compiler/text.h"
@@ -138,7 +140,7 @@ struct PyCompiledGraph {
 
 PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_passes, bool fuse,
                              bool gemm_epilogues, bool bmm_epilogues, bool conv_epilogues,
-                             bool eliminate_layouts, bool bitwise) {
+                             bool eliminate_layouts, bool bitwise, bool sibling_gemms) {
   const auto start = std::chrono::steady_clock::now();
   PyCompiledGraph result;
   compiler::Graph graph;
@@ -158,6 +160,7 @@ PyCompiledGraph compile_text(const std::string& text, bool keep_dumps, bool run_
       options.conv_epilogues = conv_epilogues;
       options.eliminate_layouts = eliminate_layouts;
       options.bitwise = bitwise;
+      options.sibling_gemms = sibling_gemms;
       compiler::run_pipeline(graph, observer, options);
     } else {
       compiler::verify(graph, "loading");
@@ -178,6 +181,16 @@ void register_compiler_bindings(py::module& m) {
   m.def("_compiler_plan_pointwise", &plan_for_compiler);
   m.def("_compiler_dtype_names", &dtype_names);
   m.def("_compiler_layout_repairs", &CompiledProgram::layout_repairs);
+  // The test-only wrong epilogue (compiler/epilogue_faults.h): tests switch it between runs.
+  m.def("_compiler_set_fault", [](const std::string& name) {
+    try {
+      compiler::set_epilogue_fault(compiler::parse_epilogue_fault(name));
+    } catch (const std::invalid_argument& e) {
+      TORCH_CHECK_VALUE(false, e.what());
+    }
+  });
+  m.def("_compiler_fault",
+        [] { return std::string(compiler::epilogue_fault_name(compiler::epilogue_fault())); });
   py::class_<PyCompiledGraph>(m, "_CompiledGraph")
       .def("run", &PyCompiledGraph::run)
       .def_readonly("ir", &PyCompiledGraph::ir)
@@ -193,6 +206,8 @@ void register_compiler_bindings(py::module& m) {
         stats["fused_ops"] = g.program->fused_ops();
         stats["extern_calls"] = g.program->extern_calls();
         stats["gemm_epilogues"] = g.program->gemm_epilogues();
+        stats["widened_epilogues"] = g.program->widened_epilogues();
+        stats["sibling_gemms"] = g.program->sibling_gemms();
         stats["bmm_epilogues"] = g.program->bmm_epilogues();
         stats["conv_epilogues"] = g.program->conv_epilogues();
         stats["fused_reductions"] = g.program->fused_reductions();
@@ -202,7 +217,8 @@ void register_compiler_bindings(py::module& m) {
   m.def("_compiler_compile", &compile_text, py::arg("text"), py::arg("keep_dumps") = false,
         py::arg("run_passes") = true, py::arg("fuse") = true, py::arg("gemm_epilogues") = true,
         py::arg("bmm_epilogues") = true, py::arg("conv_epilogues") = true,
-        py::arg("eliminate_layouts") = true, py::arg("bitwise") = true);
+        py::arg("eliminate_layouts") = true, py::arg("bitwise") = true,
+        py::arg("sibling_gemms") = true);
 }
 
 }  // namespace openneuron::bridge

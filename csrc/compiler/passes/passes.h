@@ -32,6 +32,11 @@ void eliminate_views(Graph& graph);
 // copy must not become one of the graph's inputs or another of its outputs).
 void eliminate_layouts(Graph& graph);
 
+// Not in bitwise mode: linear layers (aten::mm / addmm of one input by transposed weights that
+// are graph inputs) that read the same input become one GEMM over their weights concatenated
+// (a cached=1 aten::cat) and a column slice per layer (see merge_sibling_gemms.cpp).
+void merge_sibling_gemms(Graph& graph);
+
 // Groups pointwise/cast nodes of one shape that feed each other into `fused` nodes (scalar
 // constants copied into their bodies); every elementwise node ends up in some fused node.
 // A reduce joins the group that produces its (row-major) input at that shape and ends it;
@@ -51,6 +56,11 @@ struct EpilogueProducers {
 // or a convolution's result that nothing else reads into a gemm_epilogue node computing the
 // product and the body together (see fuse_gemm_epilogue.cpp for the legality rules).
 void fuse_gemm_epilogue(Graph& graph, const EpilogueProducers& producers = {});
+
+// Not in bitwise mode: gemm_epilogue nodes (not conv) over bf16/fp16 operands keep the GEMM's
+// fp32 result and run their body in fp32, rounding once where a value is returned or explicitly
+// cast (see widen_gemm_epilogues.cpp). Results differ from eager's by that rounding.
+void widen_gemm_epilogues(Graph& graph);
 
 // Annotates every node with free=[...]: the values whose last reader (or, if unread, whose
 // definition) is that node and that the graph does not return; and fused nodes with

@@ -1,12 +1,16 @@
 // GEMM, bmm and convolution epilogues against the reference interpreter, bit for bit: bias
 // broadcast, a product read through a reshape, a residual add, a scale and mask, a cast, bf16,
-// the product held by an output or a buffer, and a body large enough to be tiled across threads.
+// the product held by an output or a buffer, and a body large enough to be tiled across threads;
+// and widened bf16 epilogues (not bitwise mode), which round once and are closer to float64.
 #include "compiler/gemm_epilogue.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <stdexcept>
 
+#include "compiler/epilogue_faults.h"
 #include "compiler/passes/passes.h"
 #include "compiler/pipeline.h"
 #include "compiler/reference_interpreter.h"
@@ -51,7 +55,7 @@ std::vector<HostTensor> run_epilogue(const Graph& graph, const std::vector<HostT
     ins.push_back(env[node.inputs[k]].broadcast_to(shape));
   }
   const int into = static_cast<int>(node.int_attr("product_into", -1));
-  HostTensor buffer(a.dtype, product_shape);
+  HostTensor buffer(node.body->values[node.body->inputs[0]].dtype, product_shape);  // widened?
   TensorView product = buffer.view();
   if (into >= 0) product.data = env[node.outputs[into]].view().data;
   if (gemm == "conv") {
@@ -213,6 +217,139 @@ TEST(GemmEpilogueKernel, RejectsShapesThatDoNotFit) {
   EXPECT_THROW(run_conv_epilogue(kernel, input.view(), weight.view(), nullptr, {},
                                  conv_product.view(), &conv_out_view, nullptr),
                std::invalid_argument);
+}
+
+// ---- widened epilogues (not bitwise mode) ----
+
+// A bf16 linear layer with GELU and a residual add, read through a reshape.
+constexpr const char* kBf16LinearGeluResidual =
+    R"(graph(%0: bf16[96, 64], %1: bf16[64, 200], %2: bf16[200], %3: bf16[4, 24, 200]) {
+  %4: bf16[96, 200] = extern[args=[%2, %0, %1, 1, 1], overload="default", target="aten::addmm"](%2, %0, %1)
+  %5: bf16[4, 24, 200] = extern[args=[%4, [4, 24, 200]], overload="default", target="aten::view"](%4)
+  %6: bf16[4, 24, 200] = pointwise[compute="bf16", fn="Gelu", p0=0](%5)
+  %7: bf16[4, 24, 200] = pointwise[compute="bf16", fn="AddAlpha", p0=1](%6, %3)
+  return (%7)
+}
+)";
+
+Graph compiled(const char* text, bool bitwise) {
+  Graph graph = parse_graph(text);
+  PipelineOptions options;
+  options.bitwise = bitwise;
+  run_pipeline(graph, {}, options);
+  return graph;
+}
+
+HostTensor as_float64(HostTensor t) {  // by value: view() is not const
+  HostTensor wide(DType::Float64, t.shape);
+  kernels::copy(wide.view(), t.view());
+  return wide;
+}
+
+// Mean absolute difference of two tensors of one shape.
+double mean_error(const HostTensor& a, const HostTensor& b) {
+  const HostTensor x = as_float64(a), y = as_float64(b);
+  const auto* p = reinterpret_cast<const double*>(x.bytes.data());
+  const auto* q = reinterpret_cast<const double*>(y.bytes.data());
+  double total = 0.0;
+  for (int64_t i = 0; i < x.numel(); ++i) total += std::abs(p[i] - q[i]);
+  return total / static_cast<double>(x.numel());
+}
+
+TEST(WidenedEpilogue, BitwiseModeKeepsTheRoundedProduct) {
+  const Graph graph = compiled(kBf16LinearGeluResidual, /*bitwise=*/true);
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  const Graph& body = *graph.nodes[0].body;
+  EXPECT_EQ(body.values[body.inputs[0]].dtype, DType::BFloat16) << print_graph(graph);
+}
+
+TEST(WidenedEpilogue, KeepsTheFp32ProductAndRoundsOnce) {
+  const Graph graph = compiled(kBf16LinearGeluResidual, /*bitwise=*/false);
+  ASSERT_EQ(graph.nodes.size(), 1u) << print_graph(graph);
+  const Graph& body = *graph.nodes[0].body;
+  EXPECT_EQ(body.values[body.inputs[0]].dtype, DType::Float32) << print_graph(graph);
+  int casts = 0, bf16_results = 0;
+  for (const Node& node : body.nodes) {
+    casts += node.op == "cast";
+    bf16_results += body.values[node.outputs[0]].dtype == DType::BFloat16;
+  }
+  EXPECT_EQ(casts, 1) << print_graph(graph);  // the single rounding, at the output
+  EXPECT_EQ(bf16_results, 1) << print_graph(graph);
+  EXPECT_EQ(graph.nodes[0].attr("product_into"), nullptr);  // an fp32 buffer, not the output
+
+  std::mt19937 rng(11);
+  const std::vector<HostTensor> inputs = {random_tensor(DType::BFloat16, {96, 64}, rng),
+                                          random_tensor(DType::BFloat16, {64, 200}, rng),
+                                          random_tensor(DType::BFloat16, {200}, rng),
+                                          random_tensor(DType::BFloat16, {4, 24, 200}, rng)};
+  // The executor computes what the widened IR means.
+  const std::vector<HostTensor> widened = run_epilogue(graph, inputs);
+  expect_bitwise_equal(widened, interpret(graph, inputs), print_graph(graph));
+  // Closer to an fp32 run of the same graph (bf16's rounding errors dwarf fp32's) than eager's
+  // rounding after every op, by a clear margin.
+  Graph fp32_graph = parse_graph(kBf16LinearGeluResidual);
+  for (Value& v : fp32_graph.values) v.dtype = DType::Float32;
+  for (Node& node : fp32_graph.nodes) {
+    if (node.op == "pointwise") node.attrs["compute"] = Attr::string("f32");
+  }
+  run_pipeline(fp32_graph);
+  std::vector<HostTensor> fp32_inputs;
+  for (const HostTensor& t : inputs) {
+    fp32_inputs.emplace_back(DType::Float32, t.shape);
+    kernels::copy(fp32_inputs.back().view(), const_cast<HostTensor&>(t).view());
+  }
+  const HostTensor exact = interpret(fp32_graph, fp32_inputs)[0];
+  const HostTensor eager = interpret(compiled(kBf16LinearGeluResidual, true), inputs)[0];
+  const double widened_error = mean_error(widened[0], exact);
+  const double eager_error = mean_error(eager, exact);
+  EXPECT_LT(widened_error, 0.8 * eager_error) << widened_error << " against " << eager_error;
+}
+
+TEST(WidenedEpilogue, AnExplicitCastStillRounds) {
+  // relu(x @ w) in bf16, then upcast: the bf16 value the model asked for is kept.
+  constexpr const char* text = R"(graph(%0: bf16[40, 24], %1: bf16[24, 56]) {
+  %2: bf16[40, 56] = extern[args=[%0, %1], overload="default", target="aten::mm"](%0, %1)
+  %3: bf16[40, 56] = pointwise[compute="bf16", fn="Relu"](%2)
+  %4: f32[40, 56] = cast(%3)
+  return (%4)
+}
+)";
+  const Graph graph = compiled(text, /*bitwise=*/false);
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  std::mt19937 rng(5);
+  const std::vector<HostTensor> inputs = {random_tensor(DType::BFloat16, {40, 24}, rng),
+                                          random_tensor(DType::BFloat16, {24, 56}, rng)};
+  std::vector<HostTensor> widened = run_epilogue(graph, inputs);
+  // Every result is a bf16 value (relu commutes with rounding, so eager's bits come out).
+  HostTensor rounded(DType::BFloat16, widened[0].shape);
+  kernels::copy(rounded.view(), widened[0].view());
+  HostTensor back(DType::Float32, widened[0].shape);
+  kernels::copy(back.view(), rounded.view());
+  EXPECT_TRUE(back.bytes == widened[0].bytes) << print_graph(graph);
+}
+
+TEST(EpilogueFault, IsSetWithoutTheEnvironmentAndChangesTheResult) {
+  EXPECT_EQ(parse_epilogue_fault(""), EpilogueFault::kNone);
+  EXPECT_EQ(parse_epilogue_fault("none"), EpilogueFault::kNone);
+  EXPECT_THROW(parse_epilogue_fault("wrong"), std::invalid_argument);
+  for (const char* name : {"drop_bias", "wrong_scale", "skip_body", "none"}) {
+    EXPECT_STREQ(epilogue_fault_name(parse_epilogue_fault(name)), name);
+  }
+  const Graph graph = compiled(kBf16LinearGeluResidual, /*bitwise=*/true);
+  std::mt19937 rng(3);
+  const std::vector<HostTensor> inputs = {random_tensor(DType::BFloat16, {96, 64}, rng),
+                                          random_tensor(DType::BFloat16, {64, 200}, rng),
+                                          random_tensor(DType::BFloat16, {200}, rng),
+                                          random_tensor(DType::BFloat16, {4, 24, 200}, rng)};
+  const std::vector<HostTensor> expected = interpret(graph, inputs);
+  for (EpilogueFault fault :
+       {EpilogueFault::kDropBias, EpilogueFault::kWrongScale, EpilogueFault::kSkipBody}) {
+    set_epilogue_fault(fault);
+    const std::vector<HostTensor> wrong = run_epilogue(graph, inputs);
+    set_epilogue_fault(EpilogueFault::kNone);
+    EXPECT_FALSE(wrong[0].bytes == expected[0].bytes) << epilogue_fault_name(fault);
+  }
+  expect_bitwise_equal(run_epilogue(graph, inputs), expected, "no fault");
 }
 
 }  // namespace

@@ -735,11 +735,119 @@ TEST(Pipeline, ReportsEveryPassAndVerifiesBetween) {
 )");
   std::vector<std::string> seen;
   run_pipeline(g, [&](const std::string& pass, const Graph&) { seen.push_back(pass); });
-  EXPECT_EQ(seen.size(), 9u);
+  EXPECT_EQ(seen.size(), 11u);
   EXPECT_EQ(seen.front(), "input");
   EXPECT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op, "fused");
   EXPECT_EQ(g.nodes[0].body->nodes.size(), 2u);  // CSE merged the two exps
+}
+
+TEST(SiblingGemms, MergesLinearLayersThatReadOneInput) {
+  // q and k projections (mm of one input by transposed weights) and a third layer whose weight
+  // is computed (not a graph input), which stays alone.
+  EXPECT_EQ(after(merge_sibling_gemms,
+                  R"(graph(%0: bf16[16, 8], %1: bf16[6, 8], %2: bf16[4, 8], %3: bf16[8, 5]) {
+  %4: bf16[8, 6]{1, 0} = extern[args=[%1], target="aten::t", view=1](%1)
+  %5: bf16[16, 6] = extern[args=[%0, %4], target="aten::mm"](%0, %4)
+  %6: bf16[8, 4]{1, 0} = extern[args=[%2], target="aten::t", view=1](%2)
+  %7: bf16[16, 4] = extern[args=[%0, %6], target="aten::mm"](%0, %6)
+  %8: bf16[8, 5] = pointwise[compute="bf16", fn="Neg"](%3)
+  %9: bf16[16, 5] = extern[args=[%0, %8], target="aten::mm"](%0, %8)
+  return (%5, %7, %9)
+}
+)"),
+            R"(graph(%0: bf16[16, 8], %1: bf16[6, 8], %2: bf16[4, 8], %3: bf16[8, 5]) {
+  %4: bf16[10, 8] = extern[args=[[%1, %2], 0], cached=1, overload="default", target="aten::cat"](%1, %2)
+  %5: bf16[8, 10]{1, 0} = extern[args=[%4], overload="default", target="aten::t", view=1](%4)
+  %6: bf16[16, 10] = extern[args=[%0, %5], merged=2, overload="default", target="aten::mm"](%0, %5)
+  %7: bf16[16, 6] = extern[args=[%6, 1, 0, 6, 1], overload="Tensor", target="aten::slice", view=1](%6)
+  %8: bf16[16, 4] = extern[args=[%6, 1, 6, 10, 1], overload="Tensor", target="aten::slice", view=1](%6)
+  %9: bf16[8, 5] = pointwise[compute="bf16", fn="Neg"](%3)
+  %10: bf16[16, 5] = extern[args=[%0, %9], target="aten::mm"](%0, %9)
+  return (%7, %8, %10)
+}
+)");
+}
+
+TEST(SiblingGemms, MergesBiasesOfAddmmAndLeavesMixedOrSeparatedOnes) {
+  // Two addmm siblings (gate/up with biases) merge with their biases; an mm beside them is of
+  // another kind, and an impure node between two more mm siblings keeps those apart.
+  const std::string merged = after(
+      merge_sibling_gemms,
+      R"(graph(%0: f32[16, 8], %1: f32[6, 8], %2: f32[6], %3: f32[6, 8], %4: f32[6], %5: f32[3, 8], %6: f32[3, 8]) {
+  %7: f32[8, 6]{1, 0} = extern[args=[%1, [1, 0]], target="aten::permute", view=1](%1)
+  %8: f32[16, 6] = extern[args=[%2, %0, %7, 1, 1], target="aten::addmm"](%2, %0, %7)
+  %9: f32[8, 6]{1, 0} = extern[args=[%3], target="aten::t", view=1](%3)
+  %10: f32[16, 6] = extern[args=[%4, %0, %9, 1, 1], target="aten::addmm"](%4, %0, %9)
+  %11: f32[8, 3]{1, 0} = extern[args=[%5], target="aten::t", view=1](%5)
+  %12: f32[16, 3] = extern[args=[%0, %11], target="aten::mm"](%0, %11)
+  %13: f32[16, 8] = extern[args=[%0], impure=1, target="aten::bernoulli"](%0)
+  %14: f32[8, 3]{1, 0} = extern[args=[%6], target="aten::t", view=1](%6)
+  %15: f32[16, 3] = extern[args=[%0, %14], target="aten::mm"](%0, %14)
+  return (%8, %10, %12, %13, %15)
+}
+)");
+  EXPECT_NE(merged.find(
+                R"(extern[args=[[%2, %4], 0], cached=1, overload="default", target="aten::cat"])"),
+            std::string::npos)
+      << merged;
+  EXPECT_NE(merged.find(R"(merged=2, overload="default", target="aten::addmm")"), std::string::npos)
+      << merged;
+  size_t mms = 0;
+  for (size_t at = merged.find("aten::mm\""); at != std::string::npos;
+       at = merged.find("aten::mm\"", at + 1)) {
+    ++mms;
+  }
+  EXPECT_EQ(mms, 2u) << merged;  // the impure node keeps the two mm layers apart
+}
+
+TEST(SiblingGemms, CastsTheConcatenationOfAutocastWeightsOnce) {
+  // Under autocast each fp32 weight is cast to bf16 before its transpose (which the graph also
+  // returns, for the backward): the fp32 weights are concatenated, cast once, and each returned
+  // transpose reads its rows of that cast.
+  EXPECT_EQ(after(merge_sibling_gemms, R"(graph(%0: f32[6, 8], %1: bf16[16, 8], %2: f32[4, 8]) {
+  %3: bf16[6, 8] = cast(%0)
+  %4: bf16[8, 6]{1, 0} = extern[args=[%3], target="aten::t", view=1](%3)
+  %5: bf16[16, 6] = extern[args=[%1, %4], target="aten::mm"](%1, %4)
+  %6: bf16[4, 8] = cast(%2)
+  %7: bf16[8, 4]{1, 0} = extern[args=[%6], target="aten::t", view=1](%6)
+  %8: bf16[16, 4] = extern[args=[%1, %7], target="aten::mm"](%1, %7)
+  return (%5, %8, %4, %7)
+}
+)"),
+            R"(graph(%0: f32[6, 8], %1: bf16[16, 8], %2: f32[4, 8]) {
+  %3: f32[10, 8] = extern[args=[[%0, %2], 0], cached=1, overload="default", target="aten::cat"](%0, %2)
+  %4: bf16[10, 8] = cast(%3)
+  %5: bf16[6, 8] = extern[args=[%4, 0, 0, 6, 1], overload="Tensor", target="aten::slice", view=1](%4)
+  %6: bf16[4, 8] = extern[args=[%4, 0, 6, 10, 1], overload="Tensor", target="aten::slice", view=1](%4)
+  %7: bf16[8, 6]{1, 0} = extern[args=[%5], target="aten::t", view=1](%5)
+  %8: bf16[8, 10]{1, 0} = extern[args=[%4], overload="default", target="aten::t", view=1](%4)
+  %9: bf16[16, 10] = extern[args=[%1, %8], merged=2, overload="default", target="aten::mm"](%1, %8)
+  %10: bf16[16, 6] = extern[args=[%9, 1, 0, 6, 1], overload="Tensor", target="aten::slice", view=1](%9)
+  %11: bf16[16, 4] = extern[args=[%9, 1, 6, 10, 1], overload="Tensor", target="aten::slice", view=1](%9)
+  %12: bf16[8, 4]{1, 0} = extern[args=[%6], target="aten::t", view=1](%6)
+  return (%10, %11, %7, %12)
+}
+)");
+}
+
+TEST(SiblingGemms, RunOnlyOutsideTheBitwiseMode) {
+  const char* text = R"(graph(%0: f32[16, 8], %1: f32[6, 8], %2: f32[4, 8]) {
+  %3: f32[8, 6]{1, 0} = extern[args=[%1], target="aten::t", view=1](%1)
+  %4: f32[16, 6] = extern[args=[%0, %3], target="aten::mm"](%0, %3)
+  %5: f32[8, 4]{1, 0} = extern[args=[%2], target="aten::t", view=1](%2)
+  %6: f32[16, 4] = extern[args=[%0, %5], target="aten::mm"](%0, %5)
+  return (%4, %6)
+}
+)";
+  for (const bool bitwise : {true, false}) {
+    Graph g = parse_graph(text);
+    PipelineOptions options;
+    options.bitwise = bitwise;
+    run_pipeline(g, {}, options);
+    const std::string printed = print_graph(g);
+    EXPECT_EQ(printed.find("merged=2") == std::string::npos, bitwise) << printed;
+  }
 }
 
 }  // namespace

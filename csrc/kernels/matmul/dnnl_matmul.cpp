@@ -157,9 +157,11 @@ Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, i
 
 bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& b,
                const TensorView* bias, double alpha, double beta) {
-  const bool supported_dtype = out.dtype == DType::BFloat16 || out.dtype == DType::Float32;
-  if (!supported_dtype || a_in.dtype != out.dtype || b.dtype != out.dtype) return false;
-  if (out.dtype == DType::Float32 ? !gemm_allows_onednn_fp32() : !gemm_allows_onednn_bf16()) {
+  // bf16 operands may write bf16 or (a widened product, unrounded) fp32.
+  const bool supported_dtype = a_in.dtype == DType::BFloat16 || a_in.dtype == DType::Float32;
+  const bool supported_out = out.dtype == a_in.dtype || out.dtype == DType::Float32;
+  if (!supported_dtype || !supported_out || b.dtype != a_in.dtype) return false;
+  if (a_in.dtype == DType::Float32 ? !gemm_allows_onednn_fp32() : !gemm_allows_onednn_bf16()) {
     return false;
   }
   for (int d = 0; d < out.ndim; ++d) {

@@ -175,9 +175,12 @@ void check_shapes(const TensorView& out, const TensorView& a, const TensorView& 
     for (int d = 0; same && d < nd; ++d) same = bias->sizes[d] == out.sizes[d];
     if (!same) fail("bias must have out's ndim and sizes (stride 0 to broadcast)");
   }
-  if (!is_floating(out.dtype) || a.dtype != out.dtype || b.dtype != out.dtype ||
-      (bias != nullptr && bias->dtype != out.dtype)) {
-    fail("needs all operands of one floating dtype");
+  // A 16-bit product may keep its fp32 accumulator (a widened out): nothing is rounded.
+  const bool widened =
+      out.dtype == DType::Float32 && (a.dtype == DType::BFloat16 || a.dtype == DType::Float16);
+  if (!is_floating(out.dtype) || (a.dtype != out.dtype && !widened) || b.dtype != a.dtype ||
+      (bias != nullptr && bias->dtype != a.dtype)) {
+    fail("needs all operands of one floating dtype (out may be fp32 for 16-bit operands)");
   }
 }
 

@@ -9,7 +9,8 @@ namespace openneuron::kernels {
 // Views are 2-D ([M,K] @ [K,N] -> [M,N]) or 3-D with a leading batch dim; any strides
 // (stride 0 broadcasts). bias is nullptr or has out's ndim with broadcast strides.
 // Floating dtypes only (all operands the same dtype); 16-bit inputs are widened to fp32,
-// multiplied with fp32 accumulation and rounded once on store. out must not alias inputs.
+// multiplied with fp32 accumulation and rounded once on store. A float32 out with bf16/fp16
+// a, b (and bias) keeps the fp32 result unrounded. out must not alias inputs.
 void gemm(const TensorView& out, const TensorView& a, const TensorView& b_mat,
           const TensorView* bias, double alpha, double beta);
 

@@ -34,6 +34,8 @@ KNOWN_OPTIONS = {
     "reductions": "bool, default True: fuse sum/mean/amax with their elementwise producers",
     "eliminate_layouts": "bool, default True: remove clones and copies that change nothing",
     "decompose": "bool, default True: decompose ops with no native kernel (decompositions.py)",
+    "sibling_gemms": "bool, default True: linear layers sharing an input run as one GEMM over "
+    "concatenated weights (not in bitwise mode)",
     "bitwise": "bool, default False: every fused kernel equals eager bit for bit (for debugging); "
     "False holds compiled code to the float64 accuracy rule instead",
 }
@@ -98,6 +100,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 conv_epilogues=options.get("conv_epilogue", True),
                 eliminate_layouts=options.get("eliminate_layouts", True),
                 bitwise=options.get("bitwise", False),
+                sibling_gemms=options.get("sibling_gemms", True),
             )
             if options.get("cache", True):
                 cache.disk_put(key, compiled.ir)
@@ -114,6 +117,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, *, kind: str, optio
                 conv_epilogues=options.get("conv_epilogue", True),
                 eliminate_layouts=options.get("eliminate_layouts", True),
                 bitwise=options.get("bitwise", False),
+                sibling_gemms=options.get("sibling_gemms", True),
             )
         _dump(debug / f"graph_{number:03d}_{kind}", gm, compiled)
     stats = compiled.stats

@@ -38,7 +38,9 @@ def compile_metrics() -> dict:
     ``fused_kernels``, ``fused_ops`` (elementwise ops inside them), ``extern_calls`` (ATen
     calls in compiled programs), ``gemm_epilogues`` (matrix products and convolutions that run
     with their elementwise consumer fused, counted among ``fused_kernels``; ``bmm_epilogues`` and
-    ``conv_epilogues`` count the bmm and convolution ones among them), ``fused_reductions``
+    ``conv_epilogues`` count the bmm and convolution ones among them; ``widened_epilogues`` the
+    bf16/fp16 ones whose body reads the fp32 product and rounds once; ``sibling_gemms`` the
+    matrix products merged with a sibling that reads the same input), ``fused_reductions``
     (sum/mean/amax fused with their elementwise producers, also among ``fused_kernels``);
     ``lowering_fallbacks``:
     graphs run uncompiled, by reason;
@@ -58,6 +60,8 @@ def compile_metrics() -> dict:
         result.setdefault("gemm_epilogues", 0)
         result.setdefault("bmm_epilogues", 0)
         result.setdefault("conv_epilogues", 0)
+        result.setdefault("widened_epilogues", 0)
+        result.setdefault("sibling_gemms", 0)
         result.setdefault("fused_reductions", 0)
         result["compile_ms"] = sum(_compile_ms)
         result["lowering_fallbacks"] = dict(_lowering_fallbacks)
