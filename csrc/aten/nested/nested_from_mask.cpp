@@ -2,7 +2,6 @@
 // how nn.TransformerEncoder turns a padded batch and its key padding mask into a nested tensor
 // for its fast path. The argument checks are PyTorch's (RuntimeError for each).
 #include <ATen/ops/arange.h>
-#include <ATen/ops/equal.h>
 #include <torch/library.h>
 
 #include "aten/core/op_tracking.h"
@@ -31,7 +30,7 @@ std::vector<int64_t> kept_lengths(const at::Tensor& mask) {
 bool is_left_aligned(const at::Tensor& mask) {
   auto lengths = mask.sum(1, /*keepdim=*/true);
   auto positions = at::arange(mask.size(1), mask.options().dtype(at::kLong)).unsqueeze(0);
-  return at::equal(positions.lt(lengths), mask);
+  return positions.lt(lengths).eq(mask).all().item<bool>();
 }
 
 bool nested_tensor_from_mask_left_aligned(const at::Tensor& t, const at::Tensor& mask) {

@@ -33,6 +33,11 @@ TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
   m.impl("to_padded_tensor", TORCH_FN(at::native::NestedTensor_to_padded_tensor_generic));
+  // Ops with a CompositeImplicitAutograd kernel, which the dispatcher would pick before the
+  // fallback above (and which cannot read a nested tensor's sizes): their nested kernels.
+  for (const char* op : {"linear", "matmul", "matmul.out", "chunk", "narrow", "silu_backward"}) {
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&run_generic_nested_kernel>());
+  }
 }
 
 }  // namespace openneuron::bridge::nested

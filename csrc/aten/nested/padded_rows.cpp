@@ -21,7 +21,8 @@ at::Tensor nested_from_padded_rows(const at::Tensor& padded, const std::vector<i
     sizes[2 * b + 1] = width;
   }
   auto buffer = rows.empty() ? padded.new_empty({0}) : at::cat(rows);
-  return at::detail::make_tensor<at::NestedTensorImpl>(std::move(buffer), std::move(nested_sizes));
+  return at::detail::make_tensor<at::native::NestedTensorImpl>(std::move(buffer),
+                                                               std::move(nested_sizes));
 }
 
 std::vector<int64_t> sequence_lengths(const at::Tensor& nested) {

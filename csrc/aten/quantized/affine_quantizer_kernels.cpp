@@ -77,10 +77,11 @@ void dequantize_per_channel(const at::Tensor& qtensor, at::Tensor& rtensor,
                             const at::Tensor& scales, const at::Tensor& zero_points, int64_t axis) {
   OPENNEURON_NATIVE_OP("aten::dequantize.self");
   const auto shape = channel_shape(qtensor.dim(), axis, qtensor.size(axis));
+  // float(q) - zero point, times the double scale, rounded once to float: the CPU's order.
   auto zeros = zero_points.to(rtensor.device(), at::kLong).reshape(shape);
-  auto float_scales = scales.to(rtensor.device(), at::kFloat).reshape(shape);
-  auto shifted = integer_view(qtensor).to(at::kLong).sub(zeros).to(at::kFloat);
-  rtensor.copy_(shifted.mul(float_scales));
+  auto double_scales = scales.to(rtensor.device(), at::kDouble).reshape(shape);
+  auto shifted = integer_view(qtensor).to(at::kFloat).sub(zeros).to(at::kDouble);
+  rtensor.copy_(shifted.mul(double_scales).to(at::kFloat));
 }
 
 // Float zero points (per_channel_affine_float_qparams): round(x / scale + zero_point), a zero

@@ -14,7 +14,7 @@
 #include <ATen/ops/empty_native.h>
 #include <ATen/ops/empty_quantized.h>
 #include <ATen/ops/empty_quantized_native.h>
-#include <ATen/ops/equal.h>
+#include <ATen/ops/eq.h>
 #include <ATen/ops/flip.h>
 #include <ATen/ops/q_per_channel_axis_native.h>
 #include <ATen/ops/q_per_channel_scales_native.h>
@@ -35,19 +35,27 @@
 namespace openneuron::bridge::quantized {
 namespace {
 
-// _copy_from between two quantized tensors, either of them on the device (copy_ has already
-// checked the schemes and dtypes and given the destination the source's quantizer): the stored
-// integers are copied as plain tensors, by the device's own copy.
+// _copy_from with a quantized tensor on either side, one of them on the device (copy_ hands
+// such copies to _copy_from before its own quantized checks, so they are made here, as the
+// CPU makes them): quantized -> quantized copies the stored integers with the device's copy
+// and gives the destination the source's quantizer; float -> quantized quantizes with the
+// destination's quantizer; quantized -> non-quantized is refused.
 at::Tensor copy_quantized(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   OPENNEURON_NATIVE_OP("aten::_copy_from");
-  TORCH_CHECK(src.is_quantized() && dst.is_quantized(),
-              "copying between a quantized and a non-quantized tensor is not supported: use "
-              "quantize_per_tensor/quantize_per_channel or dequantize");
-  TORCH_CHECK(src.scalar_type() == dst.scalar_type(), "quantized copy from ", src.scalar_type(),
+  TORCH_CHECK(dst.is_quantized(),
+              "Copying from quantized Tensor to non-quantized Tensor is not allowed, please use "
+              "dequantize to get a float Tensor from a quantized Tensor");
+  TORCH_CHECK(dst.sizes() == src.sizes(), "quantized copy needs tensors of the same shape, got ",
+              src.sizes(), " into ", dst.sizes());
+  if (!src.is_quantized()) {
+    auto quantized = dst.quantizer()->quantize(src.to(dst.device()));
+    return copy_quantized(quantized, dst, non_blocking);
+  }
+  TORCH_CHECK(dst.qscheme() == src.qscheme(), "Quantized Copy only works with same qscheme");
+  TORCH_CHECK(dst.scalar_type() == src.scalar_type(), "quantized copy from ", src.scalar_type(),
               " to ", dst.scalar_type(), ": the dtypes must match");
+  at::set_quantizer_(dst, src.quantizer());
   if (is_sub_byte(src.scalar_type())) {
-    TORCH_CHECK(src.sizes() == dst.sizes(), "bit-packed quantized copy needs equal sizes, got ",
-                src.sizes(), " and ", dst.sizes());
     packed_bytes_view(dst).copy_(packed_bytes_view(src), non_blocking);
   } else {
     integer_view(dst).copy_(integer_view(src), non_blocking);
@@ -83,9 +91,11 @@ bool equal_quantized(const at::Tensor& self, const at::Tensor& other) {
     return false;
   }
   if (is_sub_byte(self.scalar_type())) {
-    return at::equal(packed_bytes_view(self), packed_bytes_view(other));
+    return at::eq(packed_bytes_view(self), packed_bytes_view(other.to(self.device())))
+        .all()
+        .item<bool>();
   }
-  return at::equal(integer_view(self), integer_view(other.to(self.device())));
+  return at::eq(integer_view(self), integer_view(other.to(self.device()))).all().item<bool>();
 }
 
 }  // namespace
