@@ -35,6 +35,30 @@
 namespace openneuron::bridge::quantized {
 namespace {
 
+// The quantizer of `qtensor` for a tensor on `device`: per-channel parameters are moved there
+// (a host copy of a device tensor, or the reverse, must not keep the other device's scales).
+at::QuantizerPtr quantizer_on(const at::Tensor& qtensor, c10::Device device) {
+  const auto scheme = qtensor.qscheme();
+  if (scheme != at::kPerChannelAffine && scheme != at::kPerChannelAffineFloatQParams) {
+    return qtensor.quantizer();
+  }
+  return at::make_per_channel_affine_quantizer(qtensor.q_per_channel_scales().to(device),
+                                               qtensor.q_per_channel_zero_points().to(device),
+                                               qtensor.q_per_channel_axis(), qtensor.scalar_type());
+}
+
+// empty_quantized (the allocation of .to() and empty_like): PyTorch's, with the parameters on
+// the new tensor's device.
+at::Tensor empty_quantized(at::IntArrayRef size, const at::Tensor& qtensor,
+                           std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                           std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                           std::optional<c10::MemoryFormat> memory_format) {
+  auto out =
+      at::native::empty_quantized(size, qtensor, dtype, layout, device, pin_memory, memory_format);
+  at::set_quantizer_(out, quantizer_on(qtensor, out.device()));
+  return out;
+}
+
 // _copy_from with a quantized tensor on either side, one of them on the device (copy_ hands
 // such copies to _copy_from before its own quantized checks, so they are made here, as the
 // CPU makes them): quantized -> quantized copies the stored integers with the device's copy
@@ -54,7 +78,7 @@ at::Tensor copy_quantized(const at::Tensor& src, const at::Tensor& dst, bool non
   TORCH_CHECK(dst.qscheme() == src.qscheme(), "Quantized Copy only works with same qscheme");
   TORCH_CHECK(dst.scalar_type() == src.scalar_type(), "quantized copy from ", src.scalar_type(),
               " to ", dst.scalar_type(), ": the dtypes must match");
-  at::set_quantizer_(dst, src.quantizer());
+  at::set_quantizer_(dst, quantizer_on(src, dst.device()));
   if (is_sub_byte(src.scalar_type())) {
     packed_bytes_view(dst).copy_(packed_bytes_view(src), non_blocking);
   } else {
@@ -102,7 +126,7 @@ bool equal_quantized(const at::Tensor& self, const at::Tensor& other) {
 
 TORCH_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m) {
   // Creation: PyTorch's quantized factories allocate with the device's allocator.
-  m.impl("empty_quantized", TORCH_FN(at::native::empty_quantized));
+  m.impl("empty_quantized", TORCH_FN(empty_quantized));
   m.impl("_empty_affine_quantized", TORCH_FN(at::native::empty_affine_quantized));
   m.impl("_empty_per_channel_affine_quantized",
          TORCH_FN(at::native::empty_per_channel_affine_quantized));
