@@ -41,7 +41,12 @@ def assert_same_quantized(on_neuron, on_cpu):
     assert torch.equal(representation.cpu(), on_cpu.int_repr())
     dequantized = on_neuron.dequantize()
     assert dequantized.device == neuron0 and dequantized.dtype == torch.float32
-    torch.testing.assert_close(dequantized.cpu(), on_cpu.dequantize(), rtol=0, atol=0)
+    # Per-channel scales are float64 and the CPU rounds its float64 product once; neuron
+    # multiplies in float32 (no float64 on a NeuronCore): at most 1 ulp apart.
+    per_tensor = on_cpu.qscheme() == torch.per_tensor_affine
+    torch.testing.assert_close(
+        dequantized.cpu(), on_cpu.dequantize(), rtol=0 if per_tensor else 2**-23, atol=0
+    )
 
 
 @pytest.mark.parametrize("dtype", QUANTIZED_DTYPES)

@@ -77,11 +77,12 @@ void dequantize_per_channel(const at::Tensor& qtensor, at::Tensor& rtensor,
                             const at::Tensor& scales, const at::Tensor& zero_points, int64_t axis) {
   OPENNEURON_NATIVE_OP("aten::dequantize.self");
   const auto shape = channel_shape(qtensor.dim(), axis, qtensor.size(axis));
-  // float(q) - zero point, times the double scale, rounded once to float: the CPU's order.
+  // float(q) - zero point, times the scale, in float32 (a NeuronCore has no float64): the CPU
+  // multiplies by the float64 scale and rounds once, so a value can differ by 1 ulp.
   auto zeros = zero_points.to(rtensor.device(), at::kLong).reshape(shape);
-  auto double_scales = scales.to(rtensor.device(), at::kDouble).reshape(shape);
-  auto shifted = integer_view(qtensor).to(at::kFloat).sub(zeros).to(at::kDouble);
-  rtensor.copy_(shifted.mul(double_scales).to(at::kFloat));
+  auto float_scales = scales.to(rtensor.device(), at::kFloat).reshape(shape);
+  auto shifted = integer_view(qtensor).to(at::kFloat).sub(zeros);
+  rtensor.copy_(shifted.mul(float_scales));
 }
 
 // Float zero points (per_channel_affine_float_qparams): round(x / scale + zero_point), a zero
