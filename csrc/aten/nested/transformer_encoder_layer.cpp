@@ -81,6 +81,9 @@ at::Tensor encoder_layer_dense(const at::Tensor& src, int64_t embed_dim, int64_t
                                const std::optional<at::Tensor>& mask,
                                std::optional<int64_t> mask_type) {
   OPENNEURON_NATIVE_OP("aten::_transformer_encoder_layer_fwd");
+  if (src.numel() == 0) {
+    return src.clone();  // an empty batch is returned as it came, as PyTorch's kernel does
+  }
   TORCH_CHECK(src.dim() == 3 && src.size(2) == embed_dim,
               "_transformer_encoder_layer_fwd: expected src [batch, length, ", embed_dim, "], got ",
               src.sizes());
@@ -114,11 +117,13 @@ at::Tensor encoder_layer_nested(const at::Tensor& src, int64_t embed_dim, int64_
   TORCH_CHECK(!(mask.has_value() && mask->defined()),
               "_transformer_encoder_layer_fwd: a mask is not supported with a nested input (its "
               "sequences' lengths are the padding)");
+  const auto* nested = at::native::get_nested_tensor_impl(src);
+  if (nested->get_buffer().numel() == 0) {  // no values: returned as it came, as PyTorch does
+    return at::detail::make_tensor<at::native::NestedTensorImpl>(nested->get_buffer(),
+                                                                 nested->get_nested_sizes());
+  }
   const auto lengths = sequence_lengths(src);
   auto padded = at::native::NestedTensor_to_padded_tensor_generic(src, 0, std::nullopt);
-  if (padded.numel() == 0) {
-    return src.clone();
-  }
   auto key_padding = padding_mask(lengths, padded.size(1), padded.device());
   auto out = encoder_layer_dense(padded, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
                                  proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
