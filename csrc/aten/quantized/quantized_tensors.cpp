@@ -1,6 +1,6 @@
 // Quantized tensors on the device (dispatch key QuantizedPrivateUse1): creation with PyTorch's
 // quantizers and the device allocator, views, copies between devices, int_repr, equality and
-// the quantizer's parameters; and quantize_per_tensor/per_channel of a device tensor. The
+// the quantizer's parameters, flip; and quantize_per_tensor/per_channel of a device tensor. The
 // arithmetic is in affine_quantizer_kernels.cpp; other quantized ops are not provided (as on
 // CUDA, they raise NotImplementedError naming QuantizedPrivateUse1's device).
 #include <ATen/Tensor.h>
