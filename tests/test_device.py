@@ -123,6 +123,9 @@ def test_device_name_and_properties():
     assert props["total_memory"] <= props["profile_hbm_bytes"]
 
 
+QUANTIZED_DTYPES = {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
+
+
 def test_accelerator_device_capability_lists_the_dtypes_a_neuron_tensor_holds():
     supported = torch.accelerator.get_device_capability("neuron:0")["supported_dtypes"]
     assert torch.accelerator.get_device_capability(torch.device("neuron", 1)) is not None
@@ -130,8 +133,12 @@ def test_accelerator_device_capability_lists_the_dtypes_a_neuron_tensor_holds():
     every_dtype = {v for v in vars(torch).values() if isinstance(v, torch.dtype)}
     for dtype in sorted(every_dtype, key=str):
         try:
-            made = torch.ones(3, dtype=dtype, device="neuron")
-            wide = made.to(torch.complex64 if dtype.is_complex else torch.float32)
+            if dtype in QUANTIZED_DTYPES:  # made by quantizing, widened by dequantizing
+                made = torch.quantize_per_tensor(torch.ones(3, device="neuron"), 0.5, 1, dtype)
+                wide = made.dequantize()
+            else:
+                made = torch.ones(3, dtype=dtype, device="neuron")
+                wide = made.to(torch.complex64 if dtype.is_complex else torch.float32)
             works = made.cpu().dtype == dtype and bool(wide.cpu().eq(1).all())
         except (RuntimeError, NotImplementedError, TypeError):
             works = False

@@ -34,7 +34,9 @@ def _neuron_str(self: torch.Tensor, *, tensor_contents=None) -> str:
         host.requires_grad_(True)
     text = _original_str(host)
     with torch.no_grad():
-        data = tensor_str._tensor_str(host.detach(), len(_PREFIX)) if host.numel() else "[]"
+        # A quantized tensor prints its dequantized values, as PyTorch's formatter does.
+        values = host.detach().dequantize() if host.is_quantized else host.detach()
+        data = tensor_str._tensor_str(values, len(_PREFIX)) if host.numel() else "[]"
     if not text.startswith(_PREFIX + data):
         return _original_str(self, tensor_contents=tensor_contents)
     rest = text[len(_PREFIX + data) :]

@@ -96,14 +96,13 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   // torch.accelerator.get_device_capability: the dtypes a neuron tensor can hold and convert
-  // between. Every device has the same set: all but the quantized, bit-packed, sub-byte integer
-  // and packed fp4 types, which have no neuron kernels or conversions (nor CPU conversions).
+  // between. Every device has the same set: all but the bit-packed, sub-byte integer and packed
+  // fp4 types, which have no neuron kernels or conversions (nor CPU conversions). Quantized
+  // dtypes are held as quantized tensors (quantize_per_tensor/per_channel, dequantize).
   c10::DeviceCapability getDeviceCapability(c10::Device device) const override {
     OPENNEURON_RUNTIME_CALL(Runtime::get().device(index_or_current(device.index())));
     c10::DeviceCapability capability;  // starts with every dtype
     auto& supports = capability.capability_data.supported_scalar_types;
-    supports.has_QInt8 = supports.has_QUInt8 = supports.has_QInt32 = 0;
-    supports.has_QUInt4x2 = supports.has_QUInt2x4 = 0;
     supports.has_Bits1x8 = supports.has_Bits2x4 = supports.has_Bits4x2 = 0;
     supports.has_Bits8 = supports.has_Bits16 = 0;
     supports.has_Float4_e2m1fn_x2 = 0;
