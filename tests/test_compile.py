@@ -584,12 +584,12 @@ def test_debug_dir_dumps_each_stage(tmp_path, monkeypatch):
     assert [g.name.split("_")[-1] for g in graphs] == ["forward", "backward"]
     names = sorted(p.name for p in graphs[0].iterdir())
     assert "fx_graph.txt" in names and "kernels.txt" in names
-    assert "ir_00_input.txt" in names and "ir_06_fuse_elementwise.txt" in names
-    assert "= fused" in (graphs[0] / "ir_08_plan_memory.txt").read_text()
+    assert "ir_00_input.txt" in names and "ir_07_fuse_elementwise.txt" in names
+    assert "= fused" in (graphs[0] / "ir_10_plan_memory.txt").read_text()
     assert "Gelu" in (graphs[0] / "kernels.txt").read_text()
     # The forward returns the linear layer's product for the backward; the backward fuses the
     # gelu gradient into the product of the incoming gradient and the weight.
-    assert "= gemm_epilogue" in (graphs[1] / "ir_07_fuse_gemm_epilogue.txt").read_text()
+    assert "= gemm_epilogue" in (graphs[1] / "ir_08_fuse_gemm_epilogue.txt").read_text()
     assert "= mm (alpha 1, beta 0)" in (graphs[1] / "kernels.txt").read_text()
 
 

@@ -36,7 +36,8 @@ def test_device_queries_answer_from_the_neuron_runtime(interface):
     assert interface.get_compute_capability() == "v3"  # the default profile's NeuronCore
     assert interface.is_bf16_supported()
     assert interface.is_dtype_supported(torch.float8_e4m3fn)
-    assert not interface.is_dtype_supported(torch.qint8)
+    assert interface.is_dtype_supported(torch.qint8)  # quantized tensors live on the device
+    assert not interface.is_dtype_supported(torch.bits8)
     x = torch.ones(1024, device="neuron")
     assert interface.memory_allocated() == torch.neuron.memory_allocated() >= x.nbytes
 
