@@ -16,6 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import openneuron
+from tests import module_parity
+from tests.module_parity import rounded
 from tests.kernel_mutants import kernel_replaced
 
 DEVICE = "neuron"
@@ -133,10 +135,6 @@ def test_float_addmv_beta_zero_ignores_nan_bias():
     torch.testing.assert_close(result.cpu(), a @ v)
 
 
-def rounded(tensor, dtype):
-    return tensor.detach().to(dtype).to(torch.float32)
-
-
 MODULES = {
     "Conv3d": (lambda: nn.Conv3d(3, 4, (2, 3, 3), stride=(1, 2, 1), padding=1), (2, 3, 4, 6, 5)),
     "Conv3d_dilated_groups": (
@@ -173,38 +171,12 @@ MODULES = {
 
 def run_module(name, dtype):
     factory, shape = MODULES[name]
-    torch.manual_seed(0)
-    cpu_module = factory()
-    with torch.no_grad():
-        for param in cpu_module.parameters():
-            param.copy_(rounded(param, dtype))
-    dev_module = copy.deepcopy(cpu_module).to(DEVICE, dtype)
-    x = torch.randn(shape) * 2
-    cpu_x = rounded(x, dtype).requires_grad_()
-    dev_x = cpu_x.detach().to(DEVICE, dtype).requires_grad_()
-    openneuron.clear_op_tracking()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        dev_out = dev_module(dev_x)
-        cpu_out = cpu_module(cpu_x)
-        upstream = rounded(torch.randn(cpu_out.shape), dtype)
-        (cpu_out * upstream).sum().backward()
-        (dev_out * upstream.to(DEVICE, dtype)).sum().backward()
-    return dev_module, cpu_module, dev_x, cpu_x, dev_out, cpu_out
+    return module_parity.run_module(factory, shape, dtype, input_scale=2)
 
 
 def check_module(name, dtype):
-    dev_module, cpu_module, dev_x, cpu_x, dev_out, cpu_out = run_module(name, dtype)
-    assert openneuron.get_fallback_ops() == {}
-    assert dev_out.dtype == dtype
-    tol = TOL[dtype]
-    torch.testing.assert_close(dev_out.cpu().float(), cpu_out.detach(), **tol)
-    torch.testing.assert_close(dev_x.grad.cpu().float(), cpu_x.grad, **tol)
-    for dev_param, cpu_param in zip(dev_module.parameters(), cpu_module.parameters(), strict=True):
-        # A parameter gradient sums over the batch and positions: its error grows with them.
-        torch.testing.assert_close(
-            dev_param.grad.cpu().float(), cpu_param.grad, atol=tol["atol"] * 8, rtol=tol["rtol"] * 4
-        )
+    factory, shape = MODULES[name]
+    module_parity.check_module(factory, shape, dtype, 2, TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
