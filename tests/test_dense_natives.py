@@ -17,8 +17,8 @@ import torch.nn.functional as F
 
 import openneuron
 from tests import module_parity
-from tests.module_parity import rounded
 from tests.kernel_mutants import kernel_replaced
+from tests.module_parity import rounded
 
 DEVICE = "neuron"
 INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]

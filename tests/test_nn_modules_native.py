@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 import openneuron
 from tests import module_parity
-from tests.module_parity import rounded
 from tests.kernel_mutants import kernel_replaced
+from tests.module_parity import rounded
 
 DEVICE = "neuron"
 FLOAT_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
