@@ -669,6 +669,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="turn the host fallback's dtype widening off in the workers (as before it existed)",
     )
+    parser.add_argument(
+        "--pairs",
+        type=Path,
+        help="JSON-lines file whose lines name a kind, name and dtype: run only those pairs",
+    )
     parser.add_argument("--no-ops", action="store_true")
     parser.add_argument("--no-modules", action="store_true")
     parser.add_argument("--raw", type=Path, default=DEFAULT_RAW, help="JSON-lines results")
@@ -702,6 +707,9 @@ def main(argv=None) -> int:
         if args.shard:
             index, count = (int(x) for x in args.shard.split("/"))
             items = items[index::count]
+        if args.pairs:
+            wanted = {(r["kind"], r["name"], r["dtype"]) for r in _read_raw([args.pairs])}
+            items = [it for it in items if it in wanted]
         args.raw.parent.mkdir(parents=True, exist_ok=True)
         previous = _read_raw([args.raw]) if args.resume and args.raw.exists() else []
         done = {(r["kind"], r["name"], r["dtype"]) for r in previous}
