@@ -199,7 +199,8 @@ class _WorkerProcess:
             return f"crash (exit code {self.proc.wait()})"
         return json.loads(line)
 
-    def wait_ready(self, timeout: float = 300) -> bool:
+    # Starting a worker imports torch and builds OpInfo's database: minutes on a loaded host.
+    def wait_ready(self, timeout: float = 1200) -> bool:
         try:
             return self.lines.get(timeout=timeout) == "ready\n"
         except queue.Empty:
@@ -247,11 +248,21 @@ def _run_items(
         if worker is not None:
             worker.stop()
 
-    threads = [threading.Thread(target=serve) for _ in range(jobs)]
+    errors: list[BaseException] = []
+
+    def serve_and_keep_errors() -> None:
+        try:
+            serve()
+        except BaseException as error:  # noqa: BLE001 - re-raised below, in the caller's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=serve_and_keep_errors) for _ in range(jobs)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if errors:  # a sweep that lost its workers must not report success on the pairs it kept
+        raise errors[0]
     return results
 
 
