@@ -432,6 +432,26 @@ def test_stale_cache_entry_is_reported_and_recompiled(tmp_path, our_caches_only)
     )
 
 
+def test_an_entry_another_build_stored_is_never_read(tmp_path, our_caches_only, monkeypatch):
+    """A program optimised by another build of the backend (other passes, same IR and options)
+    lives under another key: this build compiles its own instead of running that one."""
+    model, x = block_and_input()
+    monkeypatch.setattr(cache, "build_identity", lambda: "another build")
+    with torch.no_grad():
+        expected = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
+        (other_build,) = (tmp_path / "cache").glob("*.ir")
+        other_build.write_text(other_build.read_text().replace("pointwise", "pointwize", 1))
+        monkeypatch.undo()
+        torch._dynamo.reset()
+        cache.clear_memory()
+        openneuron.reset_compile_metrics()
+        got = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
+    assert torch.equal(got, expected)
+    metrics = openneuron.compile_metrics()
+    assert metrics["cache_hits_disk"] == 0 and metrics["cache_errors"] == 0
+    assert len(list((tmp_path / "cache").glob("*.ir"))) == 2
+
+
 def test_garbage_cache_entry_is_reported_and_recompiled(tmp_path, our_caches_only):
     corrupt_and_recompile(tmp_path, lambda p: p.write_bytes(b"\x00\xff" * 100))
 

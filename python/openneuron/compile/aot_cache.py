@@ -38,7 +38,8 @@ def _sources_digest() -> str:
 def backend_tag(options: dict) -> str:
     """What distinguishes our compiled graphs from Inductor's and from each other's options."""
     return (
-        f"openneuron compiler {cache.COMPILER_VERSION} sources {_sources_digest()} "
+        f"openneuron compiler {cache.COMPILER_VERSION} build {cache.build_identity()} "
+        f"sources {_sources_digest()} "
         f"options {sorted(options.items())!r}"
     )
 

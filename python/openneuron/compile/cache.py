@@ -8,6 +8,7 @@ cache memory-only, also reported once.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -41,8 +42,23 @@ def cache_dir() -> Path | None:
     return Path.home() / ".cache" / "openneuron" / "compile"
 
 
+@functools.cache
+def build_identity() -> str:
+    """A digest of the compiled extension: the passes that produced a stored program live in
+    it, so a rebuilt or upgraded backend (COMPILER_VERSION unchanged or not) never reads a
+    program another build optimised."""
+    from openneuron import _C
+
+    digest = hashlib.sha256()
+    with open(_C.__file__, "rb") as library:
+        for block in iter(lambda: library.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def signature(ir_text: str) -> str:
-    return hashlib.sha256(ir_text.encode()).hexdigest()
+    """The cache key of a lowered graph (its IR and options) for this build of the backend."""
+    return hashlib.sha256(f"{build_identity()}\n{ir_text}".encode()).hexdigest()
 
 
 def memory_get(key: str):
