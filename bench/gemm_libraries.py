@@ -57,7 +57,8 @@ def measure(m: int, n: int, k: int, dtype: torch.dtype, rounds: int) -> list[str
             if library is not None:
                 openneuron._C._set_gemm_library_for_testing(library)
             before = calls()
-            seconds = timed(lambda: torch.mm(*((a, b) if device == "cpu" else (an, bn))), device)
+            operands = (a, b) if device == "cpu" else (an, bn)
+            seconds = timed(lambda operands=operands: torch.mm(*operands), device)
             if round_index >= 2:
                 samples[name].append(seconds)
                 after = calls()
