@@ -1,9 +1,9 @@
 """torch.mm on neuron through every matrix-product library (OPENNEURON_GEMM_LIBRARY's choices),
 beside torch.mm on the CPU, in one process: the measurement `auto`'s choice rests on.
 
-Each round runs torch's CPU mm, then neuron's mm once per library (switched between calls), so
-load from other processes hits every path alike. Prints GFLOP/s medians over the rounds, the
-ratio neuron / torch per library, and which library really ran (the call counters).
+Each round runs torch's CPU mm and neuron's mm once per library (switched between calls), in a
+shuffled order, so load from other processes hits every path alike. Prints GFLOP/s medians over
+the rounds, the ratio neuron / torch per library, and which library really ran (the counters).
 
     PYTHONPATH=python python -m bench.gemm_libraries [--rounds 9] [--sizes 1024 2048 288x192x768]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import time
 
@@ -52,8 +53,14 @@ def measure(m: int, n: int, k: int, dtype: torch.dtype, rounds: int) -> list[str
     paths = {"torch": ("cpu", None)} | {lib: ("neuron", lib) for lib in available_libraries()}
     samples = {name: [] for name in paths}
     used = {name: {} for name in paths}
+    order = random.Random(0)
     for round_index in range(rounds + 2):  # two warm-up rounds
-        for name, (device, library) in paths.items():
+        # A fresh order each round, so no path always runs right after torch's parallel region
+        # (whose OpenMP threads may still spin) or after one particular library.
+        names = list(paths)
+        order.shuffle(names)
+        for name in names:
+            device, library = paths[name]
             if library is not None:
                 openneuron._C._set_gemm_library_for_testing(library)
             before = calls()
