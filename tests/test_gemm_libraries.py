@@ -114,3 +114,30 @@ def test_unknown_library_fails_at_import_naming_the_choices():
     )
     assert done.returncode != 0
     assert "cublas is not one of auto, mkl, onednn, openblas" in done.stderr
+
+
+def test_switching_the_library_between_products_takes_effect():
+    # The switch bench/gemm_libraries.py uses: each product runs on the library chosen when it
+    # was issued, and the empty name returns to the process's own choice.
+    import torch
+
+    a = torch.randn(64, 48, device="neuron")
+    b = torch.randn(48, 40, device="neuron")
+    want = a.cpu() @ b.cpu()
+    wide_onednn = openneuron.cpu_capability_details()["capability"] != "avx2"
+    try:
+        for library, counter in (
+            ("openblas", "openblas_gemm"),
+            ("onednn", "onednn_matmul" if wide_onednn else "openblas_gemm"),
+        ):
+            openneuron._C._set_gemm_library_for_testing(library)
+            before = openneuron._C._library_call_counts()
+            got = (a @ b).cpu()
+            after = openneuron._C._library_call_counts()
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+            changed = {name for name in after if after[name] != before[name]}
+            assert changed == {counter}, (library, changed)
+    finally:
+        openneuron._C._set_gemm_library_for_testing("")
+    with pytest.raises(ValueError, match="cublas is not one of"):
+        openneuron._C._set_gemm_library_for_testing("cublas")

@@ -159,6 +159,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_mkl_status", [] { return openneuron::kernels::mkl_status(); });
   // Whether OPENNEURON_GEMM_LIBRARY=auto gives fp32/fp64 products to oneMKL (loads it on Intel).
   m.def("_auto_prefers_mkl", [] { return openneuron::kernels::auto_prefers_mkl(); });
+  // Switches the library choice between calls (tests and bench/gemm_libraries.py); the
+  // caller synchronises first. An empty name returns to OPENNEURON_GEMM_LIBRARY.
+  m.def("_set_gemm_library_for_testing", [](const std::string& name) {
+    namespace kernels = openneuron::kernels;
+    if (name.empty()) {
+      kernels::reset_gemm_library_for_testing();
+    } else {
+      kernels::set_gemm_library_for_testing(kernels::parse_gemm_library(name.c_str()));
+    }
+  });
   m.def("_library_call_counts", [] {
     namespace kernels = openneuron::kernels;
     const auto counts = kernels::library_call_counts();

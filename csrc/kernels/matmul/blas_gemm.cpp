@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/runtime/blas_threads.h"
 #include "kernels/runtime/gemm_library.h"
@@ -42,7 +43,8 @@ constexpr int64_t kSplitWork = int64_t{1} << 21;
 template <typename T>
 void split_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
                 int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const MklGemms* mkl = gemm_uses_mkl() ? mkl_gemms() : nullptr;
+  const GemmFamily family = std::is_same_v<T, double> ? GemmFamily::kFloat64 : GemmFamily::kFloat32;
+  const MklGemms* mkl = gemm_uses_mkl(family) ? mkl_gemms() : nullptr;
   if (mkl == nullptr) single_threaded_blas();
   count_library_call(mkl != nullptr ? LibraryCall::kMklGemm : LibraryCall::kOpenBlasGemm);
   const int threads = kernel_thread_count();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/runtime/cpu_isa.h"
 #include "kernels/runtime/mkl_library.h"
 
 namespace openneuron::kernels {
@@ -67,20 +68,59 @@ void set_gemm_library_for_testing(GemmLibrary library) {
 
 void reset_gemm_library_for_testing() { test_override.store(-1, std::memory_order_release); }
 
-bool auto_prefers_mkl() {
-  static const bool intel = cpu_vendor_is_intel();
-  return intel && mkl_gemms() != nullptr;
+GemmLibrary auto_gemm_library(GemmFamily family, const GemmHost& host) {
+  // fp32/fp64 on Intel: oneMKL (what PyTorch's CPU build uses; oneDNN 2.6's fp32 matmul
+  // reached 0.76-0.82x PyTorch's MKL on a Xeon with AMX).
+  const bool intel_mkl = host.intel && host.mkl_loaded;
+  const bool avx512 = host.isa >= CpuIsa::kAvx512;
+  switch (family) {
+    case GemmFamily::kFloat64:
+      return intel_mkl ? GemmLibrary::kMkl : GemmLibrary::kOpenBlas;
+    case GemmFamily::kFloat32:
+      if (intel_mkl) return GemmLibrary::kMkl;
+      // Elsewhere oneDNN's brgemm kernels where it has them (AVX-512), else OpenBLAS (on an
+      // AMD EPYC under the AVX2 cap it beat oneMKL: 0.82x against 0.67x PyTorch at 1024^3).
+      return avx512 ? GemmLibrary::kOneDnn : GemmLibrary::kOpenBlas;
+    case GemmFamily::kBFloat16:
+      // oneDNN has native bf16 kernels from AVX-512 on (oneMKL's bf16 GEMM on an AMD EPYC with
+      // AVX512-BF16 ran at fp32 speed, a third of oneDNN's); below that bf16 widens to fp32.
+      return avx512 ? GemmLibrary::kOneDnn : auto_gemm_library(GemmFamily::kFloat32, host);
+  }
+  return GemmLibrary::kOpenBlas;
 }
 
-bool gemm_uses_mkl() {
-  switch (requested_gemm_library()) {
-    case GemmLibrary::kAuto:
-      return auto_prefers_mkl();
+GemmHost this_gemm_host() {
+  static const bool intel = cpu_vendor_is_intel();
+  GemmHost host;
+  host.intel = intel;
+  host.isa = cpu_isa();
+  // Only Intel hosts can be given oneMKL, so AMD processes never load it under `auto`.
+  host.mkl_loaded = intel && mkl_gemms() != nullptr;
+  return host;
+}
+
+bool auto_prefers_mkl() {
+  return auto_gemm_library(GemmFamily::kFloat32, this_gemm_host()) == GemmLibrary::kMkl;
+}
+
+namespace {
+
+// The library a product of `family` runs on: the forced one, or auto's.
+GemmLibrary chosen_library(GemmFamily family) {
+  const GemmLibrary requested = requested_gemm_library();
+  return requested == GemmLibrary::kAuto ? auto_gemm_library(family, this_gemm_host()) : requested;
+}
+
+}  // namespace
+
+bool gemm_uses_mkl(GemmFamily family) {
+  switch (chosen_library(family)) {
     case GemmLibrary::kMkl:
       if (mkl_gemms() == nullptr) {
         throw std::runtime_error(std::string(kVariable) + "=mkl, but " + mkl_status());
       }
       return true;
+    case GemmLibrary::kAuto:
     case GemmLibrary::kOneDnn:
     case GemmLibrary::kOpenBlas:
       return false;
@@ -89,16 +129,11 @@ bool gemm_uses_mkl() {
 }
 
 bool gemm_allows_onednn_fp32() {
-  const GemmLibrary library = requested_gemm_library();
-  if (library == GemmLibrary::kOneDnn) return true;
-  // On Intel CPUs oneMKL takes fp32 (oneDNN 2.6's fp32 matmul reached 0.76-0.82x PyTorch's
-  // MKL there); elsewhere oneDNN runs it where it has kernels, OpenBLAS where it does not.
-  return library == GemmLibrary::kAuto && !auto_prefers_mkl();
+  return chosen_library(GemmFamily::kFloat32) == GemmLibrary::kOneDnn;
 }
 
 bool gemm_allows_onednn_bf16() {
-  const GemmLibrary library = requested_gemm_library();
-  return library == GemmLibrary::kAuto || library == GemmLibrary::kOneDnn;
+  return chosen_library(GemmFamily::kBFloat16) == GemmLibrary::kOneDnn;
 }
 
 }  // namespace openneuron::kernels

@@ -1,11 +1,12 @@
 // Which library runs the matrix products, per dtype. OPENNEURON_GEMM_LIBRARY forces one
 // (`mkl`, `onednn`, `openblas`) so each path is testable on one machine; `auto` (the default)
-// is the measured choice: oneMKL for fp32/fp64 on Intel CPUs (what PyTorch's CPU build uses),
-// OpenBLAS elsewhere (on an AMD EPYC with AVX2 it beat oneMKL: 0.82x against 0.67x PyTorch's
-// rate at 1024^3 fp32), and oneDNN for bf16 where it has native bf16 kernels.
+// is the measured choice, a pure function of the CPU (vendor, ISA after caps) and of whether
+// oneMKL loaded: auto_gemm_library() below, whose rule and measurements are in its source.
 #pragma once
 
 #include <string>
+
+#include "kernels/runtime/cpu_isa.h"
 
 namespace openneuron::kernels {
 
@@ -25,12 +26,31 @@ GemmLibrary requested_gemm_library();
 void set_gemm_library_for_testing(GemmLibrary library);
 void reset_gemm_library_for_testing();
 
-// True when `auto` gives fp32/fp64 products to oneMKL: it is installed and the CPU is Intel's.
+// The operand dtypes a product's library is chosen for (fp16 and fp8 are packed to fp32).
+enum class GemmFamily { kFloat32, kFloat64, kBFloat16 };
+
+// What `auto` decides on.
+struct GemmHost {
+  bool intel = false;          // the CPU vendor is GenuineIntel
+  CpuIsa isa = CpuIsa::kAvx2;  // cpu_isa(): the detected level under OPENNEURON_MAX_CPU_ISA
+  bool mkl_loaded = false;     // oneMKL is installed and loaded
+};
+
+// The library `auto` gives a product of `family` on `host`: kMkl, kOneDnn or kOpenBlas (never
+// kAuto). kOneDnn means "oneDNN where it has a JIT kernel for the shape": it declines the rest,
+// which then go to BLAS (bf16 widened to fp32, under the fp32 choice). Pure; no I/O.
+GemmLibrary auto_gemm_library(GemmFamily family, const GemmHost& host);
+
+// This process's host: vendor (read once), cpu_isa(), and oneMKL (loaded only when the rule
+// could choose it on this vendor).
+GemmHost this_gemm_host();
+
+// True when `auto` gives fp32/fp64 products to oneMKL on this host.
 bool auto_prefers_mkl();
 
-// True when fp32 and fp64 BLAS calls go to oneMKL (else OpenBLAS). Throws std::runtime_error
-// with mkl_status() when `mkl` is forced and oneMKL could not be loaded.
-bool gemm_uses_mkl();
+// True when BLAS calls of `family` (fp32 or fp64) go to oneMKL (else OpenBLAS). Throws
+// std::runtime_error with mkl_status() when `mkl` is forced and oneMKL could not be loaded.
+bool gemm_uses_mkl(GemmFamily family);
 
 // True when oneDNN may run fp32 products (it still declines shapes it has no fast kernel for).
 bool gemm_allows_onednn_fp32();
