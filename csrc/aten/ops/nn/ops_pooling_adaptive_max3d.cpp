@@ -33,6 +33,19 @@ kernels::TensorView as_5d(const at::Tensor& t) {
   return t.dim() == 4 ? nn::with_unit_dim(view, 0) : view;
 }
 
+// The CPU kernel's input checks, with its messages (the meta kernel words them otherwise).
+void check_input(const at::Tensor& self) {
+  const int64_t dims = self.dim();
+  TORCH_CHECK(dims == 4 || dims == 5,
+              "adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: ", self.sizes());
+  for (int64_t d = 1; d < dims; ++d) {
+    TORCH_CHECK(self.size(d) > 0,
+                "adaptive_max_pool3d(): Expected input to have non-zero size for non-batch "
+                "dimensions, but input has sizes ",
+                self.sizes(), " with dimension ", d, " being empty");
+  }
+}
+
 void launch_forward(const at::Tensor& self, const at::Tensor& out, const at::Tensor& indices) {
   if (out.numel() == 0) return;
   const kernels::TensorView out_view = as_5d(out), idx_view = as_5d(indices), in_view = as_5d(self);
@@ -55,6 +68,7 @@ void launch_backward(const at::Tensor& grad_output, const at::Tensor& indices,
 std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool3d_out(const at::Tensor& self,
                                                              at::IntArrayRef output_size,
                                                              at::Tensor& out, at::Tensor& indices) {
+  check_input(self);
   const auto shapes = at::adaptive_max_pool3d(meta_like(self), output_size);
   if (!nn::all_nn_dtypes({&self, &out})) {
     return OPENNEURON_FALLBACK(adaptive_max_pool3d_out, self, output_size, out, indices);

@@ -1,6 +1,9 @@
-// torch.linalg.cross (and torch.cross) on the device. PyTorch's meta kernel checks the call
-// first (dtypes equal, broadcastable shapes, length 3 at dim), so errors are the CPU's, raised
-// at the call; the gradient is linalg_cross again (PyTorch's formula), so it runs here too.
+// torch.linalg.cross (and torch.cross) on the device. The CPU's checks run first and in its
+// order (equal ranks, length 3 at dim, broadcastable shapes, the meta kernel's, equal dtypes), so
+// errors are the CPU's, raised at the call; the gradient is linalg_cross again (PyTorch's
+// formula), so it runs here too.
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -32,7 +35,18 @@ at::Tensor& linalg_cross_out(const at::Tensor& self, const at::Tensor& other, in
                              at::Tensor& out) {
   if (!cross_is_native(self)) return OPENNEURON_FALLBACK(linalg_cross_out, self, other, dim, out);
   OPENNEURON_NATIVE_OP("aten::linalg_cross.out");
+  // The CPU kernel's checks in its order, with its messages (the meta kernel words them
+  // otherwise): equal ranks, length 3 at dim, broadcastable shapes.
+  TORCH_CHECK(self.dim() == other.dim(),
+              "linalg.cross: inputs must have the same number of dimensions.");
+  const int64_t at_dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.size(at_dim) == 3 && other.size(at_dim) == 3, "linalg.cross: inputs dimension ",
+              dim, " must have length 3. Got ", self.size(at_dim), " and ", other.size(at_dim));
+  (void)at::infer_size(self.sizes(), other.sizes());
   const at::Tensor checked = at::linalg_cross(meta_like(self), meta_like(other), dim);
+  // The meta kernel lets operands of two dtypes through; the CPU kernel refuses them.
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "expected scalar type ",
+              self.scalar_type(), " but found ", other.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool,
                               "\"cross\" not implemented for 'Bool'");
   const c10::DeviceGuard guard(check_same_device("linalg_cross.out", {&self, &other, &out}));
