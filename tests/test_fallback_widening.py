@@ -16,28 +16,29 @@ def quiet_fallback_warnings():
         yield
 
 
-# multilabel_margin_loss: CUDA has 16-bit kernels, the CPU does not (and neuron runs it on the
-# host).
-TARGET = torch.tensor([[3, 0, -1, 1], [1, 2, 3, -1]])
+# Anti-aliased bilinear resizing: CUDA has 16-bit kernels, the CPU does not (and neuron runs it
+# on the host).
+SIZE = [4, 4]
 
 
-def loss(x, target=TARGET, reduction="none"):
-    return torch.nn.functional.multilabel_margin_loss(x, target.to(x.device), reduction=reduction)
+def resize(x):
+    return torch.ops.aten._upsample_bilinear2d_aa(x, SIZE, False, None, None)
 
 
-def loss_on_cpu_widened(x):
-    """The reference for a 16-bit multilabel_margin_loss: the CPU at float32, rounded once."""
-    return loss(x.float()).to(x.dtype)
+def resize_on_cpu_widened(x):
+    """The reference for a 16-bit anti-aliased resize: the CPU at float32, rounded once."""
+    return resize(x.float()).to(x.dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_16_bit_op_the_cpu_lacks_runs_widened_and_is_reported(dtype):
-    x = torch.randn(2, 4).to(dtype)
+    x = torch.randn(1, 2, 9, 9).to(dtype)
     openneuron.clear_op_tracking()
-    result = loss(x.to("neuron"))
+    result = resize(x.to("neuron"))
     assert result.dtype == dtype and result.device.type == "neuron"
-    assert torch.equal(result.cpu(), loss_on_cpu_widened(x))
-    op = "aten::multilabel_margin_loss_forward"
+    assert torch.equal(result.cpu(), resize_on_cpu_widened(x))
+    # The functional form runs its out= form (a structured kernel), which falls back.
+    op = "aten::_upsample_bilinear2d_aa.out"
     assert openneuron.get_fallback_ops() == {op: 1}
     assert openneuron.get_widened_ops() == {op: {str(dtype): "torch.float32"}}
     openneuron.clear_op_tracking()
@@ -45,22 +46,21 @@ def test_16_bit_op_the_cpu_lacks_runs_widened_and_is_reported(dtype):
 
 
 def test_widened_out_is_resized_and_returned_and_gradients_flow():
-    x = torch.randn(2, 4).half()
+    x = torch.randn(1, 2, 9, 9).half()
     out = torch.empty(0, dtype=torch.half, device="neuron")
-    is_target = torch.empty(0, dtype=torch.half, device="neuron")
-    returned = torch.ops.aten.multilabel_margin_loss_forward.output(
-        x.to("neuron"), TARGET.to("neuron"), 0, output=out, is_target=is_target
+    returned = torch.ops.aten._upsample_bilinear2d_aa.out(
+        x.to("neuron"), SIZE, False, None, None, out=out
     )
-    assert returned[0] is out and out.shape == (2,)
-    assert torch.equal(out.cpu(), loss_on_cpu_widened(x))
+    assert returned is out and out.shape == (1, 2, 4, 4)
+    assert torch.equal(out.cpu(), resize_on_cpu_widened(x))
 
     leaf = x.to("neuron").requires_grad_()
-    (grad,) = torch.autograd.grad(loss(leaf, reduction="sum"), leaf)
+    (grad,) = torch.autograd.grad(resize(leaf).sum(), leaf)
     reference = x.float().requires_grad_()
-    (expected,) = torch.autograd.grad(loss(reference, reduction="sum"), reference)
+    (expected,) = torch.autograd.grad(resize(reference).sum(), reference)
     assert grad.dtype == torch.half
     assert torch.equal(grad.cpu(), expected.half())
-    assert "aten::multilabel_margin_loss_backward" in openneuron.get_widened_ops()
+    assert "aten::_upsample_bilinear2d_aa_backward.grad_input" in openneuron.get_widened_ops()
 
 
 def test_antialiased_16_bit_interpolation_runs_widened():
@@ -76,14 +76,14 @@ def test_antialiased_16_bit_interpolation_runs_widened():
 
 def test_without_widening_the_cpu_kernel_error_comes_back():
     """The mutant: a fallback that does not widen fails where CUDA computes."""
-    x = torch.randn(2, 4).half().to("neuron")
+    x = torch.randn(1, 2, 9, 9).half().to("neuron")
     openneuron._C._set_fallback_widening(False)
     try:
         with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
-            loss(x)
+            resize(x)
     finally:
         openneuron._C._set_fallback_widening(True)
-    assert loss(x).shape == (2,)
+    assert resize(x).shape == (1, 2, 4, 4)
 
 
 def test_dtypes_cuda_refuses_too_are_not_widened():
@@ -95,9 +95,9 @@ def test_dtypes_cuda_refuses_too_are_not_widened():
 
 
 def test_strict_mode_still_refuses_before_widening():
-    x = torch.randn(2, 4).half().to("neuron")
-    with openneuron.strict(), pytest.raises(NotImplementedError, match="multilabel_margin_loss"):
-        loss(x)
+    x = torch.randn(1, 2, 9, 9).half().to("neuron")
+    with openneuron.strict(), pytest.raises(NotImplementedError, match="_upsample_bilinear2d_aa"):
+        resize(x)
 
 
 def test_bool_widens_only_where_cuda_has_a_bool_kernel():

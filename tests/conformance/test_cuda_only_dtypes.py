@@ -168,12 +168,12 @@ def _set_widening(enabled: bool) -> None:
 
 
 # Pairs that pass only through the fallback's widening: complex is never native on neuron
-# (DESIGN.md decision 4), and multilabel_margin_loss's 16-bit forward and backward run on the
-# host. (histc of integers and 16-bit avg_pool3d, the earlier such pairs, now have native
+# (DESIGN.md decision 4), and 16-bit anti-aliased bilinear resizing runs on the host. (histc of
+# integers, 16-bit avg_pool3d and multilabel_margin_loss, the earlier such pairs, now have native
 # kernels.)
 WIDENED_PAIRS = [
     ("exp", torch.complex32),
-    ("nn.functional.multilabel_margin_loss", torch.float16),
+    ("_upsample_bilinear2d_aa", torch.float16),
 ]
 
 
