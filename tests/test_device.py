@@ -87,6 +87,15 @@ def test_accelerator_device_index_api_agrees_with_torch_neuron(restore_device, s
     assert torch.accelerator.current_device_index() == 0
 
 
+def test_an_index_past_the_last_device_is_refused_in_the_reference_words(restore_device):
+    # PrivateUse1 tests written for the reference backend match its sentence; ours opens with it
+    # and then names the index and the devices there are.
+    count = torch.accelerator.device_count()
+    with pytest.raises(RuntimeError, match=rf"The device index is out of range: .*index {count}"):
+        torch.accelerator.set_device_index(count)
+    assert torch.accelerator.current_device_index() == 0
+
+
 def test_device_context_manager_restores_previous_device(restore_device, second_device):
     with torch.neuron.device(1):
         assert torch.neuron.current_device() == 1

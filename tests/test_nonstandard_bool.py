@@ -48,3 +48,33 @@ def test_nonzero_bytes_read_as_true_as_on_the_cpu(name):
     got = fn(bool_view(BYTES, "neuron"), bool_view(OTHER, "neuron"), x.to("neuron"))
     assert got.dtype == want.dtype
     assert torch.equal(got.cpu(), want), (got.cpu(), want)
+
+
+def as_bytes(t):
+    """A tensor's stored values, with a bool tensor's bytes exposed (2 and 1 both read True)."""
+    t = t.cpu()
+    return t.view(torch.uint8) if t.dtype == torch.bool else t
+
+
+ORDERING_CASES = {
+    "sort": lambda b: b.sort(stable=True),
+    "sort descending": lambda b: b.sort(descending=True, stable=True),
+    "sort along rows": lambda b: b.view(2, 4).sort(dim=1, stable=True),
+    "sort a strided view": lambda b: b.view(4, 2).mT.sort(dim=1, stable=True),
+    "argsort": lambda b: (b.argsort(stable=True),),
+    "msort": lambda b: (b.view(4, 2).msort(),),
+    "softmax": lambda b: (torch.softmax(b.view(2, 4), 1, dtype=torch.float32),),
+    "softmax over the outer dim": lambda b: (torch.softmax(b.view(4, 2), 0, dtype=torch.float32),),
+}
+
+
+@pytest.mark.parametrize("name", list(ORDERING_CASES), ids=str)
+def test_nonzero_bytes_sort_and_normalise_as_on_the_cpu(name):
+    # The CPU orders every nonzero byte as True (ties keep their order) and writes sorted
+    # values as 0 or 1; a kernel keyed on the raw byte put 255 after 2 and copied the bytes.
+    fn = ORDERING_CASES[name]
+    want = fn(bool_view(BYTES, "cpu"))
+    got = fn(bool_view(BYTES, "neuron"))
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(as_bytes(g), as_bytes(w), rtol=2e-7, atol=0)

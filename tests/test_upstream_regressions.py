@@ -1,6 +1,6 @@
 """Regression tests for bugs PyTorch's upstream device-generic test files found on neuron
-(test_tensor_creation_ops, test_reductions, test_indexing, test_nn), each against PyTorch on the
-CPU."""
+(test_tensor_creation_ops, test_reductions, test_indexing, test_nn, test_torch), each against
+PyTorch on the CPU."""
 
 import re
 
@@ -296,3 +296,43 @@ def test_batch_norm_backward_over_a_large_channel_is_within_float32_error():
     ours = grads(DEV, torch.float32)
     cpu_error = (cpu - exact).abs().max().item()
     assert (ours - exact).abs().max().item() <= max(4 * cpu_error, 1e-3)
+
+
+# ---- deterministic mode fills new memory ---------------------------------------------------
+
+DETERMINISTIC_DTYPES = [torch.float32, torch.bfloat16, torch.complex64, torch.int64, torch.uint8]
+NEW_MEMORY = {
+    "empty": lambda d, t: torch.empty(2, 3, device=d, dtype=t),
+    "empty_strided": lambda d, t: torch.empty_strided((3, 2), (1, 3), device=d, dtype=t),
+    "empty_like": lambda d, t: torch.empty_like(torch.zeros(4, device=d, dtype=t)),
+    "resize_ grows": lambda d, t: torch.zeros(2, device=d, dtype=t).resize_(5),
+}
+
+
+@pytest.mark.parametrize("dtype", DETERMINISTIC_DTYPES, ids=str)
+@pytest.mark.parametrize("make", list(NEW_MEMORY), ids=str)
+def test_deterministic_mode_fills_new_memory_as_the_cpu(make, dtype):
+    # torch.use_deterministic_algorithms(True) fills fresh memory with NaN or the dtype's
+    # largest value (test_torch's test_deterministic_empty/_resize); neuron left it as it was.
+    def run(device):
+        before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            return NEW_MEMORY[make](device, dtype)
+        finally:
+            torch.use_deterministic_algorithms(before)
+
+    want = run("cpu")
+    got = run(DEV)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bool], ids=str)
+def test_nonzero_refuses_a_cpu_out(dtype):
+    # A 0-dim CPU out= passed the device check as if it were a wrapped scalar and then failed
+    # deep inside with "invalid neuron device index -1" (test_shape_ops's test_nonzero).
+    values = torch.tensor([0, 1, 2], device=DEV).to(dtype)
+    for out in (torch.empty([], dtype=torch.long), torch.empty(3, 1, dtype=torch.long)):
+        with pytest.raises(RuntimeError, match="on the same device"):
+            torch.nonzero(values, out=out)

@@ -95,9 +95,10 @@ void check_device_index(int index) {
   if (index >= 0 && index < count) return;
   std::string names;
   for (int i = 0; i < count; ++i) names += (i ? ", neuron:" : "neuron:") + std::to_string(i);
-  throw DeviceIndexError("invalid neuron device index " + std::to_string(index) +
-                         ": this process has " + std::to_string(count) + " neuron device" +
-                         (count == 1 ? "" : "s") + " (" + names +
+  // Opens with the reference PrivateUse1 backend's (OpenReg's) sentence, which its tests match.
+  throw DeviceIndexError("The device index is out of range: neuron device index " +
+                         std::to_string(index) + ", this process has " + std::to_string(count) +
+                         " neuron device" + (count == 1 ? "" : "s") + " (" + names +
                          "); OPENNEURON_DEVICES sets how many");
 }
 

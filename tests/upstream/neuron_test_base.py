@@ -37,7 +37,10 @@ def _names_older_test_files_import() -> None:
     - `torch._C.has_mkldnn` (test_autograd.py): whether the build has oneDNN, now
       `torch.backends.mkldnn.is_available()`.
     - `common_methods_invocations.xfail`, `skip`, `skipOps` (test_ops.py): the 2.1 forms, which
-      moved to common_device_type with another signature (`_opinfo_skip_specs`)."""
+      moved to common_device_type with another signature (`_opinfo_skip_specs`).
+    - `common_mkldnn.bf32_on_and_off(precision)` (test_torch.py, test_nn.py of 2.4): runs a cpu
+      float32 test once as is and once more with oneDNN's bf16 float32 math at that tolerance;
+      now `reduced_f32_on_and_off`, which adds a TF32 pass where the CPU has AMX-FP16."""
     common_utils = importlib.import_module("torch.testing._internal.common_utils")
     if not hasattr(common_utils, "skipIfMps"):
         common_utils.skipIfMps = common_utils.skipIfMPS
@@ -56,6 +59,11 @@ def _names_older_test_files_import() -> None:
         torch._C.has_mkldnn = torch.backends.mkldnn.is_available()
     if not hasattr(methods, "skipOps"):
         methods.xfail, methods.skip, methods.skipOps = _opinfo_skip_specs()
+    mkldnn = importlib.import_module("torch.testing._internal.common_mkldnn")
+    if not hasattr(mkldnn, "bf32_on_and_off"):
+        mkldnn.bf32_on_and_off = lambda bf32_precision=1e-2: mkldnn.reduced_f32_on_and_off(
+            bf32_precision=bf32_precision
+        )
 
 
 def _opinfo_skip_specs():

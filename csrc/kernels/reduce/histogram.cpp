@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
 
 namespace openneuron::kernels {
@@ -18,7 +19,7 @@ void for_each_element(const TensorView& in, Fn&& fn) {
   for_each_row<1>({&in}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<1>& row, int64_t n) {
     const char* p = row.ptrs[0];
     for (int64_t j = 0; j < n; ++j) {
-      fn(*reinterpret_cast<const T*>(p + j * row.strides[0]));
+      fn(load_value(reinterpret_cast<const T*>(p + j * row.strides[0])));
     }
   });
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/core/element_types.h"
+#include "kernels/core/row_io.h"
 #include "kernels/runtime/parallel.h"
 
 namespace openneuron::kernels {
@@ -218,7 +219,7 @@ void sort_typed(const TensorView& values, const TensorView& indices, const Tenso
       K* keys = scratch.keys.data();
       int64_t* order = scratch.order.data();
       for (int64_t i = 0; i < lines.length; ++i) {
-        const K key = KeyOf<T>::key(src[i * step]);
+        const K key = KeyOf<T>::key(load_value(&src[i * step]));
         keys[i] = descending ? static_cast<K>(~key) : key;
         order[i] = i;
       }
@@ -227,7 +228,7 @@ void sort_typed(const TensorView& values, const TensorView& indices, const Tenso
       T* value_out = static_cast<T*>(values.data) + off[0];
       int64_t* index_out = static_cast<int64_t*>(indices.data) + off[1];
       for (int64_t i = 0; i < lines.length; ++i) {
-        value_out[i * lines.steps[0]] = src[order[i] * step];
+        value_out[i * lines.steps[0]] = load_value(&src[order[i] * step]);
         index_out[i * lines.steps[1]] = order[i];
       }
     }
@@ -249,7 +250,7 @@ void topk_typed(const TensorView& values, const TensorView& indices, const Tenso
       const T* src = static_cast<const T*>(in.data) + off[2];
       const int64_t step = lines.steps[2];
       for (int64_t i = 0; i < lines.length; ++i) {
-        const K key = KeyOf<T>::key(src[i * step]);
+        const K key = KeyOf<T>::key(load_value(&src[i * step]));
         items[i] = {largest ? static_cast<K>(~key) : key, i};
       }
       // Pairs compare by key, then by index: ties keep the lower index first.
@@ -257,7 +258,7 @@ void topk_typed(const TensorView& values, const TensorView& indices, const Tenso
       T* value_out = static_cast<T*>(values.data) + off[0];
       int64_t* index_out = static_cast<int64_t*>(indices.data) + off[1];
       for (int64_t i = 0; i < k; ++i) {
-        value_out[i * lines.steps[0]] = src[items[i].second * step];
+        value_out[i * lines.steps[0]] = load_value(&src[items[i].second * step]);
         index_out[i * lines.steps[1]] = items[i].second;
       }
     }

@@ -1,5 +1,5 @@
 // Bool elements whose byte is neither 0 nor 1 (a uint8 tensor viewed as bool) read as true in
-// casts, sums and nonzero, as on the CPU; the raw byte never leaks into a result.
+// casts, sums, nonzero and sorting, as on the CPU; the raw byte never leaks into a result.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +9,7 @@
 #include "kernels/pointwise/cast.h"
 #include "kernels/reduce/reduce.h"
 #include "kernels/shape/indexing.h"
+#include "kernels/shape/sort.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -60,6 +61,20 @@ TEST(BoolBytes, SumAndNonzeroCountTrueElements) {
   nonzero(coordinates.view, bools.view);
   const int64_t want[] = {1, 2, 3, 5, 6, 7};
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(get(coordinates.view, {i, 0}), want[i]) << i;
+}
+
+TEST(BoolBytes, SortOrdersEveryNonzeroByteAsTrueAndWritesOne) {
+  const testing::HostTensor bools = odd_bools();
+  const testing::HostTensor values = make_tensor(DType::Bool, {kCount});
+  const testing::HostTensor indices = make_tensor(DType::Int64, {kCount});
+  sort(values.view, indices.view, bools.view, 0, /*descending=*/false);
+  // Stable: the two false elements first, then the six true ones in their original order.
+  const int64_t want[] = {0, 4, 1, 2, 3, 5, 6, 7};
+  const auto* bytes = static_cast<const uint8_t*>(values.view.data);
+  for (int64_t i = 0; i < kCount; ++i) {
+    EXPECT_EQ(get(indices.view, {i}), want[i]) << i;
+    EXPECT_EQ(bytes[i], i < 2 ? 0 : 1) << i;
+  }
 }
 
 }  // namespace

@@ -454,6 +454,11 @@ at::Tensor& scatter_value_reduce_out(const at::Tensor& self, int64_t dim, const 
 // ---- nonzero / masked_select -----------------------------------------------------------
 
 at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  // Checked first, for the host fallback too: check_same_device lets a 0-dim CPU tensor pass
+  // (a wrapped scalar input), but an out= is written and must be on the device.
+  TORCH_CHECK(out.device() == self.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              self.device(), " and ", out.device(), "! (in nonzero.out)");
   if (!is_native_compute_dtype(self.scalar_type()) || self.dim() > kernels::kMaxDims) {
     return OPENNEURON_FALLBACK(nonzero_out, self, out);
   }

@@ -1,6 +1,9 @@
 // Tensor creation, storage and view ops: the minimum a PrivateUse1 device provides.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/is_set_to_native.h>
@@ -43,6 +46,18 @@ void ensure_storage_fits(const at::Tensor& self) {
   resize_storage_bytes(storage, needed);
 }
 
+bool fills_uninitialized_memory() {
+  const auto& context = at::globalContext();
+  return context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory();
+}
+
+// Under torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (its default),
+// new memory holds NaN (floating, complex) or the dtype's largest value, as on the CPU.
+at::Tensor filled_if_deterministic(at::Tensor tensor) {
+  if (fills_uninitialized_memory()) at::native::fill_empty_deterministic_(tensor);
+  return tensor;
+}
+
 }  // namespace
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -52,8 +67,8 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   OPENNEURON_NATIVE_OP("aten::empty.memory_format");
   check_factory_options(layout, pin_memory);
   const c10::DeviceGuard guard(c10::device_or_default(device));
-  return at::detail::empty_generic(size, device_allocator(), kNeuronKeys,
-                                   c10::dtype_or_default(dtype), memory_format);
+  return filled_if_deterministic(at::detail::empty_generic(
+      size, device_allocator(), kNeuronKeys, c10::dtype_or_default(dtype), memory_format));
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -62,8 +77,8 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   OPENNEURON_NATIVE_OP("aten::empty_strided");
   check_factory_options(layout, pin_memory);
   const c10::DeviceGuard guard(c10::device_or_default(device));
-  return at::detail::empty_strided_generic(size, stride, device_allocator(), kNeuronKeys,
-                                           c10::dtype_or_default(dtype));
+  return filled_if_deterministic(at::detail::empty_strided_generic(
+      size, stride, device_allocator(), kNeuronKeys, c10::dtype_or_default(dtype)));
 }
 
 at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -86,11 +101,15 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
   OPENNEURON_NATIVE_OP("aten::resize_");
   auto* impl = self.unsafeGetTensorImpl();
+  const auto old_storage_nbytes = static_cast<int64_t>(impl->unsafe_storage().nbytes());
   at::native::resize_impl_cpu_(impl, size, /*stride=*/std::nullopt, /*resize_storage=*/false);
   if (memory_format.has_value() && *memory_format != c10::MemoryFormat::Preserve) {
     impl->empty_tensor_restride(*memory_format);
   }
   ensure_storage_fits(self);
+  // The bytes a grown storage added, as the CPU's resize_ fills them (see empty above).
+  if (fills_uninitialized_memory())
+    at::native::fill_resize_deterministic_(self, old_storage_nbytes);
   return self;
 }
 
