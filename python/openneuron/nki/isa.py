@@ -810,6 +810,34 @@ def range_select(
     return emit(tr.RANGE_SELECT, tr.VECTOR, **fields)
 
 
+def nc_n_gather(dst, data, indices, name=None, **_ignored):
+    """dst[p, i...] = data[p, indices[p, i...]] on the GpSimd engine: within each partition,
+    data's free axes flattened in row-major order; indices (uint32) shape dst. Bits move
+    unchanged; an index outside [0, elements of a data partition) is out-of-bounds."""
+    return emit(
+        tr.N_GATHER,
+        tr.GPSIMD,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(data, "data"),
+        src1=_tensor(indices, "indices"),
+    )
+
+
+def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None, **_ignored):
+    """dst = src where predicate (uint8/16/32) is nonzero, or zero under reverse_pred; dst keeps
+    its values elsewhere. src is a tile of dst's dtype or a Python number (converted to dst's
+    dtype). Vector engine; src and predicate not both in PSUM."""
+    fields = dict(dst=_tensor(dst, "dst"), src1=_tensor(predicate, "predicate"))
+    if isinstance(src, NkiTensor):
+        fields["src0"] = src
+    elif _is_scalar(src):
+        fields["imm0"] = float(src)
+    else:
+        tr.fail("bad-operand", f"src is a tile or a Python number, got {type(src).__name__}")
+    fields["flags"] = 2 if reverse_pred else 0
+    return emit(tr.TENSOR_COPY_PREDICATED, tr.VECTOR, **fields)
+
+
 def _not_simulated(name):
     def instruction(*args, **kwargs):
         tr.fail("unsupported", f"nisa.{name} is not simulated yet")
@@ -822,12 +850,10 @@ def _not_simulated(name):
 for _name in (
     "local_gather",
     "nc_matmul_mx",
-    "nc_n_gather",
     "quantize_mx",
     "register_alloc",
     "register_load",
     "sendrecv",
-    "tensor_copy_predicated",
 ):
     globals()[_name] = _not_simulated(_name)
 del _name
