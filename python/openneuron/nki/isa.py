@@ -386,11 +386,14 @@ def scalar_tensor_tensor(
     dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None, **_ignored
 ):
     """dst = (data op0 operand0) op1 operand1 with operand1 a tile: two Vector instructions,
-    the intermediate kept in fp32 (a scratch tile when dst is narrower)."""
+    the intermediate kept in fp32, in a scratch tile when dst is narrower or when dst shares
+    a buffer with operand1 (``dst = data * s + dst`` accumulates: writing the intermediate into
+    dst first would overwrite the operand it adds)."""
     from openneuron.nki.dtypes import float32
 
     middle = dst
-    if dst.dtype is not float32:
+    shares_operand1 = isinstance(operand1, NkiTensor) and operand1.buffer is dst.buffer
+    if dst.dtype is not float32 or shares_operand1:
         scratch = _trace().new_buffer(None, tr.SBUF, float32, dst.shape)
         middle = NkiTensor(scratch)
     tensor_scalar(middle, data, op0, operand0, reverse0=reverse0)
