@@ -194,3 +194,21 @@ def test_dtypes_print_as_aws_dtypes_do():
     assert str(nl.float8_e4m3) == "float8_e4m3" and str(nl.bfloat16) == "bfloat16"
     assert str(nl.float32) == str(np.dtype(np.float32)) and str(nl.int32) == "int32"
     assert repr(nl.bfloat16) == "nl.bfloat16"
+
+
+def test_dtypes_stay_one_object_through_copy_and_pickle():
+    # The library's attention TKG tests deep-copy parameter sets holding nl.bfloat16 and
+    # then look the copy up with `dtype in (nl.bfloat16, ...)`.
+    import copy
+    import pickle
+
+    from openneuron.nki import language as nl_module
+
+    for dtype in (nl_module.bfloat16, nl_module.float8_e4m3, nl_module.float32):
+        for twin in (
+            copy.copy(dtype),
+            copy.deepcopy([dtype])[0],
+            pickle.loads(pickle.dumps(dtype)),
+        ):
+            assert twin is dtype
+            assert twin in (nl_module.tfloat32, dtype)
