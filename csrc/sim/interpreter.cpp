@@ -224,6 +224,84 @@ float tf32_input(DType dtype, float value) {
   return dtype == DType::kTFloat32 ? round_to(DType::kTFloat32, value) : value;
 }
 
+// An operand's raw element bytes in row-major order, and which of them were never written.
+struct RawElements {
+  std::vector<uint8_t> bytes;
+  std::vector<char> unwritten;
+};
+
+RawElements read_raw(CoreState& state, const AccessPattern& ap) {
+  const int64_t size = dtype_size(ap.dtype);
+  RawElements raw{std::vector<uint8_t>(static_cast<size_t>(ap.elements() * size)),
+                  std::vector<char>(static_cast<size_t>(ap.elements()), 0)};
+  for (const int64_t n : state.unwritten_elements(ap)) raw.unwritten[n] = 1;
+  for_each_element(state, ap, [&](const uint8_t* data, int64_t n) {
+    std::memcpy(raw.bytes.data() + n * size, data, static_cast<size_t>(size));
+  });
+  return raw;
+}
+
+// nc_n_gather: dst[p, i] = data[p, indices[p, i]] with the bits unchanged.
+void gather_in_partitions(CoreState& state, const Instruction& ins) {
+  const AccessPattern& data = ins.src[0];
+  const AccessPattern& indices = ins.src[1];
+  const AccessPattern& dst = ins.dst;
+  const int64_t partitions = dst.partitions(), count = dst.free_size(), width = data.free_size();
+  const auto index = ElementAccess::read(state, ins, indices);
+  const RawElements source = read_raw(state, data);
+  const int64_t size = dtype_size(data.dtype);
+  std::vector<uint8_t> out(static_cast<size_t>(dst.elements() * size));
+  std::vector<int64_t> unwritten;
+  for (int64_t p = 0; p < partitions; ++p) {
+    for (int64_t i = 0; i < count; ++i) {
+      const float value = index[p * count + i];
+      if (!(value >= 0.0f && value < static_cast<float>(width))) {
+        throw SimError(rule::kOutOfBounds,
+                       "nc_n_gather index " + std::to_string(value) + " at partition " +
+                           std::to_string(p) + " is outside the " + std::to_string(width) +
+                           " elements of a data partition",
+                       state.program().source, ins.line);
+      }
+      const int64_t from = p * width + static_cast<int64_t>(value);
+      std::memcpy(out.data() + (p * count + i) * size, source.bytes.data() + from * size,
+                  static_cast<size_t>(size));
+      if (source.unwritten[from]) unwritten.push_back(p * count + i);
+    }
+  }
+  for_each_element(state, dst, [&](uint8_t* where, int64_t n) {
+    std::memcpy(where, out.data() + n * size, static_cast<size_t>(size));
+  });
+  state.mark_written(dst);
+  for (const int64_t n : unwritten) state.mark_element_unwritten(dst, n);
+}
+
+// tensor_copy_predicated: only the elements the predicate selects change, bits and written-state.
+void copy_predicated(CoreState& state, const Instruction& ins) {
+  const AccessPattern& dst = ins.dst;
+  const AccessPattern& src = ins.src[0];
+  const auto predicate = ElementAccess::read(state, ins, ins.src[1]);
+  const int64_t size = dtype_size(dst.dtype);
+  std::vector<char> selected(predicate.size());
+  for (size_t n = 0; n < predicate.size(); ++n)
+    selected[n] = (predicate[n] != 0.0f) != ins.reverse0;
+  RawElements source;
+  if (src.valid()) source = read_raw(state, src);
+  std::vector<uint8_t> scalar(static_cast<size_t>(size));
+  if (!src.valid()) store_element(dst.dtype, scalar.data(), ins.imm0);
+  std::vector<char> unwritten(selected.size(), 0);
+  for (const int64_t n : state.unwritten_elements(dst)) unwritten[n] = 1;
+  for_each_element(state, dst, [&](uint8_t* where, int64_t n) {
+    if (!selected[n]) return;
+    const uint8_t* from = src.valid() ? source.bytes.data() + n * size : scalar.data();
+    std::memcpy(where, from, static_cast<size_t>(size));
+    unwritten[n] = src.valid() ? source.unwritten[n] : 0;
+  });
+  state.mark_written(dst);
+  for (size_t n = 0; n < unwritten.size(); ++n) {
+    if (unwritten[n]) state.mark_element_unwritten(dst, static_cast<int64_t>(n));
+  }
+}
+
 template <typename Access, bool kFastMatmul>
 void execute(CoreState& state, const Instruction& ins) {
   const AccessPattern& dst = ins.dst;
@@ -593,6 +671,12 @@ void execute(CoreState& state, const Instruction& ins) {
       }
       return;
     }
+    case Opcode::kNGather:
+      gather_in_partitions(state, ins);
+      return;
+    case Opcode::kTensorCopyPredicated:
+      copy_predicated(state, ins);
+      return;
     case Opcode::kCount:
       return;
   }

@@ -46,7 +46,9 @@ const char* opcode_name(Opcode opcode) {
                                        "nc_match_replace8",
                                        "range_select",
                                        "core_barrier",
-                                       "dma_compute"};
+                                       "dma_compute",
+                                       "nc_n_gather",
+                                       "tensor_copy_predicated"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);
 }
@@ -118,6 +120,7 @@ Engine default_engine(Opcode opcode) {
     case Opcode::kAffineSelect:
     case Opcode::kPartitionReduce:
     case Opcode::kNonzeroWithCount:
+    case Opcode::kNGather:
       return Engine::kGpSimd;
     case Opcode::kDmaCopy:
     case Opcode::kDmaCompute:

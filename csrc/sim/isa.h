@@ -79,6 +79,14 @@
 //                   partition [F + 1] = the indices j + imm0 of the nonzero elements a[j] in
 //                   order, then imm1 up to index F - 1, then their count at index F. The other
 //                   partitions of dst are left as they were. NaN counts as nonzero.
+//   kNGather        gather within each partition: dst[p, i] = a[p, b[p, i]], the index b (uint32)
+//                   counting a's free elements in row-major order; b's free shape gives dst's.
+//                   Same dtype, bits moved unchanged (a never-written element stays never
+//                   written where it lands). Every index must lie in [0, F of a): out-of-bounds.
+//   Vector engine (predicated copy)
+//   kTensorCopyPredicated  where (b != 0) != reverse0: dst = a (bits unchanged, same dtype), or
+//                   imm0 rounded to dst's dtype when a is absent; elsewhere dst keeps what it
+//                   held (including never written). b is an unsigned integer predicate.
 //   Launch
 //   kCoreBarrier    no operands, no work: the cores of a launch wait for one another here.
 //                   Simulator::run executes a program in segments that end at each barrier, so
@@ -139,6 +147,8 @@ enum class Opcode : uint8_t {
   kRangeSelect,
   kCoreBarrier,
   kDmaCompute,
+  kNGather,
+  kTensorCopyPredicated,
   kCount
 };
 

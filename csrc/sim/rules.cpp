@@ -163,6 +163,12 @@ class Checker {
       case Opcode::kDmaCompute:
         check_dma_compute(instruction);
         break;
+      case Opcode::kNGather:
+        check_n_gather(instruction);
+        break;
+      case Opcode::kTensorCopyPredicated:
+        check_copy_predicated(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -242,6 +248,54 @@ class Checker {
         out != DType::kFloat32) {
       fail(rule::kDtype,
            std::string("writes uint16, uint32, int32 or float32 indices, got ") + dtype_name(out));
+    }
+  }
+
+  // nc_n_gather: data, indices and dst span the same partitions, all in SBUF (GpSimd);
+  // dst holds as many elements per partition as indices, in data's dtype; indices are uint32.
+  void check_n_gather(const Instruction& instruction) {
+    require_inputs(instruction, 2);
+    const AccessPattern& data = instruction.src[0];
+    const AccessPattern& indices = instruction.src[1];
+    const AccessPattern& dst = instruction.dst;
+    if (instruction.engine != Engine::kGpSimd) fail(rule::kBadOperand, "runs on the GpSimd engine");
+    if (data.partitions() != dst.partitions() || indices.partitions() != dst.partitions() ||
+        indices.free_size() != dst.free_size()) {
+      fail(rule::kShapeMismatch, "data " + shape_text(data) + ", indices " + shape_text(indices) +
+                                     " and dst " + shape_text(dst) +
+                                     " must span the same partitions, dst with as many elements "
+                                     "per partition as indices");
+    }
+    if (indices.dtype != DType::kUInt32) {
+      fail(rule::kDtype, std::string("indices are uint32, got ") + dtype_name(indices.dtype));
+    }
+    if (dst.dtype != data.dtype) {
+      fail(rule::kDtype, std::string("dst has data's dtype ") + dtype_name(data.dtype) + ", got " +
+                             dtype_name(dst.dtype));
+    }
+  }
+
+  // tensor_copy_predicated: src (when a tensor) and predicate shaped as dst, not both in PSUM;
+  // src of dst's dtype; predicate uint8 / uint16 / uint32.
+  void check_copy_predicated(const Instruction& instruction) {
+    if (!instruction.dst.valid() || !instruction.src[1].valid()) {
+      fail(rule::kBadOperand, "missing destination or predicate");
+    }
+    const AccessPattern& src = instruction.src[0];
+    const AccessPattern& predicate = instruction.src[1];
+    same_shape(instruction.dst, src, "src");
+    same_shape(instruction.dst, predicate, "predicate");
+    if (src.valid() && memory(src) == Memory::kPsum && memory(predicate) == Memory::kPsum) {
+      fail(rule::kPsumBothInputs, "src and predicate are both in PSUM; at most one may be");
+    }
+    if (src.valid() && src.dtype != instruction.dst.dtype) {
+      fail(rule::kDtype, std::string("src and dst share a dtype, got ") + dtype_name(src.dtype) +
+                             " and " + dtype_name(instruction.dst.dtype));
+    }
+    const DType kind = predicate.dtype;
+    if (kind != DType::kUInt8 && kind != DType::kUInt16 && kind != DType::kUInt32) {
+      fail(rule::kDtype,
+           std::string("the predicate is uint8, uint16 or uint32, got ") + dtype_name(kind));
     }
   }
 

@@ -338,6 +338,19 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
       // figure), then write F + 1 values.
       cycles = profile.iota_fixed_cycles + 2 * free_elements(a) + 1;
       break;
+    case Opcode::kNGather:
+      // No published cost: one fixed start per group of 512 gathered elements (the groups of
+      // ISA instructions the API reference describes), then an element a cycle.
+      cycles = profile.iota_fixed_cycles * ((free_elements(ins.dst) + 511) / 512) +
+               free_elements(ins.dst);
+      break;
+    case Opcode::kTensorCopyPredicated: {
+      // The published cost: max(MIN_II, N), or max(MIN_II, 2N) when both inputs are in SBUF.
+      const int64_t n = free_elements(ins.dst);
+      const bool one_in_psum = on_psum(program, ins.src[1]) || (a.valid() && on_psum(program, a));
+      cycles = std::max(floor_cycles, one_in_psum ? n : 2 * n) + fixed;
+      break;
+    }
     default:
       cycles = std::max(floor_cycles, free_elements(a.valid() ? a : ins.dst)) + fixed;
       break;

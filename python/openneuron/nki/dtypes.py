@@ -49,6 +49,17 @@ class DType:
     def __hash__(self) -> int:
         return hash(self.name)
 
+    # Each type is one object: copies (test harnesses deep-copy their parameter sets) and
+    # unpickled values are that object, so identity-based checks such as ``dtype in (...)`` hold.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
 
 bool_ = DType("bool", 0, 1, False, "bool")
 int8 = DType("int8", 1, 1, False, "int8")
@@ -63,6 +74,11 @@ float32 = DType("float32", 9, 4, True, "float32")
 tfloat32 = DType("tfloat32", 10, 4, True, "float32")
 float8_e4m3 = DType("float8_e4m3", 11, 1, True, "float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2", 12, 1, True, "float8_e5m2")
+
+
+def _by_name(name):
+    return getattr(DType, name)
+
 
 ALL = [bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32]
 ALL += [tfloat32, float8_e4m3, float8_e5m2]

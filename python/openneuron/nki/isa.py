@@ -386,11 +386,14 @@ def scalar_tensor_tensor(
     dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None, **_ignored
 ):
     """dst = (data op0 operand0) op1 operand1 with operand1 a tile: two Vector instructions,
-    the intermediate kept in fp32 (a scratch tile when dst is narrower)."""
+    the intermediate kept in fp32, in a scratch tile when dst is narrower or when dst shares
+    a buffer with operand1 (``dst = data * s + dst`` accumulates: writing the intermediate into
+    dst first would overwrite the operand it adds)."""
     from openneuron.nki.dtypes import float32
 
     middle = dst
-    if dst.dtype is not float32:
+    shares_operand1 = isinstance(operand1, NkiTensor) and operand1.buffer is dst.buffer
+    if dst.dtype is not float32 or shares_operand1:
         scratch = _trace().new_buffer(None, tr.SBUF, float32, dst.shape)
         middle = NkiTensor(scratch)
     tensor_scalar(middle, data, op0, operand0, reverse0=reverse0)
@@ -810,6 +813,34 @@ def range_select(
     return emit(tr.RANGE_SELECT, tr.VECTOR, **fields)
 
 
+def nc_n_gather(dst, data, indices, name=None, **_ignored):
+    """dst[p, i...] = data[p, indices[p, i...]] on the GpSimd engine: within each partition,
+    data's free axes flattened in row-major order; indices (uint32) shape dst. Bits move
+    unchanged; an index outside [0, elements of a data partition) is out-of-bounds."""
+    return emit(
+        tr.N_GATHER,
+        tr.GPSIMD,
+        dst=_tensor(dst, "dst"),
+        src0=_tensor(data, "data"),
+        src1=_tensor(indices, "indices"),
+    )
+
+
+def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None, **_ignored):
+    """dst = src where predicate (uint8/16/32) is nonzero, or zero under reverse_pred; dst keeps
+    its values elsewhere. src is a tile of dst's dtype or a Python number (converted to dst's
+    dtype). Vector engine; src and predicate not both in PSUM."""
+    fields = dict(dst=_tensor(dst, "dst"), src1=_tensor(predicate, "predicate"))
+    if isinstance(src, NkiTensor):
+        fields["src0"] = src
+    elif _is_scalar(src):
+        fields["imm0"] = float(src)
+    else:
+        tr.fail("bad-operand", f"src is a tile or a Python number, got {type(src).__name__}")
+    fields["flags"] = 2 if reverse_pred else 0
+    return emit(tr.TENSOR_COPY_PREDICATED, tr.VECTOR, **fields)
+
+
 def _not_simulated(name):
     def instruction(*args, **kwargs):
         tr.fail("unsupported", f"nisa.{name} is not simulated yet")
@@ -822,12 +853,10 @@ def _not_simulated(name):
 for _name in (
     "local_gather",
     "nc_matmul_mx",
-    "nc_n_gather",
     "quantize_mx",
     "register_alloc",
     "register_load",
     "sendrecv",
-    "tensor_copy_predicated",
 ):
     globals()[_name] = _not_simulated(_name)
 del _name

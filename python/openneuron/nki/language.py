@@ -6,6 +6,7 @@ reductions, Tensor engine for matmul and transpose).
 """
 
 import dataclasses
+import functools
 import numbers
 import os
 
@@ -89,14 +90,47 @@ class NKIObject:
             # The __init__ made is a frozen dataclass's (it assigns through object.__setattr__),
             # so a later @dataclass(frozen=True) still constructs; the class itself stays a
             # plain mutable dataclass. Below a mutable dataclass base only a mutable one can be.
+            # A field listed without a default may be left out of the call and set later (the
+            # library's MoE CTE kernels build DimensionSizes so and derive the rest).
+            unset = [n for n in cls.__dict__.get("__annotations__", {}) if n not in cls.__dict__]
+            for name in unset:
+                setattr(cls, name, _UNSET)
             try:
                 dataclasses.dataclass(cls, frozen=True)
+                frozen = True
             except TypeError:
                 dataclasses.dataclass(cls)
+                frozen = False
+            for name in unset:
+                delattr(cls, name)
+            if unset:
+                cls.__init__ = _dropping_unset(cls.__init__)
+            if not frozen:
                 return
             del cls.__setattr__, cls.__delattr__
             cls.__hash__ = None
             cls.__dataclass_params__ = _MUTABLE_DATACLASS_PARAMS
+
+
+class _Unset:
+    """The default of an NKIObject field listed without one: left unset when not given."""
+
+    def __repr__(self):
+        return "<unset>"
+
+
+_UNSET = _Unset()
+
+
+def _dropping_unset(init):
+    @functools.wraps(init)
+    def construct(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        for name, value in list(vars(self).items()):
+            if value is _UNSET:
+                object.__delattr__(self, name)
+
+    return construct
 
 
 class tile_size:

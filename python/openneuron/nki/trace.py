@@ -42,7 +42,9 @@ TENSOR, VECTOR, SCALAR, GPSIMD, DMA = 0, 1, 2, 3, 4
     RANGE_SELECT,
     CORE_BARRIER,
     DMA_COMPUTE,
-) = range(24)
+    N_GATHER,
+    TENSOR_COPY_PREDICATED,
+) = range(26)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
