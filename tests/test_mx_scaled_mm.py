@@ -252,3 +252,129 @@ def test_projection_prices_mx_products_at_the_mx_rate():
     )
     assert mx_trn2.engines_us["tensor"] > mx.engines_us["tensor"]  # trn2 has no MX mode
     assert fp4.flops == mx.flops  # K counts fp4 elements, two per byte
+
+
+def test_functional_scaled_mm_mx_recipes():
+    """torch.nn.functional.scaled_mm (aten::_scaled_mm_v2) with BlockWise1x32 recipes and
+    swizzled scales: MXFP8 and MXFP4 natively; an unswizzled MX scale is refused at the call."""
+    from torch.nn.functional import ScalingType, SwizzleType, scaled_mm
+
+    import openneuron
+
+    m, k, n = 32, 64, 32
+    a, b_columns, scale_a, scale_b, da, db = mxfp8_case(
+        m, k, n, torch.float8_e4m3fn, torch.float8_e4m3fn, 21
+    )
+    mx = ScalingType.BlockWise1x32
+    swizzle = SwizzleType.SWIZZLE_32_4_4
+    openneuron.clear_op_tracking()
+    out = scaled_mm(
+        a.to("neuron"),
+        b_columns.to("neuron").t(),
+        scale_a=swizzled(scale_a).to("neuron"),
+        scale_recipe_a=mx,
+        scale_b=swizzled(scale_b).to("neuron"),
+        scale_recipe_b=mx,
+        swizzle_a=swizzle,
+        swizzle_b=swizzle,
+        output_dtype=torch.bfloat16,
+    )
+    assert_close_to_reference(out, da @ db.T, k, da.abs() @ db.abs().T)
+
+    g = torch.Generator().manual_seed(22)
+    a4 = torch.randint(0, 256, (m, k // 2), generator=g, dtype=torch.uint8)
+    b4 = torch.randint(0, 256, (n, k // 2), generator=g, dtype=torch.uint8)
+    sa4, sb4 = random_scales(m, k, g), random_scales(n, k, g)
+    da4, db4 = dequantized(fp4_values(a4), sa4), dequantized(fp4_values(b4), sb4)
+    fp4 = torch.float4_e2m1fn_x2
+    out4 = scaled_mm(
+        a4.view(fp4).to("neuron"),
+        b4.view(fp4).to("neuron").t(),
+        scale_a=swizzled(sa4).to("neuron"),
+        scale_recipe_a=mx,
+        scale_b=swizzled(sb4).to("neuron"),
+        scale_recipe_b=mx,
+        swizzle_a=swizzle,
+        swizzle_b=swizzle,
+        output_dtype=torch.bfloat16,
+    )
+    assert_close_to_reference(out4, da4 @ db4.T, k, da4.abs() @ db4.abs().T)
+    assert not openneuron.get_fallback_ops()
+
+    with pytest.raises(NotImplementedError, match="SWIZZLE_32_4_4"):
+        scaled_mm(
+            a.to("neuron"),
+            b_columns.to("neuron").t(),
+            scale_a=scale_a.to("neuron"),
+            scale_recipe_a=mx,
+            scale_b=scale_b.to("neuron"),
+            scale_recipe_b=mx,
+            output_dtype=torch.bfloat16,
+        )
+
+
+def test_torchao_mxfp4_linear_matches_its_emulated_path():
+    pytest.importorskip("torchao")
+    from torchao.prototype.mx_formats import MXDynamicActivationMXWeightConfig
+    from torchao.quantization import quantize_
+    from torchao.quantization.quantize_.common.kernel_preference import KernelPreference
+
+    fp4 = torch.float4_e2m1fn_x2
+    torch.manual_seed(1)
+    base = torch.nn.Linear(128, 64, dtype=torch.bfloat16)
+    x = torch.randn(32, 128, dtype=torch.bfloat16)
+    layers = {}
+    for name, preference, device in [
+        ("emulated", KernelPreference.EMULATED, "cpu"),
+        ("device", KernelPreference.AUTO, "neuron"),
+    ]:
+        layer = torch.nn.Linear(128, 64, dtype=torch.bfloat16)
+        layer.load_state_dict(base.state_dict())
+        layer = layer.to(device)
+        config = MXDynamicActivationMXWeightConfig(
+            activation_dtype=fp4, weight_dtype=fp4, kernel_preference=preference
+        )
+        quantize_(layer, config)
+        layers[name] = layer
+    with torch.no_grad():
+        expected = layers["emulated"](x)
+        got = layers["device"](x.to("neuron"))
+    torch.testing.assert_close(got.cpu().float(), expected.float(), rtol=1.6e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.float8_e8m0fnu,
+        torch.float8_e4m3fn,
+        torch.float8_e5m2fnuz,
+        torch.uint16,
+        torch.complex64,
+    ],
+)
+def test_storage_formats_copy_zero_and_fill_natively(dtype):
+    """Formats the device stores but does not compute in move and fill as bits, on the device."""
+    import openneuron
+
+    host = torch.arange(1, 7, dtype=torch.float32).to(dtype).reshape(2, 3)
+    openneuron.clear_op_tracking()
+    device = host.to("neuron")
+    transposed = device.t().contiguous()  # a strided same-format copy on the device
+    assert torch.equal(
+        transposed.cpu().view(-1).view(torch.uint8),
+        host.t().contiguous().view(-1).view(torch.uint8),
+    )
+    filled = torch.empty(4, dtype=dtype, device="neuron").fill_(2.0)
+    assert torch.equal(
+        filled.cpu().view(torch.uint8), torch.full((4,), 2.0).to(dtype).view(torch.uint8)
+    )
+    zeros = torch.empty(4, dtype=dtype, device="neuron").zero_()
+    assert torch.equal(zeros.cpu().view(torch.uint8), torch.zeros(4, dtype=dtype).view(torch.uint8))
+    assert not openneuron.get_fallback_ops()
+
+
+def test_packed_fp4_copies_on_the_device():
+    packed = torch.randint(0, 256, (4, 6), dtype=torch.uint8)
+    device = packed.view(torch.float4_e2m1fn_x2).to("neuron")
+    moved = device.t().contiguous().t()
+    assert torch.equal(moved.cpu().view(torch.uint8), packed)

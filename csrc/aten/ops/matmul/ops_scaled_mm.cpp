@@ -1,5 +1,6 @@
 // torch._scaled_mm and torch._scaled_grouped_mm on the device: float8 products with fp32
 // accumulation and tensor-wise or row-wise fp32 scales, validated as CUDA validates them.
+#include <ATen/BlasBackend.h>
 #include <ATen/native/GroupedMMUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
@@ -8,6 +9,7 @@
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
+#include "aten/ops/matmul/ops_scaled_mm_v2.h"
 #include "aten/ops/ops.h"
 #include "kernels/matmul/mx_scaled_gemm.h"
 #include "kernels/matmul/scaled_gemm.h"
@@ -85,7 +87,8 @@ Scaling choose_scaling(const at::Tensor& mat1, const at::Tensor& mat2, const at:
         is_unsupported_blockwise_scale(mat1, scale_a) &&
         is_unsupported_blockwise_scale(mat2.t(), scale_b_t)),
       "torch._scaled_mm on neuron supports tensor-wise, row-wise and MX (1x32 float8_e8m0fnu) "
-      "scales; NVFP4 (1x16 float8_e4m3fn) and 1x128/128x128 block scales are not implemented. "
+      "scales; block-wise NVFP4 (1x16 float8_e4m3fn) and 1x128/128x128 scaling is not "
+      "implemented. "
       "Got scale_a ",
       scale_a.scalar_type(), " ", scale_a.sizes(), " and scale_b ", scale_b.scalar_type(), " ",
       scale_b.sizes());
@@ -346,6 +349,72 @@ at::Tensor& scaled_mm_out(const at::Tensor& mat1, const at::Tensor& mat2, const 
   } else {
     enqueue_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
   }
+  return out;
+}
+
+at::Tensor scaled_mm_v2(const at::Tensor& mat1, const at::Tensor& mat2, at::TensorList scale_a,
+                        at::IntArrayRef recipe_a, at::IntArrayRef swizzle_a, at::TensorList scale_b,
+                        at::IntArrayRef recipe_b, at::IntArrayRef swizzle_b,
+                        const std::optional<at::Tensor>& bias,
+                        std::optional<at::ScalarType> out_dtype, at::IntArrayRef contraction_dim,
+                        bool use_fast_accum) {
+  OPENNEURON_NATIVE_OP("aten::_scaled_mm_v2");
+  using at::blas::ScalingType;
+  using at::blas::SwizzleType;
+  TORCH_CHECK_VALUE(scale_a.size() == recipe_a.size() && scale_b.size() == recipe_b.size(),
+                    "_scaled_mm_v2: each scale needs one recipe");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      contraction_dim.empty() ||
+          (contraction_dim.size() == 2 && contraction_dim[0] == 1 && contraction_dim[1] == 0),
+      "torch._scaled_mm_v2 on neuron contracts mat1's dim 1 with mat2's "
+      "dim 0 only, got contraction_dim ",
+      contraction_dim);
+  const auto single = [](at::IntArrayRef recipes, ScalingType type) {
+    return recipes.size() == 1 && recipes[0] == static_cast<int64_t>(type);
+  };
+  const bool tensorwise =
+      single(recipe_a, ScalingType::TensorWise) && single(recipe_b, ScalingType::TensorWise);
+  const bool rowwise =
+      single(recipe_a, ScalingType::RowWise) && single(recipe_b, ScalingType::RowWise);
+  if (tensorwise || rowwise) {  // the scales as _scaled_mm takes them
+    return scaled_mm(mat1, mat2, scale_a[0], scale_b[0], bias, std::nullopt, out_dtype,
+                     use_fast_accum);
+  }
+  const bool mx =
+      single(recipe_a, ScalingType::BlockWise1x32) && single(recipe_b, ScalingType::BlockWise1x32);
+  TORCH_CHECK_NOT_IMPLEMENTED(mx,
+                              "torch._scaled_mm_v2 on neuron supports tensor-wise, row-wise and "
+                              "MX (BlockWise1x32) recipes; got recipes ",
+                              recipe_a, " and ", recipe_b);
+  const auto swizzled = [](at::IntArrayRef swizzle) {
+    return swizzle.size() == 1 && swizzle[0] == static_cast<int64_t>(SwizzleType::SWIZZLE_32_4_4);
+  };
+  TORCH_CHECK_NOT_IMPLEMENTED(swizzled(swizzle_a) && swizzled(swizzle_b),
+                              "torch._scaled_mm_v2 on neuron takes MX scales in the SWIZZLE_32_4_4 "
+                              "layout (as CUDA's cuBLAS does); got swizzles ",
+                              swizzle_a, " and ", swizzle_b);
+  const bool fp8 =
+      mat1.scalar_type() == at::kFloat8_e4m3fn && mat2.scalar_type() == at::kFloat8_e4m3fn;
+  const bool fp4 =
+      mat1.scalar_type() == at::kFloat4_e2m1fn_x2 && mat2.scalar_type() == at::kFloat4_e2m1fn_x2;
+  TORCH_CHECK_VALUE(fp8 || fp4,
+                    "MX products need float8_e4m3fn or float4_e2m1fn_x2 operands of one kind, got ",
+                    mat1.scalar_type(), " and ", mat2.scalar_type());
+  TORCH_CHECK_VALUE(
+      is_blockwise_1x32_scale(mat1, scale_a[0]) && is_blockwise_1x32_scale(mat2.t(), scale_b[0]),
+      "MX scales must be float8_e8m0fnu, contiguous, with ",
+      round_up(mat1.size(0), 128) * round_up(ceil_div(elements_along(mat1, 1), 32), 4),
+      " elements for mat1 and ",
+      round_up(mat2.size(1), 128) * round_up(ceil_div(elements_along(mat2, 0), 32), 4),
+      " for mat2; got ", scale_a[0].scalar_type(), " ", scale_a[0].sizes(), " and ",
+      scale_b[0].scalar_type(), " ", scale_b[0].sizes());
+  const at::ScalarType result_dtype = out_dtype.value_or(at::kBFloat16);
+  check_scaled_mm(mat1, mat2, scale_a[0], scale_b[0], bias, std::nullopt, result_dtype,
+                  use_fast_accum);
+  check_scaled_mm_devices(mat1, mat1, mat2, scale_a[0], scale_b[0], bias, std::nullopt);
+  const c10::DeviceGuard guard(mat1.device());
+  at::Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options().dtype(result_dtype));
+  enqueue_mx_scaled_mm(out, mat1, mat2, scale_a[0], scale_b[0], bias);
   return out;
 }
 
