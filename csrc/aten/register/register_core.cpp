@@ -18,6 +18,7 @@
 
 #include "aten/fallback/fallback.h"
 #include "aten/ops/matmul/ops_matmul_vector.h"
+#include "aten/ops/matmul/ops_scaled_mm_v2.h"
 #include "aten/ops/ops.h"
 
 namespace openneuron::bridge {
@@ -101,6 +102,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_grouped_mm", TORCH_FN(grouped_mm));
   m.impl("_scaled_mm", TORCH_FN(scaled_mm));
   m.impl("_scaled_mm.out", TORCH_FN(scaled_mm_out));
+  m.impl("_scaled_mm_v2", TORCH_FN(scaled_mm_v2));
   m.impl("_scaled_grouped_mm", TORCH_FN(scaled_grouped_mm));
 
   // Softmax.

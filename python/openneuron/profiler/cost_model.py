@@ -30,6 +30,10 @@ _DTYPES = {
     "float8_e4m3fn": "float8_e4m3",
     "c10::Float8_e5m2": "float8_e5m2",
     "float8_e5m2": "float8_e5m2",
+    "c10::Float8_e8m0fnu": "float8_e8m0",
+    "float8_e8m0fnu": "float8_e8m0",
+    "c10::Float4_e2m1fn_x2": "float4_e2m1_x2",
+    "float4_e2m1fn_x2": "float4_e2m1_x2",
 }
 _BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "uint8": 1, "int8": 1}
 _BYTES.update({"float8_e4m3": 1, "float8_e5m2": 1})
@@ -38,6 +42,9 @@ _BYTES.update({"float8_e4m3": 1, "float8_e5m2": 1})
 # on trn2 (158 TFLOPS against 79 for bf16). trn3 publishes its MX rate (315, a 512 x 128 array)
 # but not a plain FP8 one; tensor-wise and row-wise FP8 is priced there at trn2's double rate.
 FP8_TFLOPS = {"trn2": 158.0, "trn3": 158.0}
+# MX products (float8_e8m0 block scales, MXFP8 or MXFP4): trn3's MX mode (a 512 x 128 array);
+# trn2 has none, so they are priced at its FP8 double-row rate there.
+MX_TFLOPS = {"trn2": 158.0, "trn3": 315.0}
 SCALED_MATMULS = {"_scaled_mm", "_scaled_grouped_mm"}
 
 MATMULS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"}
@@ -126,12 +133,13 @@ def _grouped_matmul_cost(shapes, dtype, profile):
     return matmul_cost(groups, a[0], -(-a[1] // groups), b[1], dtype, profile)
 
 
-def _at_float8_rate(cost: OpCost, profile: str) -> OpCost:
+def _at_float8_rate(cost: OpCost, profile: str, rates=FP8_TFLOPS) -> OpCost:
     """cost, a product costed as 8-bit bf16-rate matmul instructions, with its Tensor-engine
-    time at the FP8 rate (DMA and PSUM evacuation unchanged)."""
+    time at the FP8 rate, or the MX rate given `rates=MX_TFLOPS` (DMA and PSUM evacuation
+    unchanged)."""
     from openneuron import _C
 
-    speedup = FP8_TFLOPS[profile] / _C._sim_profile(profile)["peak_bf16_tflops"]
+    speedup = rates[profile] / _C._sim_profile(profile)["peak_bf16_tflops"]
     engines = dict(cost.engines_us)
     engines["tensor"] = engines["tensor"] / speedup
     latency = cost.total_us - max(cost.engines_us.values())
@@ -153,13 +161,19 @@ def _scaled_matmul_cost(base, tensors, profile):
     if len(mats) < 2:
         return None
     dtype = next((d for _, d in tensors if d in ("float8_e4m3", "float8_e5m2")), "float8_e4m3")
+    mx = any(d == "float8_e8m0" for _, d in tensors)
     if base == "_scaled_mm":
         a, b = mats
-        cost = matmul_cost(1, a[0], a[1], b[1], dtype, profile)
+        # Packed fp4 holds two elements per byte: K counts elements (its DMA is costed at one
+        # byte per element, twice what fp4 moves).
+        k = a[1] * 2 if tensors[0][1] == "float4_e2m1_x2" else a[1]
+        cost = matmul_cost(1, a[0], k, b[1], dtype, profile)
     else:
         offsets = [s for s, d in tensors if len(s) == 1 and d == "int32"]
         cost = _grouped_matmul_cost(mats + offsets, dtype, profile)
-    return _at_float8_rate(cost, profile) if cost is not None else None
+    if cost is None:
+        return None
+    return _at_float8_rate(cost, profile, MX_TFLOPS if mx else FP8_TFLOPS)
 
 
 def op_cost(name: str, shapes: Sequence[Any], dtypes: Sequence[str], profile="trn2", cores=1):

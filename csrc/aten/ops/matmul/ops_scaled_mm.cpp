@@ -1,5 +1,6 @@
 // torch._scaled_mm and torch._scaled_grouped_mm on the device: float8 products with fp32
 // accumulation and tensor-wise or row-wise fp32 scales, validated as CUDA validates them.
+#include <ATen/BlasBackend.h>
 #include <ATen/native/GroupedMMUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
@@ -8,7 +9,9 @@
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
+#include "aten/ops/matmul/ops_scaled_mm_v2.h"
 #include "aten/ops/ops.h"
+#include "kernels/matmul/mx_scaled_gemm.h"
 #include "kernels/matmul/scaled_gemm.h"
 
 namespace openneuron::bridge {
@@ -29,11 +32,29 @@ bool is_rowwise_scale(const at::Tensor& mat, const at::Tensor& scale) {
          scale.is_contiguous();
 }
 
-// The scalings CUDA accepts and this device does not run: MX/NVFP4 block scales, and the
-// DeepSeek-style 1x128 / 128x128 fp32 block scales (CUDA runs those on SM90 only).
-bool is_blockwise_scale(const at::Tensor& mat, const at::Tensor& scale) {
+int64_t round_up(int64_t value, int64_t multiple) { return ceil_div(value, multiple) * multiple; }
+
+// K of an operand whose rows run along K: packed fp4 holds two elements per byte.
+int64_t elements_along(const at::Tensor& mat, int64_t dim) {
+  return mat.scalar_type() == at::kFloat4_e2m1fn_x2 ? 2 * mat.size(dim) : mat.size(dim);
+}
+
+// MX: float8 or packed fp4 data with one float8_e8m0fnu scale per 32 elements of a row, the
+// scales in cuBLAS's swizzled block layout (padded to 128 rows x 4 blocks), as CUDA checks it.
+bool is_blockwise_1x32_scale(const at::Tensor& mat, const at::Tensor& scale) {
+  const bool mx_data =
+      at::isFloat8Type(mat.scalar_type()) || mat.scalar_type() == at::kFloat4_e2m1fn_x2;
+  return mx_data && scale.scalar_type() == at::kFloat8_e8m0fnu &&
+         scale.numel() ==
+             round_up(mat.size(0), 128) * round_up(ceil_div(elements_along(mat, 1), 32), 4) &&
+         scale.is_contiguous();
+}
+
+// The other scalings CUDA accepts, which this device does not run: NVFP4 (fp4 with e4m3 block
+// scales) and the DeepSeek-style 1x128 / 128x128 fp32 block scales (CUDA runs those on SM90).
+bool is_unsupported_blockwise_scale(const at::Tensor& mat, const at::Tensor& scale) {
   const at::ScalarType type = scale.scalar_type();
-  if (type == at::kFloat8_e8m0fnu || type == at::kFloat8_e4m3fn) return true;
+  if (type == at::kFloat8_e4m3fn) return true;  // MX's e8m0 scales of a wrong size fit nothing
   if (type != at::kFloat || scale.dim() != 2) return false;
   const int64_t outer_blocks = ceil_div(mat.size(0), 128);
   const int64_t inner_blocks = ceil_div(mat.size(1), 128);
@@ -41,10 +62,11 @@ bool is_blockwise_scale(const at::Tensor& mat, const at::Tensor& scale) {
          (scale.size(0) == mat.size(0) || scale.size(0) == outer_blocks);
 }
 
-enum class Scaling { kTensorwise, kRowwise };
+enum class Scaling { kTensorwise, kRowwise, kBlockwise1x32 };
 
 // CUDA's choice between its scalings (the right operand's scale seen transposed, as a
-// per-row scale of mat2^T), with its error for a combination that fits none.
+// per-row scale of mat2^T, except MX's swizzled scales, which belong to mat2^T as they are),
+// with its error for a combination that fits none.
 Scaling choose_scaling(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& scale_a,
                        const at::Tensor& scale_b) {
   if (is_tensorwise_scale(mat1, scale_a) && is_tensorwise_scale(mat2.t(), scale_b)) {
@@ -53,14 +75,21 @@ Scaling choose_scaling(const at::Tensor& mat1, const at::Tensor& mat2, const at:
   if (is_rowwise_scale(mat1, scale_a) && is_rowwise_scale(mat2.t(), scale_b.t())) {
     return Scaling::kRowwise;
   }
-  const bool float8_operands =
-      at::isFloat8Type(mat1.scalar_type()) && at::isFloat8Type(mat2.scalar_type());
+  if (is_blockwise_1x32_scale(mat1, scale_a) && is_blockwise_1x32_scale(mat2.t(), scale_b)) {
+    return Scaling::kBlockwise1x32;
+  }
+  const auto low_precision = [](const at::Tensor& mat) {
+    return at::isFloat8Type(mat.scalar_type()) || mat.scalar_type() == at::kFloat4_e2m1fn_x2;
+  };
   const at::Tensor scale_b_t = scale_b.dim() <= 2 ? scale_b.t() : scale_b;
   TORCH_CHECK_NOT_IMPLEMENTED(
-      !(float8_operands && is_blockwise_scale(mat1, scale_a) &&
-        is_blockwise_scale(mat2.t(), scale_b_t)),
-      "torch._scaled_mm on neuron supports tensor-wise and row-wise scales; block-wise "
-      "scaling (MX, NVFP4, 1x128/128x128) is not implemented. Got scale_a ",
+      !(low_precision(mat1) && low_precision(mat2) &&
+        is_unsupported_blockwise_scale(mat1, scale_a) &&
+        is_unsupported_blockwise_scale(mat2.t(), scale_b_t)),
+      "torch._scaled_mm on neuron supports tensor-wise, row-wise and MX (1x32 float8_e8m0fnu) "
+      "scales; block-wise NVFP4 (1x16 float8_e4m3fn) and 1x128/128x128 scaling is not "
+      "implemented. "
+      "Got scale_a ",
       scale_a.scalar_type(), " ", scale_a.sizes(), " and scale_b ", scale_b.scalar_type(), " ",
       scale_b.sizes());
   // ValueError, as the CPU's _scaled_mm raises it.
@@ -73,6 +102,12 @@ Scaling choose_scaling(const at::Tensor& mat1, const at::Tensor& mat2, const at:
       "should be (",
       mat1.size(0), ", 1) and scale_b should be (1, ", mat2.size(1),
       "), and both should be contiguous.\n"
+      "- For Blockwise 1x32 scaling, a and b should be float8, scales should be "
+      "float8_e8m0fnu, scale_a should have ",
+      round_up(mat1.size(0), 128) * round_up(ceil_div(elements_along(mat1, 1), 32), 4),
+      " elements and scale_b should have ",
+      round_up(mat2.size(1), 128) * round_up(ceil_div(elements_along(mat2, 0), 32), 4),
+      " elements, and both should be contiguous.\n"
       "Got a.dtype()=",
       mat1.scalar_type(), ", scale_a.dtype()=", scale_a.scalar_type(),
       ", scale_a.size()=", scale_a.sizes(), ", scale_a.stride()=", scale_a.strides(),
@@ -94,18 +129,24 @@ c10::Device check_all_on_device(
   return device;
 }
 
-// Float8 formats the NeuronCore stores; the fnuz variants are AMD's.
-void check_neuron_float8(const at::Tensor& mat, const char* name) {
+// Float8 formats the NeuronCore stores (the fnuz variants are AMD's), and packed fp4 for MX.
+void check_neuron_float8(const at::Tensor& mat, const char* name, Scaling scaling) {
+  const bool fp4 = mat.scalar_type() == at::kFloat4_e2m1fn_x2;
+  TORCH_CHECK(at::isFloat8Type(mat.scalar_type()) || fp4, "Expected ", name,
+              " to be Float8 or Float4_x2 matrix got ", mat.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(
-      mat.scalar_type() == at::kFloat8_e4m3fn || mat.scalar_type() == at::kFloat8_e5m2,
+      mat.scalar_type() == at::kFloat8_e4m3fn || mat.scalar_type() == at::kFloat8_e5m2 ||
+          (fp4 && scaling == Scaling::kBlockwise1x32),
       "torch._scaled_mm on neuron: ", name, " is ", mat.scalar_type(),
-      "; the device's float8 formats are float8_e4m3fn and float8_e5m2");
+      "; the device's float8 formats are float8_e4m3fn and float8_e5m2 (and float4_e2m1fn_x2 "
+      "with MX scales)");
 }
 
 // CUDA's checks of _scaled_mm, in its order, with its exception types.
 Scaling check_scaled_mm(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& scale_a,
                         const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
-                        const std::optional<at::Tensor>& scale_result, at::ScalarType out_dtype) {
+                        const std::optional<at::Tensor>& scale_result, at::ScalarType out_dtype,
+                        bool use_fast_accum) {
   TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
@@ -128,11 +169,20 @@ Scaling check_scaled_mm(const at::Tensor& mat1, const at::Tensor& mat2, const at
               "self must be row_major, got stride ", mat1.strides());
   TORCH_CHECK(mat2_empty || (mat2.stride(0) == 1 && mat2.stride(1) > 1),
               "mat2 must be col_major, got stride ", mat2.strides());
-  check_neuron_float8(mat1, "mat1");
-  check_neuron_float8(mat2, "mat2");
+  check_neuron_float8(mat1, "mat1", scaling);
+  check_neuron_float8(mat2, "mat2", scaling);
   TORCH_CHECK_VALUE(
       mat1.scalar_type() != at::kFloat8_e5m2 || mat2.scalar_type() != at::kFloat8_e5m2,
       "Multiplication of two Float8_e5m2 matrices is not supported");
+  const bool fp4_1 = mat1.scalar_type() == at::kFloat4_e2m1fn_x2;
+  const bool fp4_2 = mat2.scalar_type() == at::kFloat4_e2m1fn_x2;
+  TORCH_CHECK(!use_fast_accum || (!fp4_1 && !fp4_2),
+              "`use_fast_accum` is not supported when `mat1` or `mat2` tensors have the "
+              "`Float4_e2m1fn_x2` dtype.");
+  TORCH_CHECK_NOT_IMPLEMENTED(fp4_1 == fp4_2,
+                              "torch._scaled_mm on neuron: an MX product of a float4 and a "
+                              "float8 operand is not supported (got ",
+                              mat1.scalar_type(), " and ", mat2.scalar_type(), ")");
   if (bias) {
     TORCH_CHECK(out_dtype != at::kFloat, "Bias is not supported when out_dtype is set to Float32");
     TORCH_CHECK(bias->scalar_type() == at::kBFloat16 || bias->scalar_type() == at::kHalf,
@@ -151,6 +201,11 @@ Scaling check_scaled_mm(const at::Tensor& mat1, const at::Tensor& mat2, const at
                     "torch._scaled_mm: out_dtype must be float32, bfloat16, "
                     "float16 or a float8 type, got ",
                     out_dtype);
+  if (scaling == Scaling::kBlockwise1x32) {
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        out_dtype == at::kBFloat16 || out_dtype == at::kHalf || out_dtype == at::kFloat,
+        "torch._scaled_mm on neuron: MX products give bf16, fp16 or fp32, got ", out_dtype);
+  }
   if (scaling == Scaling::kRowwise) {
     TORCH_CHECK_VALUE(
         out_dtype == at::kBFloat16 || out_dtype == at::kHalf || out_dtype == at::kFloat,
@@ -168,6 +223,48 @@ kernels::TensorView scale_vector(const at::Tensor& scale) {
   view.sizes[0] = scale.numel();
   view.strides[0] = 1;
   return view;
+}
+
+kernels::MxElement mx_element(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat8_e4m3fn:
+      return kernels::MxElement::kFloat8E4M3;
+    case at::kFloat8_e5m2:
+      return kernels::MxElement::kFloat8E5M2;
+    default:
+      return kernels::MxElement::kFloat4E2M1;
+  }
+}
+
+// One MX operand whose rows run along K with unit stride: mat1 itself, or mat2 (column-major
+// [K, N]) read as its N columns; the scales in CUDA's swizzled layout.
+kernels::MxOperand mx_operand(const at::Tensor& mat, bool columns, const at::Tensor& scale) {
+  kernels::MxOperand operand;
+  operand.data = mat.const_data_ptr();
+  operand.element = mx_element(mat.scalar_type());
+  const int row_dim = columns ? 1 : 0;
+  operand.rows = mat.size(row_dim);
+  operand.k = elements_along(mat, 1 - row_dim);
+  operand.row_stride_bytes = mat.stride(row_dim) * static_cast<int64_t>(mat.element_size());
+  operand.scales = static_cast<const uint8_t*>(scale.const_data_ptr());
+  operand.scale_layout = kernels::MxScaleLayout::kSwizzled;
+  return operand;
+}
+
+// Queues out = MX product; out already has its final shape and dtype.
+void enqueue_mx_scaled_mm(const at::Tensor& out, const at::Tensor& mat1, const at::Tensor& mat2,
+                          const at::Tensor& scale_a, const at::Tensor& scale_b,
+                          const std::optional<at::Tensor>& bias) {
+  if (out.numel() == 0) return;
+  const kernels::TensorView out_view = view_of(out);
+  const kernels::MxOperand a = mx_operand(mat1, false, scale_a);
+  const kernels::MxOperand b = mx_operand(mat2, true, scale_b);
+  const bool has_bias = bias.has_value();
+  const at::Tensor bias_row = has_bias ? bias->reshape({mat2.size(1)}) : at::Tensor();
+  const kernels::TensorView bias_view = has_bias ? view_of(bias_row) : kernels::TensorView();
+  stream_for(out).enqueue("aten::_scaled_mm", [=] {
+    kernels::mx_scaled_gemm(out_view, a, b, has_bias ? &bias_view : nullptr);
+  });
 }
 
 // Queues out = scaled product; out already has its final shape and dtype.
@@ -218,30 +315,106 @@ void check_scaled_mm_devices(const at::Tensor& out, const at::Tensor& mat1, cons
 at::Tensor scaled_mm(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& scale_a,
                      const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
                      const std::optional<at::Tensor>& scale_result,
-                     std::optional<at::ScalarType> out_dtype, bool /*use_fast_accum*/) {
+                     std::optional<at::ScalarType> out_dtype, bool use_fast_accum) {
   OPENNEURON_NATIVE_OP("aten::_scaled_mm");
   const at::ScalarType result_dtype = out_dtype.value_or(mat1.scalar_type());
-  check_scaled_mm(mat1, mat2, scale_a, scale_b, bias, scale_result, result_dtype);
+  const Scaling scaling = check_scaled_mm(mat1, mat2, scale_a, scale_b, bias, scale_result,
+                                          result_dtype, use_fast_accum);
   check_scaled_mm_devices(mat1, mat1, mat2, scale_a, scale_b, bias, scale_result);
   const c10::DeviceGuard guard(mat1.device());
   at::Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options().dtype(result_dtype));
-  enqueue_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
+  if (scaling == Scaling::kBlockwise1x32) {
+    enqueue_mx_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias);
+  } else {
+    enqueue_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
+  }
   return out;
 }
 
 at::Tensor& scaled_mm_out(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& scale_a,
                           const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
                           const std::optional<at::Tensor>& scale_result,
-                          std::optional<at::ScalarType> out_dtype, bool /*use_fast_accum*/,
+                          std::optional<at::ScalarType> out_dtype, bool use_fast_accum,
                           at::Tensor& out) {
   OPENNEURON_NATIVE_OP("aten::_scaled_mm.out");
-  check_scaled_mm(mat1, mat2, scale_a, scale_b, bias, scale_result, out.scalar_type());
+  const Scaling scaling = check_scaled_mm(mat1, mat2, scale_a, scale_b, bias, scale_result,
+                                          out.scalar_type(), use_fast_accum);
   TORCH_CHECK_VALUE(!out_dtype || *out_dtype == out.scalar_type(),
                     "out_dtype must match output matrix type");
   check_scaled_mm_devices(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
   const c10::DeviceGuard guard(mat1.device());
   at::native::resize_output(out, {mat1.size(0), mat2.size(1)});
-  enqueue_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
+  if (scaling == Scaling::kBlockwise1x32) {
+    enqueue_mx_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias);
+  } else {
+    enqueue_scaled_mm(out, mat1, mat2, scale_a, scale_b, bias, scale_result);
+  }
+  return out;
+}
+
+at::Tensor scaled_mm_v2(const at::Tensor& mat1, const at::Tensor& mat2, at::TensorList scale_a,
+                        at::IntArrayRef recipe_a, at::IntArrayRef swizzle_a, at::TensorList scale_b,
+                        at::IntArrayRef recipe_b, at::IntArrayRef swizzle_b,
+                        const std::optional<at::Tensor>& bias,
+                        std::optional<at::ScalarType> out_dtype, at::IntArrayRef contraction_dim,
+                        bool use_fast_accum) {
+  OPENNEURON_NATIVE_OP("aten::_scaled_mm_v2");
+  using at::blas::ScalingType;
+  using at::blas::SwizzleType;
+  TORCH_CHECK_VALUE(scale_a.size() == recipe_a.size() && scale_b.size() == recipe_b.size(),
+                    "_scaled_mm_v2: each scale needs one recipe");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      contraction_dim.empty() ||
+          (contraction_dim.size() == 2 && contraction_dim[0] == 1 && contraction_dim[1] == 0),
+      "torch._scaled_mm_v2 on neuron contracts mat1's dim 1 with mat2's "
+      "dim 0 only, got contraction_dim ",
+      contraction_dim);
+  const auto single = [](at::IntArrayRef recipes, ScalingType type) {
+    return recipes.size() == 1 && recipes[0] == static_cast<int64_t>(type);
+  };
+  const bool tensorwise =
+      single(recipe_a, ScalingType::TensorWise) && single(recipe_b, ScalingType::TensorWise);
+  const bool rowwise =
+      single(recipe_a, ScalingType::RowWise) && single(recipe_b, ScalingType::RowWise);
+  if (tensorwise || rowwise) {  // the scales as _scaled_mm takes them
+    return scaled_mm(mat1, mat2, scale_a[0], scale_b[0], bias, std::nullopt, out_dtype,
+                     use_fast_accum);
+  }
+  const bool mx =
+      single(recipe_a, ScalingType::BlockWise1x32) && single(recipe_b, ScalingType::BlockWise1x32);
+  TORCH_CHECK_NOT_IMPLEMENTED(mx,
+                              "torch._scaled_mm_v2 on neuron supports tensor-wise, row-wise and "
+                              "MX (BlockWise1x32) recipes; got recipes ",
+                              recipe_a, " and ", recipe_b);
+  const auto swizzled = [](at::IntArrayRef swizzle) {
+    return swizzle.size() == 1 && swizzle[0] == static_cast<int64_t>(SwizzleType::SWIZZLE_32_4_4);
+  };
+  TORCH_CHECK_NOT_IMPLEMENTED(swizzled(swizzle_a) && swizzled(swizzle_b),
+                              "torch._scaled_mm_v2 on neuron takes MX scales in the SWIZZLE_32_4_4 "
+                              "layout (as CUDA's cuBLAS does); got swizzles ",
+                              swizzle_a, " and ", swizzle_b);
+  const bool fp8 =
+      mat1.scalar_type() == at::kFloat8_e4m3fn && mat2.scalar_type() == at::kFloat8_e4m3fn;
+  const bool fp4 =
+      mat1.scalar_type() == at::kFloat4_e2m1fn_x2 && mat2.scalar_type() == at::kFloat4_e2m1fn_x2;
+  TORCH_CHECK_VALUE(fp8 || fp4,
+                    "MX products need float8_e4m3fn or float4_e2m1fn_x2 operands of one kind, got ",
+                    mat1.scalar_type(), " and ", mat2.scalar_type());
+  TORCH_CHECK_VALUE(
+      is_blockwise_1x32_scale(mat1, scale_a[0]) && is_blockwise_1x32_scale(mat2.t(), scale_b[0]),
+      "MX scales must be float8_e8m0fnu, contiguous, with ",
+      round_up(mat1.size(0), 128) * round_up(ceil_div(elements_along(mat1, 1), 32), 4),
+      " elements for mat1 and ",
+      round_up(mat2.size(1), 128) * round_up(ceil_div(elements_along(mat2, 0), 32), 4),
+      " for mat2; got ", scale_a[0].scalar_type(), " ", scale_a[0].sizes(), " and ",
+      scale_b[0].scalar_type(), " ", scale_b[0].sizes());
+  const at::ScalarType result_dtype = out_dtype.value_or(at::kBFloat16);
+  check_scaled_mm(mat1, mat2, scale_a[0], scale_b[0], bias, std::nullopt, result_dtype,
+                  use_fast_accum);
+  check_scaled_mm_devices(mat1, mat1, mat2, scale_a[0], scale_b[0], bias, std::nullopt);
+  const c10::DeviceGuard guard(mat1.device());
+  at::Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options().dtype(result_dtype));
+  enqueue_mx_scaled_mm(out, mat1, mat2, scale_a[0], scale_b[0], bias);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <ATen/ops/fill.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/relu.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/threshold_backward.h>
 #include <c10/core/DeviceGuard.h>
@@ -14,6 +15,7 @@
 #include "aten/adaptive/adaptive_recording.h"
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
+#include "aten/core/same_width_bits.h"
 #include "aten/core/tensor_views.h"
 #include "aten/fallback/fallback.h"
 #include "aten/ops/ops.h"
@@ -136,7 +138,16 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, cons
 
 at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
   if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
-    return OPENNEURON_FALLBACK(fill__Scalar, self, value);
+    // Formats the kernels do not compute in: the CPU converts the value once, and its bits
+    // fill the device tensor (a value the CPU cannot convert falls back and raises there).
+    at::Tensor bits = same_width_bits(self);
+    if (!bits.defined() || self.scalar_type() == at::kFloat4_e2m1fn_x2) {
+      return OPENNEURON_FALLBACK(fill__Scalar, self, value);
+    }
+    const at::Tensor converted =
+        at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type()));
+    fill_scalar_(bits, same_width_bits(converted).item());
+    return self;
   }
   elementwise::check_value_fits(self.scalar_type(), value);
   OPENNEURON_NATIVE_OP("aten::fill_.Scalar");

@@ -4,6 +4,7 @@
 
 #include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
+#include "aten/core/same_width_bits.h"
 #include "aten/core/tensor_views.h"
 #include "aten/fallback/fallback.h"
 #include "aten/ops/pointwise/ops_elementwise_pointwise.h"
@@ -13,7 +14,11 @@ namespace openneuron::bridge {
 
 at::Tensor& zero_(at::Tensor& self) {
   if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
-    return OPENNEURON_FALLBACK(zero_, self);
+    // Zero is all bits clear in every format the device stores (fp8, e8m0, fp4, complex).
+    at::Tensor bits = same_width_bits(self);
+    if (!bits.defined()) return OPENNEURON_FALLBACK(zero_, self);
+    bridge::zero_(bits);
+    return self;
   }
   OPENNEURON_NATIVE_OP("aten::zero_");
   if (self.numel() == 0) return self;

@@ -9,6 +9,7 @@
 #include "aten/core/host_access.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/runtime_errors.h"
+#include "aten/core/same_width_bits.h"
 #include "aten/core/tensor_views.h"
 #include "aten/ops/ops.h"
 #include "kernels/pointwise/cast.h"
@@ -58,6 +59,14 @@ void copy_resolving_math_bits(const at::Tensor& src, const at::Tensor& dst) {
 // dst (device) = src (device, same device), converting dtype and broadcasting, in stream order.
 void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
   auto& stream = stream_for(dst);
+  if (src.scalar_type() == dst.scalar_type() && (!kernel_copyable(src) || !kernel_copyable(dst))) {
+    // Same format on both sides: the bits move unchanged, whatever the format computes in.
+    const at::Tensor src_bits = same_width_bits(src);
+    if (src_bits.defined()) {
+      copy_on_device(src_bits, same_width_bits(dst));
+      return;
+    }
+  }
   if (!kernel_copyable(src) || !kernel_copyable(dst)) {
     OPENNEURON_RUNTIME_CALL(stream.synchronize());
     host_alias(dst).copy_(host_alias(src));
