@@ -267,18 +267,22 @@ def test_functional_scaled_mm_mx_recipes():
     )
     mx = ScalingType.BlockWise1x32
     swizzle = SwizzleType.SWIZZLE_32_4_4
+
+    def mx_product(a, b_columns, scale_a, scale_b):
+        return scaled_mm(
+            a.to("neuron"),
+            b_columns.to("neuron").t(),
+            scale_a=swizzled(scale_a).to("neuron"),
+            scale_recipe_a=mx,
+            scale_b=swizzled(scale_b).to("neuron"),
+            scale_recipe_b=mx,
+            swizzle_a=swizzle,
+            swizzle_b=swizzle,
+            output_dtype=torch.bfloat16,
+        )
+
     openneuron.clear_op_tracking()
-    out = scaled_mm(
-        a.to("neuron"),
-        b_columns.to("neuron").t(),
-        scale_a=swizzled(scale_a).to("neuron"),
-        scale_recipe_a=mx,
-        scale_b=swizzled(scale_b).to("neuron"),
-        scale_recipe_b=mx,
-        swizzle_a=swizzle,
-        swizzle_b=swizzle,
-        output_dtype=torch.bfloat16,
-    )
+    out = mx_product(a, b_columns, scale_a, scale_b)
     assert_close_to_reference(out, da @ db.T, k, da.abs() @ db.abs().T)
 
     g = torch.Generator().manual_seed(22)
@@ -287,17 +291,7 @@ def test_functional_scaled_mm_mx_recipes():
     sa4, sb4 = random_scales(m, k, g), random_scales(n, k, g)
     da4, db4 = dequantized(fp4_values(a4), sa4), dequantized(fp4_values(b4), sb4)
     fp4 = torch.float4_e2m1fn_x2
-    out4 = scaled_mm(
-        a4.view(fp4).to("neuron"),
-        b4.view(fp4).to("neuron").t(),
-        scale_a=swizzled(sa4).to("neuron"),
-        scale_recipe_a=mx,
-        scale_b=swizzled(sb4).to("neuron"),
-        scale_recipe_b=mx,
-        swizzle_a=swizzle,
-        swizzle_b=swizzle,
-        output_dtype=torch.bfloat16,
-    )
+    out4 = mx_product(a4.view(fp4), b4.view(fp4), sa4, sb4)
     assert_close_to_reference(out4, da4 @ db4.T, k, da4.abs() @ db4.abs().T)
     assert not openneuron.get_fallback_ops()
 

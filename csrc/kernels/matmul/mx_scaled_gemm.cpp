@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/float_conversions.h"
+#include "kernels/matmul/float8_byte_values.h"
 #include "kernels/matmul/nn_blas.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
@@ -26,24 +26,12 @@ namespace {
   throw std::invalid_argument("openneuron kernels: mx_scaled_gemm: " + message);
 }
 
-using ValueTable = std::array<float, 256>;
-
 // Every byte's value in one element format (fp4: the low nibble's value).
-const ValueTable& element_values(MxElement element) {
-  static const ValueTable e4m3 = [] {
-    ValueTable table;
-    for (int bits = 0; bits < 256; ++bits) table[bits] = e4m3fn_bits_to_float(uint8_t(bits));
-    return table;
-  }();
-  static const ValueTable e5m2 = [] {
-    ValueTable table;
-    for (int bits = 0; bits < 256; ++bits) table[bits] = e5m2_bits_to_float(uint8_t(bits));
-    return table;
-  }();
-  static const ValueTable e2m1 = [] {
+const ByteValueTable& element_values(MxElement element) {
+  static const ByteValueTable e2m1 = [] {
     // E2M1: sign, two exponent bits (bias 1), one mantissa bit; no inf or NaN.
     constexpr std::array<float, 8> magnitudes = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    ValueTable table;
+    ByteValueTable table;
     for (int bits = 0; bits < 256; ++bits) {
       const float magnitude = magnitudes[size_t(bits & 7)];
       table[bits] = (bits & 8) != 0 ? -magnitude : magnitude;
@@ -52,9 +40,9 @@ const ValueTable& element_values(MxElement element) {
   }();
   switch (element) {
     case MxElement::kFloat8E4M3:
-      return e4m3;
+      return float8_byte_values(false);
     case MxElement::kFloat8E5M2:
-      return e5m2;
+      return float8_byte_values(true);
     case MxElement::kFloat4E2M1:
       return e2m1;
   }
@@ -72,7 +60,7 @@ int64_t round_up(int64_t value, int64_t multiple) {
 
 // dst [rows, k] (dense fp32) = the operand's elements times their block scales.
 void widen(const MxOperand& operand, float* dst) {
-  const ValueTable& values = element_values(operand.element);
+  const ByteValueTable& values = element_values(operand.element);
   const bool fp4 = operand.element == MxElement::kFloat4E2M1;
   const int64_t k = operand.k;
   const int64_t k_blocks = (k + kMxBlock - 1) / kMxBlock;

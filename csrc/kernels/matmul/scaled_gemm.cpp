@@ -14,6 +14,7 @@
 #include "kernels/core/element_types.h"
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/dnnl_matmul.h"
+#include "kernels/matmul/float8_byte_values.h"
 #include "kernels/matmul/group_views.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
@@ -29,27 +30,10 @@ namespace {
 
 bool is_float8(DType dtype) { return dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2; }
 
-// All 256 values of a float8 format, so widening is one table load per element.
-using Float8Table = std::array<float, 256>;
-
-const Float8Table& float8_values(DType dtype) {
-  static const Float8Table e4m3 = [] {
-    Float8Table table;
-    for (int bits = 0; bits < 256; ++bits) table[bits] = e4m3fn_bits_to_float(uint8_t(bits));
-    return table;
-  }();
-  static const Float8Table e5m2 = [] {
-    Float8Table table;
-    for (int bits = 0; bits < 256; ++bits) table[bits] = e5m2_bits_to_float(uint8_t(bits));
-    return table;
-  }();
-  return dtype == DType::Float8E4M3 ? e4m3 : e5m2;
-}
-
 // Widens the float8 matrix src [R, C] into dense fp32: dst[r * C + c] = src[r, c], or, when
 // `transposed`, dst[c * R + r] (chosen so the reads run along src's unit stride).
 void widen(const TensorView& src, float* dst, bool transposed) {
-  const Float8Table& values = float8_values(src.dtype);
+  const ByteValueTable& values = float8_byte_values(src.dtype == DType::Float8E5M2);
   const auto* bytes = static_cast<const uint8_t*>(src.data);
   const int64_t outer = transposed ? src.sizes[1] : src.sizes[0];
   const int64_t inner = transposed ? src.sizes[0] : src.sizes[1];
