@@ -192,22 +192,15 @@ def test_fused_pattern_meets_the_float64_rule(name, dtype):
     assert_accurate(*run_three_ways(name, dtype, grad=True))
 
 
-# Autocast inside the compiled function: the bitwise program's gradients differ from eager's when
-# the inference and training runs follow each other in one test (so before sibling merging too).
-AUTOCAST_BITWISE = pytest.mark.xfail(
-    strict=False, reason="autocast inside a bitwise compiled function differs from eager"
-)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=AUTOCAST_BITWISE) if n == "sibling_autocast_qkv" else n
-        for n in PATTERNS
-    ],
-)
-def test_bitwise_option_equals_eager_bit_for_bit(name, dtype):
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_bitwise_option_equals_eager_bit_for_bit(name, dtype, request):
+    if name == "sibling_autocast_qkv" and dtype == torch.float32:
+        # fp32 inputs cast by autocast inside the compiled function: the bitwise program differs
+        # from eager after the inference run of the same test (before sibling merging too).
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="autocast in a bitwise compiled function")
+        )
     for grad in (False, True):
         eager, compiled, _ = run_three_ways(name, dtype, {"bitwise": True}, grad)
         if PATTERNS[name][2] == "sibling_gemms":  # a merged GEMM may round differently
