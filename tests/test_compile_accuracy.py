@@ -60,6 +60,16 @@ def qkv_attention(x, wq, wk, wv, bq, bk, bv):
     return torch.softmax(q @ k.transpose(-2, -1) / 8, -1) @ v
 
 
+def autocast_qkv(x, wq, wk, wv):
+    # Llama's projections: under autocast each line casts x and its weight to bf16 (float64 runs
+    # on the CPU, without autocast).
+    with torch.autocast("neuron", dtype=torch.bfloat16, enabled=x.device.type == "neuron"):
+        q = F.linear(x, wq)
+        k = F.linear(x, wk)
+        v = F.linear(x, wv)
+        return torch.softmax(q @ k.transpose(-2, -1) / 8, -1) @ v
+
+
 def swiglu(x, w_gate, w_up, w_down):
     return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)
 
@@ -77,6 +87,11 @@ def qkv_inputs(dtype):
     weights = [(torch.randn(n, 48) / 7).to(dtype).requires_grad_() for n in (32, 32, 40)]
     biases = [torch.randn(n, dtype=dtype, requires_grad=True) for n in (32, 32, 40)]
     return [torch.randn(6, 7, 48, dtype=dtype, requires_grad=True)] + weights + biases
+
+
+def autocast_qkv_inputs(dtype):
+    weights = [(torch.randn(n, 48) / 7).to(dtype).requires_grad_() for n in (32, 32, 32)]
+    return [torch.randn(6, 7, 48, dtype=dtype, requires_grad=True)] + weights
 
 
 def swiglu_inputs(dtype):
@@ -111,6 +126,7 @@ PATTERNS = {
     "conv_relu_residual": (conv_relu_residual, conv_inputs, "conv_epilogues"),
     "sibling_qkv": (qkv_attention, qkv_inputs, "sibling_gemms"),
     "sibling_gate_up": (swiglu, swiglu_inputs, "sibling_gemms"),
+    "sibling_autocast_qkv": (autocast_qkv, autocast_qkv_inputs, "sibling_gemms"),
 }
 
 
@@ -178,7 +194,13 @@ def test_fused_pattern_meets_the_float64_rule(name, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("name", list(PATTERNS))
-def test_bitwise_option_equals_eager_bit_for_bit(name, dtype):
+def test_bitwise_option_equals_eager_bit_for_bit(name, dtype, request):
+    if name == "sibling_autocast_qkv" and dtype == torch.float32:
+        # fp32 inputs cast by autocast inside the compiled function: the bitwise program differs
+        # from eager after the inference run of the same test (before sibling merging too).
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="autocast in a bitwise compiled function")
+        )
     for grad in (False, True):
         eager, compiled, _ = run_three_ways(name, dtype, {"bitwise": True}, grad)
         if PATTERNS[name][2] == "sibling_gemms":  # a merged GEMM may round differently

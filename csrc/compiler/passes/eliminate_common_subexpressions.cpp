@@ -1,4 +1,6 @@
 // Common-subexpression elimination keyed by a node's printed op, attributes, inputs and types.
+// The `src` attribute (the user's source line, for error messages) is not part of the key: the
+// casts autocast puts before each of q/k/v's projections are one cast written on three lines.
 #include <sstream>
 #include <unordered_map>
 
@@ -37,6 +39,7 @@ std::string key_of(const Graph& graph, const Node& node) {
   for (int input : node.inputs) key << input << ',';
   key << ")[";
   for (const auto& [name, value] : node.attrs) {
+    if (name == "src") continue;
     key << name << '=';
     key_of_attr(key, value);
   }

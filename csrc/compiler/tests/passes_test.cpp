@@ -62,6 +62,23 @@ TEST(CommonSubexpressions, MergesEqualPureNodesOnly) {
 )");
 }
 
+TEST(CommonSubexpressions, IgnoresTheSourceLine) {
+  // Autocast casts one activation once per projection, each cast on its own source line.
+  EXPECT_EQ(after(eliminate_common_subexpressions, R"(graph(%0: f32[4]) {
+  %1: bf16[4] = cast[src="model.py:10"](%0)
+  %2: bf16[4] = cast[src="model.py:11"](%0)
+  %3: bf16[4] = pointwise[compute="bf16", fn="AddAlpha", p0=1, src="model.py:12"](%1, %2)
+  return (%3)
+}
+)"),
+            R"(graph(%0: f32[4]) {
+  %1: bf16[4] = cast[src="model.py:10"](%0)
+  %2: bf16[4] = pointwise[compute="bf16", fn="AddAlpha", p0=1, src="model.py:12"](%1, %1)
+  return (%2)
+}
+)");
+}
+
 TEST(FoldConstants, EvaluatesSizeArithmeticAndScalarOps) {
   EXPECT_EQ(after(fold_constants, R"(graph(%0: f32[4], %1: int) {
   %2: int = sym[fn="const", value=6]()
@@ -829,6 +846,32 @@ TEST(SiblingGemms, CastsTheConcatenationOfAutocastWeightsOnce) {
   return (%10, %11, %7, %12)
 }
 )");
+}
+
+TEST(SiblingGemms, MergeProjectionsWhoseInputsAutocastCastsOnSeveralLines) {
+  // Llama's q, k and v projections under autocast: each casts the normed activation (and its
+  // weight) on its own source line; CSE makes the activation casts one, so all three merge.
+  Graph g = parse_graph(R"(graph(%0: f32[16, 8], %1: f32[8, 8], %2: f32[4, 8], %3: f32[4, 8]) {
+  %4: bf16[16, 8] = cast[src="m.py:1"](%0)
+  %5: bf16[8, 8] = cast[src="m.py:1"](%1)
+  %6: bf16[8, 8]{1, 0} = extern[args=[%5], src="m.py:1", target="aten::t", view=1](%5)
+  %7: bf16[16, 8] = extern[args=[%4, %6], src="m.py:1", target="aten::mm"](%4, %6)
+  %8: bf16[16, 8] = cast[src="m.py:2"](%0)
+  %9: bf16[4, 8] = cast[src="m.py:2"](%2)
+  %10: bf16[8, 4]{1, 0} = extern[args=[%9], src="m.py:2", target="aten::t", view=1](%9)
+  %11: bf16[16, 4] = extern[args=[%8, %10], src="m.py:2", target="aten::mm"](%8, %10)
+  %12: bf16[16, 8] = cast[src="m.py:3"](%0)
+  %13: bf16[4, 8] = cast[src="m.py:3"](%3)
+  %14: bf16[8, 4]{1, 0} = extern[args=[%13], src="m.py:3", target="aten::t", view=1](%13)
+  %15: bf16[16, 4] = extern[args=[%12, %14], src="m.py:3", target="aten::mm"](%12, %14)
+  return (%7, %11, %15)
+}
+)");
+  PipelineOptions options;
+  options.bitwise = false;
+  run_pipeline(g, {}, options);
+  const std::string printed = print_graph(g);
+  EXPECT_NE(printed.find("merged=3"), std::string::npos) << printed;
 }
 
 TEST(SiblingGemms, RunOnlyOutsideTheBitwiseMode) {
