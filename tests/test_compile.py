@@ -436,18 +436,19 @@ def test_an_entry_another_build_stored_is_never_read(tmp_path, our_caches_only, 
     """A program optimised by another build of the backend (other passes, same IR and options)
     lives under another key: this build compiles its own instead of running that one."""
     model, x = block_and_input()
-    monkeypatch.setattr(cache, "build_identity", lambda: "another build")
     with torch.no_grad():
-        expected = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
-        (other_build,) = (tmp_path / "cache").glob("*.ir")
-        other_build.write_text(other_build.read_text().replace("pointwise", "pointwize", 1))
-        monkeypatch.undo()
+        with monkeypatch.context() as another_build:  # only this patch is undone after it
+            another_build.setattr(cache, "build_identity", lambda: "another build")
+            expected = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
+        (stored,) = (tmp_path / "cache").glob("*.ir")
+        stored.write_text(stored.read_text().replace("pointwise", "pointwize", 1))
         torch._dynamo.reset()
         cache.clear_memory()
         openneuron.reset_compile_metrics()
         got = torch.compile(model, backend="neuron", options=BITWISE)(x).cpu()
     assert torch.equal(got, expected)
     metrics = openneuron.compile_metrics()
+    assert metrics["graphs"] >= 1
     assert metrics["cache_hits_disk"] == 0 and metrics["cache_errors"] == 0
     assert len(list((tmp_path / "cache").glob("*.ir"))) == 2
 
