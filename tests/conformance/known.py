@@ -146,4 +146,6 @@ def save(known, path: Path = KNOWN_FAILURES_PATH) -> None:
             "--update-known-failures`; write each reason by hand."
         )
     }
-    path.write_text(json.dumps({**header, **known}, indent=1, sort_keys=False) + "\n")
+    path.write_text(
+        json.dumps({**header, **known}, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+    )
