@@ -199,6 +199,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             {"bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out",
              "bitwise_xor.Scalar", "bitwise_xor_.Scalar", "bitwise_xor.Scalar_out"},
             binary(Op::BitwiseXor, R::Common, kIntegers | kBool));
+  // Shifts by a tensor; the scalar forms are PyTorch's composites over these (and << / >> in
+  // ops_bitwise_shift.cpp).
+  pointwise(m,
+            {"bitwise_left_shift.Tensor", "bitwise_left_shift_.Tensor",
+             "bitwise_left_shift.Tensor_out"},
+            binary(Op::ShiftLeft, R::Common, kIntegers));
+  pointwise(m,
+            {"bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor",
+             "bitwise_right_shift.Tensor_out"},
+            binary(Op::ShiftRight, R::Common, kIntegers));
   // Clamping by scalars takes an out= of the result dtype only; by tensors, any it casts to.
   pointwise(m, {"clamp_min", "clamp_min_", "clamp_min.out"},
             exact_out(binary(Op::ClampMin, R::Common, kNumbers)));
@@ -253,6 +263,56 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   special({"special_entr", "special_entr.out"}, Op::Entr);
   special({"angle", "angle.out"}, Op::Angle);
   special({"logit", "logit_", "logit.out"}, Op::Logit);
+  special({"special_airy_ai", "special_airy_ai.out"}, Op::AiryAi);
+  special({"special_bessel_j0", "special_bessel_j0.out"}, Op::BesselJ0);
+  special({"special_bessel_j1", "special_bessel_j1.out"}, Op::BesselJ1);
+  special({"special_bessel_y0", "special_bessel_y0.out"}, Op::BesselY0);
+  special({"special_bessel_y1", "special_bessel_y1.out"}, Op::BesselY1);
+  special({"special_modified_bessel_k0", "special_modified_bessel_k0.out"}, Op::BesselK0);
+  special({"special_modified_bessel_k1", "special_modified_bessel_k1.out"}, Op::BesselK1);
+  special({"special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k0.out"},
+          Op::BesselK0e);
+  special({"special_scaled_modified_bessel_k1", "special_scaled_modified_bessel_k1.out"},
+          Op::BesselK1e);
+  special({"special_spherical_bessel_j0", "special_spherical_bessel_j0.out"},
+          Op::SphericalBesselJ0);
+  special({"special_log_ndtr", "special_log_ndtr.out"}, Op::LogNdtr);
+  special({"special_ndtri", "special_ndtri.out"}, Op::Ndtri);
+  special({"sinc", "sinc_", "sinc.out"}, Op::Sinc);
+  // Binary special functions: zeta(x, q) and the polynomials P_n(x) of (x, n); their scalar
+  // overloads are PyTorch's composites over these.
+  const auto special_binary = [&](std::initializer_list<const char*> names, Op op) {
+    pointwise(m, names, binary(op, R::FloatPromote, kAllTypes));
+  };
+  special_binary({"special_zeta", "special_zeta.out"}, Op::Zeta);
+  special_binary({"special_chebyshev_polynomial_t", "special_chebyshev_polynomial_t.out"},
+                 Op::ChebyshevT);
+  special_binary({"special_chebyshev_polynomial_u", "special_chebyshev_polynomial_u.out"},
+                 Op::ChebyshevU);
+  special_binary({"special_chebyshev_polynomial_v", "special_chebyshev_polynomial_v.out"},
+                 Op::ChebyshevV);
+  special_binary({"special_chebyshev_polynomial_w", "special_chebyshev_polynomial_w.out"},
+                 Op::ChebyshevW);
+  special_binary(
+      {"special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_t.out"},
+      Op::ShiftedChebyshevT);
+  special_binary(
+      {"special_shifted_chebyshev_polynomial_u", "special_shifted_chebyshev_polynomial_u.out"},
+      Op::ShiftedChebyshevU);
+  special_binary(
+      {"special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_v.out"},
+      Op::ShiftedChebyshevV);
+  special_binary(
+      {"special_shifted_chebyshev_polynomial_w", "special_shifted_chebyshev_polynomial_w.out"},
+      Op::ShiftedChebyshevW);
+  special_binary({"special_hermite_polynomial_h", "special_hermite_polynomial_h.out"},
+                 Op::HermiteH);
+  special_binary({"special_hermite_polynomial_he", "special_hermite_polynomial_he.out"},
+                 Op::HermiteHe);
+  special_binary({"special_laguerre_polynomial_l", "special_laguerre_polynomial_l.out"},
+                 Op::LaguerreL);
+  special_binary({"special_legendre_polynomial_p", "special_legendre_polynomial_p.out"},
+                 Op::LegendreP);
   // polygamma(n, self) names its operand second; its in-place form first.
   pointwise(m, {"polygamma", "polygamma.out"},
             PointwiseSpec{Op::Polygamma, R::FloatPromote, kAllTypes, {1}});

@@ -9,6 +9,7 @@
 namespace openneuron::kernels {
 
 int pointwise_arity(PointwiseOp op) {
+  if (op >= PointwiseOp::AiryAi) return op <= PointwiseOp::Sinc ? 1 : 2;
   if (op >= PointwiseOp::Acos) return op <= PointwiseOp::Signbit ? 1 : 2;
   if (op <= PointwiseOp::LogSigmoid) return 1;
   if (op <= PointwiseOp::LerpScalar) return 2;
@@ -55,7 +56,8 @@ void pointwise(PointwiseOp op, const TensorView& out, const TensorView* inputs, 
   }
   if (out.numel() == 0) return;
   using namespace pointwise_detail;
-  if (op >= PointwiseOp::Acos && op <= PointwiseOp::Signbit) {
+  if ((op >= PointwiseOp::Acos && op <= PointwiseOp::Signbit) ||
+      (op >= PointwiseOp::AiryAi && op <= PointwiseOp::Sinc)) {
     run_special_unary(op, out, inputs[0], compute, params);
   } else if (op >= PointwiseOp::Xlog1py) {
     run_special_binary(op, out, inputs[0], inputs[1], compute, params);

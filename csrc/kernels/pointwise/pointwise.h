@@ -157,6 +157,39 @@ enum class PointwiseOp : uint8_t {
   Heaviside,      // x == 0 ? y : (x > 0); any dtype
   LogitBackward,  // x = grad_output, y = input: x / (y (1 - y)); p0 = eps as Logit (absent: NaN
                   // outside [0, 1]; present: 0 outside [p0, p1])
+  ShiftLeft,      // integers: x << y; 0 for y < 0 or y >= the dtype's width (computed in int64,
+                  // so the store's truncation drops the bits shifted past the width)
+  ShiftRight,     // integers: x >> y, arithmetic; y < 0 or beyond the width fills with sign bits
+
+  // Unary special functions of torch.special (float; integers promote), in double.
+  AiryAi,
+  BesselJ0,
+  BesselJ1,
+  BesselY0,
+  BesselY1,
+  BesselK0,
+  BesselK1,
+  BesselK0e,  // exp(x) K0(x)
+  BesselK1e,  // exp(x) K1(x)
+  SphericalBesselJ0,
+  LogNdtr,
+  Ndtri,
+  Sinc,  // sin(pi x) / (pi x), 1 at 0
+
+  // Binary special functions: Hurwitz zeta(x, q) and the orthogonal polynomials P_n(x) (x, n).
+  Zeta,
+  ChebyshevT,
+  ChebyshevU,
+  ChebyshevV,
+  ChebyshevW,
+  ShiftedChebyshevT,
+  ShiftedChebyshevU,
+  ShiftedChebyshevV,
+  ShiftedChebyshevW,
+  HermiteH,
+  HermiteHe,
+  LaguerreL,
+  LegendreP,
 };
 
 // Scalar parameters of an op; `present[k]` is false for an optional parameter left out.

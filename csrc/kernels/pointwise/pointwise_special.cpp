@@ -3,10 +3,14 @@
 // in float, as the CPU's kernel).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/pointwise/pointwise_internal.h"
 #include "kernels/pointwise/pointwise_map.h"
 #include "kernels/pointwise/pointwise_math.h"
+#include "kernels/pointwise/bessel_airy.h"
+#include "kernels/pointwise/normal_distribution.h"
+#include "kernels/pointwise/orthogonal_polynomials.h"
 #include "kernels/pointwise/special_functions.h"
 
 namespace openneuron::kernels::pointwise_detail {
@@ -112,6 +116,46 @@ bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
     case PointwiseOp::Entr:
       map_in_double<C>(out, x, entropy_term);
       return true;
+    case PointwiseOp::AiryAi:
+      map_in_double<C>(out, x, special::airy_ai);
+      return true;
+    case PointwiseOp::BesselJ0:
+      map_in_double<C>(out, x, special::bessel_j0);
+      return true;
+    case PointwiseOp::BesselJ1:
+      map_in_double<C>(out, x, special::bessel_j1);
+      return true;
+    case PointwiseOp::BesselY0:
+      map_in_double<C>(out, x, special::bessel_y0);
+      return true;
+    case PointwiseOp::BesselY1:
+      map_in_double<C>(out, x, special::bessel_y1);
+      return true;
+    case PointwiseOp::BesselK0:
+    case PointwiseOp::BesselK1:
+    case PointwiseOp::BesselK0e:
+    case PointwiseOp::BesselK1e: {
+      const double nu = (op == PointwiseOp::BesselK1 || op == PointwiseOp::BesselK1e) ? 1 : 0;
+      const bool scaled = op == PointwiseOp::BesselK0e || op == PointwiseOp::BesselK1e;
+      map_in_double<C>(out, x, [=](double a) { return special::bessel_k(nu, a, scaled); });
+      return true;
+    }
+    case PointwiseOp::SphericalBesselJ0:
+      map_in_double<C>(out, x, special::spherical_bessel_j0);
+      return true;
+    case PointwiseOp::LogNdtr:
+      map_in_double<C>(out, x, special::log_ndtr);
+      return true;
+    case PointwiseOp::Ndtri:
+      map_in_double<C>(out, x, special::ndtri);
+      return true;
+    case PointwiseOp::Sinc:
+      map_in_double<C>(out, x, [](double a) {
+        if (a == 0) return 1.0;
+        const double angle = special::kPi * a;
+        return std::sin(angle) / angle;
+      });
+      return true;
     case PointwiseOp::Angle:
       map_in_double<C>(out, x, real_angle);
       return true;
@@ -132,6 +176,40 @@ bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
     }
     default:
       return false;
+  }
+}
+
+// The binary special functions of torch.special at double arguments: zeta(x, q) and the
+// orthogonal polynomials P_n(x) with x first and the degree n second.
+double special_binary_in_double(PointwiseOp op, double x, double y) {
+  using special::OrthogonalFamily;
+  switch (op) {
+    case PointwiseOp::Zeta:
+      return special::zeta(x, y);
+    case PointwiseOp::ChebyshevT:
+    case PointwiseOp::ShiftedChebyshevT:
+      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevT,
+                                            op == PointwiseOp::ShiftedChebyshevT, x, y);
+    case PointwiseOp::ChebyshevU:
+    case PointwiseOp::ShiftedChebyshevU:
+      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevU,
+                                            op == PointwiseOp::ShiftedChebyshevU, x, y);
+    case PointwiseOp::ChebyshevV:
+    case PointwiseOp::ShiftedChebyshevV:
+      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevV,
+                                            op == PointwiseOp::ShiftedChebyshevV, x, y);
+    case PointwiseOp::ChebyshevW:
+    case PointwiseOp::ShiftedChebyshevW:
+      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevW,
+                                            op == PointwiseOp::ShiftedChebyshevW, x, y);
+    case PointwiseOp::HermiteH:
+      return special::orthogonal_polynomial(OrthogonalFamily::HermiteH, false, x, y);
+    case PointwiseOp::HermiteHe:
+      return special::orthogonal_polynomial(OrthogonalFamily::HermiteHe, false, x, y);
+    case PointwiseOp::LaguerreL:
+      return special::orthogonal_polynomial(OrthogonalFamily::LaguerreL, false, x, y);
+    default:
+      return special::orthogonal_polynomial(OrthogonalFamily::LegendreP, false, x, y);
   }
 }
 
@@ -159,8 +237,32 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
     default:
       break;
   }
+  if (op == PointwiseOp::Zeta || (op >= PointwiseOp::ChebyshevT && op <= PointwiseOp::LegendreP)) {
+    if constexpr (std::is_floating_point_v<C>) {
+      map<C, C>(out, in, [op](C a, C b) {
+        return static_cast<C>(special_binary_in_double(op, a, b));
+      });
+      return true;
+    } else {
+      unsupported_compute(op, DType::Float32);
+    }
+  }
   if constexpr (std::is_integral_v<C>) {
-    unsupported_compute(op, DType::Int64);
+    // Inputs arrive widened to int64 from their own integer dtype, so a shift count below zero
+    // or past 63 is the only case the widened shift cannot express by itself.
+    switch (op) {
+      case PointwiseOp::ShiftLeft:
+        map<C, C>(out, in, [](C a, C b) {
+          if (b < 0 || b >= C(64)) return C(0);
+          return static_cast<C>(static_cast<std::make_unsigned_t<C>>(a) << b);
+        });
+        return true;
+      case PointwiseOp::ShiftRight:
+        map<C, C>(out, in, [](C a, C b) { return a >> ((b < 0 || b >= C(64)) ? C(63) : b); });
+        return true;
+      default:
+        unsupported_compute(op, DType::Int64);
+    }
   } else {
     switch (op) {
       case PointwiseOp::Xlog1py:

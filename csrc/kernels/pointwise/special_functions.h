@@ -45,7 +45,7 @@ inline double digamma(double x) {
   return result + std::log(x) - 0.5 / x - series;
 }
 
-// Hurwitz zeta(s, q) = sum_k (q + k)^-s for integer s >= 2 (polygamma's use): the terms up to
+// Hurwitz zeta(s, q) = sum_k (q + k)^-s for s > 1 (integer s for polygamma): the terms up to
 // q + N >= 12 summed directly, the tail by Euler-Maclaurin with Bernoulli numbers B_2 .. B_24.
 // Poles (q a non-positive integer) give +inf.
 inline double hurwitz_zeta(double s, double q) {
@@ -76,6 +76,19 @@ inline double hurwitz_zeta(double s, double q) {
     power /= a * a;
   }
   return sum;
+}
+
+// torch.special.zeta(x, q): the Hurwitz zeta with PyTorch's domain - +inf at x = 1, NaN below
+// it, +inf at the poles q = 0, -1, ..., NaN for other q <= 0 unless x is an integer.
+inline double zeta(double x, double q) {
+  if (std::isnan(x) || std::isnan(q)) return std::numeric_limits<double>::quiet_NaN();
+  if (x == 1) return std::numeric_limits<double>::infinity();
+  if (x < 1) return std::numeric_limits<double>::quiet_NaN();
+  if (q <= 0) {
+    if (q == std::floor(q)) return std::numeric_limits<double>::infinity();
+    if (x != std::floor(x)) return std::numeric_limits<double>::quiet_NaN();
+  }
+  return hurwitz_zeta(x, q);
 }
 
 // polygamma(n, x), n >= 0: digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x).
