@@ -118,7 +118,9 @@ def test_polynomials_match_cpu_float64_natively(name):
     tol = dict(rtol=2e-5, atol=2e-5)
     assert_matches_float64(dev, fn(x.double(), n.double()), tol)
     assert_matches_float64(dev_scalar_n, fn(x.double(), 3), tol)
-    assert_matches_float64(dev_scalar_x, fn(torch.tensor(0.25, dtype=torch.float64), n.double()), tol)
+    assert_matches_float64(
+        dev_scalar_x, fn(torch.tensor(0.25, dtype=torch.float64), n.double()), tol
+    )
 
 
 def test_zeta_matches_cpu_natively():
@@ -230,8 +232,9 @@ MUTANTS = {
     ),
     "chebyshev_u": (
         "special_chebyshev_polynomial_u",
-        lambda x, n: S.chebyshev_polynomial_t(torch.as_tensor(x).cpu(), torch.as_tensor(n).cpu())
-        .to(DEVICE),
+        lambda x, n: S.chebyshev_polynomial_t(
+            torch.as_tensor(x).cpu(), torch.as_tensor(n).cpu()
+        ).to(DEVICE),
         lambda: test_polynomials_match_cpu_float64_natively("chebyshev_polynomial_u"),
     ),
 }

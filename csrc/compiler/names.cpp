@@ -171,6 +171,9 @@ constexpr PointwiseName kPointwiseNames[] = {
     {"HermiteHe", PointwiseOp::HermiteHe},
     {"LaguerreL", PointwiseOp::LaguerreL},
     {"LegendreP", PointwiseOp::LegendreP},
+    {"Hypot", PointwiseOp::Hypot},
+    {"Gcd", PointwiseOp::Gcd},
+    {"Lcm", PointwiseOp::Lcm},
 };
 
 struct DTypeName {

@@ -201,10 +201,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             binary(Op::BitwiseXor, R::Common, kIntegers | kBool));
   // Shifts by a tensor; the scalar forms are PyTorch's composites over these (and << / >> in
   // ops_bitwise_shift.cpp).
-  pointwise(m,
-            {"bitwise_left_shift.Tensor", "bitwise_left_shift_.Tensor",
-             "bitwise_left_shift.Tensor_out"},
-            binary(Op::ShiftLeft, R::Common, kIntegers));
+  pointwise(
+      m,
+      {"bitwise_left_shift.Tensor", "bitwise_left_shift_.Tensor", "bitwise_left_shift.Tensor_out"},
+      binary(Op::ShiftLeft, R::Common, kIntegers));
   pointwise(m,
             {"bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor",
              "bitwise_right_shift.Tensor_out"},
@@ -313,6 +313,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                  Op::LaguerreL);
   special_binary({"special_legendre_polynomial_p", "special_legendre_polynomial_p.out"},
                  Op::LegendreP);
+  pointwise(m, {"hypot", "hypot_", "hypot.out"}, binary(Op::Hypot, R::Common, kFloats));
+  pointwise(m, {"gcd", "gcd_", "gcd.out"}, binary(Op::Gcd, R::Common, kIntegers));
+  pointwise(m, {"lcm", "lcm_", "lcm.out"}, binary(Op::Lcm, R::Common, kIntegers));
   // polygamma(n, self) names its operand second; its in-place form first.
   pointwise(m, {"polygamma", "polygamma.out"},
             PointwiseSpec{Op::Polygamma, R::FloatPromote, kAllTypes, {1}});

@@ -1,6 +1,8 @@
 // Classical orthogonal polynomials P_n(x) of torch.special (Chebyshev T, U, V, W and their
-// shifted forms, Hermite H and He, Laguerre L, Legendre P) in double precision, by their
-// three-term recurrences; Chebyshev's inside (-1, 1) for n > 6 by the trigonometric form.
+// shifted forms, Hermite H and He, Laguerre L, Legendre P) by their three-term recurrences;
+// Chebyshev's inside (-1, 1) for n > 6 by the trigonometric form. Evaluated in the type T the
+// CPU uses for the dtype (float for float32), so a recurrence that overflows ends in the same
+// inf or NaN as the CPU's.
 // Degrees follow PyTorch: n truncated to an integer, 0 for a negative (or NaN) degree.
 // Private to the kernel library.
 #pragma once
@@ -25,52 +27,54 @@ namespace polynomial_detail {
 
 // The degree as PyTorch's kernels read it from a floating tensor: truncated; NaN and values
 // past int64 become a negative degree, as x86's conversion makes them.
-inline int64_t degree(double n) {
-  if (!(n > -9.2e18 && n < 9.2e18)) return -1;
+template <typename T>
+int64_t degree(T n) {
+  if (!(n > T(-9.2e18) && n < T(9.2e18))) return -1;
   return static_cast<int64_t>(n);
 }
 
 // Chebyshev polynomials of the four kinds: each satisfies P_{k+1} = 2x P_k - P_{k-1} and
 // differs only in P_1 (x, 2x, 2x - 1, 2x + 1), in its values at +-1 and in its trigonometric
 // form with theta = acos(x).
-inline double chebyshev(OrthogonalFamily kind, double x, int64_t n) {
+template <typename T>
+T chebyshev(OrthogonalFamily kind, T x, int64_t n) {
   if (n < 0) return 0;
   const bool odd = n % 2 == 1;
-  const double one_at_minus = odd ? -1.0 : 1.0;  // (-1)^n
-  const double nd = static_cast<double>(n);
+  const T one_at_minus = odd ? T(-1) : T(1);  // (-1)^n
+  const T nd = static_cast<T>(n);
   if (std::fabs(x) == 1) {
     switch (kind) {
       case OrthogonalFamily::ChebyshevT:
-        return x > 0 ? 1.0 : one_at_minus;
+        return x > 0 ? T(1) : one_at_minus;
       case OrthogonalFamily::ChebyshevU:
-        return (x > 0 ? 1.0 : one_at_minus) * (nd + 1);
+        return (x > 0 ? T(1) : one_at_minus) * (nd + 1);
       case OrthogonalFamily::ChebyshevV:
-        return x > 0 ? 1.0 : one_at_minus * (2 * nd + 1);
+        return x > 0 ? T(1) : one_at_minus * (2 * nd + 1);
       default:
         return x > 0 ? 2 * nd + 1 : one_at_minus;
     }
   }
   if (n > 6 && std::fabs(x) < 1) {
-    const double theta = std::acos(x);
+    const T theta = std::acos(x);
     switch (kind) {
       case OrthogonalFamily::ChebyshevT:
         return std::cos(nd * theta);
       case OrthogonalFamily::ChebyshevU:
         return std::sin((nd + 1) * theta) / std::sin(theta);
       case OrthogonalFamily::ChebyshevV:
-        return std::cos((nd + 0.5) * theta) / std::cos(theta / 2);
+        return std::cos((nd + T(0.5)) * theta) / std::cos(theta / 2);
       default:
-        return std::sin((nd + 0.5) * theta) / std::sin(theta / 2);
+        return std::sin((nd + T(0.5)) * theta) / std::sin(theta / 2);
     }
   }
-  double previous = 1;
+  T previous = 1;
   if (n == 0) return previous;
-  double current = kind == OrthogonalFamily::ChebyshevT   ? x
-                   : kind == OrthogonalFamily::ChebyshevU ? x + x
-                   : kind == OrthogonalFamily::ChebyshevV ? x + x - 1
-                                                          : x + x + 1;
+  T current = kind == OrthogonalFamily::ChebyshevT   ? x
+              : kind == OrthogonalFamily::ChebyshevU ? x + x
+              : kind == OrthogonalFamily::ChebyshevV ? x + x - 1
+                                                     : x + x + 1;
   for (int64_t k = 1; k < n; ++k) {
-    const double next = (x + x) * current - previous;
+    const T next = (x + x) * current - previous;
     previous = current;
     current = next;
   }
@@ -79,10 +83,10 @@ inline double chebyshev(OrthogonalFamily kind, double x, int64_t n) {
 
 }  // namespace polynomial_detail
 
-// P_n(x) of `family` with n read from a double as PyTorch reads it; the shifted Chebyshev
+// P_n(x) of `family` with n read from a floating value as PyTorch reads it; the shifted Chebyshev
 // polynomials are these at 2x - 1 (`shifted`).
-inline double orthogonal_polynomial(OrthogonalFamily family, bool shifted, double x,
-                                    double degree_value) {
+template <typename T>
+T orthogonal_polynomial(OrthogonalFamily family, bool shifted, T x, T degree_value) {
   const int64_t n = polynomial_detail::degree(degree_value);
   if (n < 0) return 0;
   switch (family) {
@@ -90,17 +94,17 @@ inline double orthogonal_polynomial(OrthogonalFamily family, bool shifted, doubl
     case OrthogonalFamily::ChebyshevU:
     case OrthogonalFamily::ChebyshevV:
     case OrthogonalFamily::ChebyshevW:
-      return polynomial_detail::chebyshev(family, shifted ? x + x - 1 : x, n);
+      return polynomial_detail::chebyshev<T>(family, shifted ? x + x - 1 : x, n);
     default:
       break;
   }
   if (n == 0) return 1;
-  double previous = 1, current = 0;
+  T previous = 1, current = 0;
   switch (family) {
     case OrthogonalFamily::HermiteH:  // H_{k+1} = 2x H_k - 2k H_{k-1}
       current = x + x;
       for (int64_t k = 1; k < n; ++k) {
-        const double next = (x + x) * current - 2.0 * static_cast<double>(k) * previous;
+        const T next = (x + x) * current - T(2) * static_cast<T>(k) * previous;
         previous = current;
         current = next;
       }
@@ -108,7 +112,7 @@ inline double orthogonal_polynomial(OrthogonalFamily family, bool shifted, doubl
     case OrthogonalFamily::HermiteHe:  // He_{k+1} = x He_k - k He_{k-1}
       current = x;
       for (int64_t k = 1; k < n; ++k) {
-        const double next = x * current - static_cast<double>(k) * previous;
+        const T next = x * current - static_cast<T>(k) * previous;
         previous = current;
         current = next;
       }
@@ -117,18 +121,18 @@ inline double orthogonal_polynomial(OrthogonalFamily family, bool shifted, doubl
       if (x == 0) return 1;
       current = 1 - x;
       for (int64_t k = 1; k < n; ++k) {
-        const double kd = static_cast<double>(k);
-        const double next = ((2 * kd + 1 - x) * current - kd * previous) / (kd + 1);
+        const T kd = static_cast<T>(k);
+        const T next = ((2 * kd + 1 - x) * current - kd * previous) / (kd + 1);
         previous = current;
         current = next;
       }
       return current;
     default: {  // Legendre: (k+1) P_{k+1} = (2k + 1) x P_k - k P_{k-1}
-      if (std::fabs(x) == 1) return (x > 0 || n % 2 == 0) ? 1.0 : -1.0;
+      if (std::fabs(x) == 1) return (x > 0 || n % 2 == 0) ? T(1) : T(-1);
       current = x;
       for (int64_t k = 1; k < n; ++k) {
-        const double kd = static_cast<double>(k);
-        const double next = ((2 * kd + 1) * x * current - kd * previous) / (kd + 1);
+        const T kd = static_cast<T>(k);
+        const T next = ((2 * kd + 1) * x * current - kd * previous) / (kd + 1);
         previous = current;
         current = next;
       }

@@ -190,6 +190,9 @@ enum class PointwiseOp : uint8_t {
   HermiteHe,
   LaguerreL,
   LegendreP,
+  Hypot,  // sqrt(x^2 + y^2) without overflow (float)
+  Gcd,    // integers: greatest common divisor of |x| and |y| (gcd(0, 0) = 0)
+  Lcm,    // integers: |x / gcd * y|, 0 when either is 0
 };
 
 // Scalar parameters of an op; `present[k]` is false for an optional parameter left out.

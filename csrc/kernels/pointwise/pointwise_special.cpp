@@ -5,12 +5,12 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/pointwise/pointwise_internal.h"
-#include "kernels/pointwise/pointwise_map.h"
-#include "kernels/pointwise/pointwise_math.h"
 #include "kernels/pointwise/bessel_airy.h"
 #include "kernels/pointwise/normal_distribution.h"
 #include "kernels/pointwise/orthogonal_polynomials.h"
+#include "kernels/pointwise/pointwise_internal.h"
+#include "kernels/pointwise/pointwise_map.h"
+#include "kernels/pointwise/pointwise_math.h"
 #include "kernels/pointwise/special_functions.h"
 
 namespace openneuron::kernels::pointwise_detail {
@@ -144,7 +144,17 @@ bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
       map_in_double<C>(out, x, special::spherical_bessel_j0);
       return true;
     case PointwiseOp::LogNdtr:
-      map_in_double<C>(out, x, special::log_ndtr);
+      if constexpr (std::is_same_v<C, float>) {
+        // Below -1 the CPU subtracts x^2/2 in float; so does this, so that the gradient
+        // (which adds x^2/2 back) sees the same rounding.
+        map<C, C>(out, std::array<TensorView, 1>{x}, [](float a) {
+          if (!(a < -1.0f)) return static_cast<float>(special::log_ndtr(a));
+          const double scaled_tail = std::log(special::erfcx(-a * 0.70710678118654752440) / 2);
+          return static_cast<float>(scaled_tail) - a * a / 2.0f;
+        });
+      } else {
+        map_in_double<C>(out, x, special::log_ndtr);
+      }
       return true;
     case PointwiseOp::Ndtri:
       map_in_double<C>(out, x, special::ndtri);
@@ -179,37 +189,54 @@ bool run_float_unary(PointwiseOp op, const TensorView& out, const TensorView& x,
   }
 }
 
-// The binary special functions of torch.special at double arguments: zeta(x, q) and the
-// orthogonal polynomials P_n(x) with x first and the degree n second.
-double special_binary_in_double(PointwiseOp op, double x, double y) {
+// Euclid's algorithm on |a| and |b| (integers widened to int64, so |a| does not wrap).
+template <typename C>
+C euclid_gcd(C a, C b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (a != 0) {
+    const C rest = b % a;
+    b = a;
+    a = rest;
+  }
+  return b;
+}
+
+// The binary special functions of torch.special: zeta(x, q) in double; the orthogonal
+// polynomials P_n(x) (x first, degree n second) in C, the type the CPU evaluates them in.
+template <typename C>
+C special_binary(PointwiseOp op, C x, C y) {
   using special::OrthogonalFamily;
+  const auto polynomial = [&](OrthogonalFamily family, bool shifted) {
+    return special::orthogonal_polynomial<C>(family, shifted, x, y);
+  };
   switch (op) {
     case PointwiseOp::Zeta:
-      return special::zeta(x, y);
+      return static_cast<C>(special::zeta(x, y));
     case PointwiseOp::ChebyshevT:
+      return polynomial(OrthogonalFamily::ChebyshevT, false);
     case PointwiseOp::ShiftedChebyshevT:
-      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevT,
-                                            op == PointwiseOp::ShiftedChebyshevT, x, y);
+      return polynomial(OrthogonalFamily::ChebyshevT, true);
     case PointwiseOp::ChebyshevU:
+      return polynomial(OrthogonalFamily::ChebyshevU, false);
     case PointwiseOp::ShiftedChebyshevU:
-      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevU,
-                                            op == PointwiseOp::ShiftedChebyshevU, x, y);
+      return polynomial(OrthogonalFamily::ChebyshevU, true);
     case PointwiseOp::ChebyshevV:
+      return polynomial(OrthogonalFamily::ChebyshevV, false);
     case PointwiseOp::ShiftedChebyshevV:
-      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevV,
-                                            op == PointwiseOp::ShiftedChebyshevV, x, y);
+      return polynomial(OrthogonalFamily::ChebyshevV, true);
     case PointwiseOp::ChebyshevW:
+      return polynomial(OrthogonalFamily::ChebyshevW, false);
     case PointwiseOp::ShiftedChebyshevW:
-      return special::orthogonal_polynomial(OrthogonalFamily::ChebyshevW,
-                                            op == PointwiseOp::ShiftedChebyshevW, x, y);
+      return polynomial(OrthogonalFamily::ChebyshevW, true);
     case PointwiseOp::HermiteH:
-      return special::orthogonal_polynomial(OrthogonalFamily::HermiteH, false, x, y);
+      return polynomial(OrthogonalFamily::HermiteH, false);
     case PointwiseOp::HermiteHe:
-      return special::orthogonal_polynomial(OrthogonalFamily::HermiteHe, false, x, y);
+      return polynomial(OrthogonalFamily::HermiteHe, false);
     case PointwiseOp::LaguerreL:
-      return special::orthogonal_polynomial(OrthogonalFamily::LaguerreL, false, x, y);
+      return polynomial(OrthogonalFamily::LaguerreL, false);
     default:
-      return special::orthogonal_polynomial(OrthogonalFamily::LegendreP, false, x, y);
+      return polynomial(OrthogonalFamily::LegendreP, false);
   }
 }
 
@@ -239,9 +266,7 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
   }
   if (op == PointwiseOp::Zeta || (op >= PointwiseOp::ChebyshevT && op <= PointwiseOp::LegendreP)) {
     if constexpr (std::is_floating_point_v<C>) {
-      map<C, C>(out, in, [op](C a, C b) {
-        return static_cast<C>(special_binary_in_double(op, a, b));
-      });
+      map<C, C>(out, in, [op](C a, C b) { return special_binary<C>(op, a, b); });
       return true;
     } else {
       unsupported_compute(op, DType::Float32);
@@ -257,6 +282,20 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
           return static_cast<C>(static_cast<std::make_unsigned_t<C>>(a) << b);
         });
         return true;
+      case PointwiseOp::Gcd:
+        map<C, C>(out, in, [](C a, C b) { return euclid_gcd(a, b); });
+        return true;
+      case PointwiseOp::Lcm:
+        // |a / gcd * b| in int64 (as the CPU's kernel forms it in int after C's promotion),
+        // wrapped to the dtype's width on store.
+        map<C, C>(out, in, [](C a, C b) {
+          using U = std::make_unsigned_t<C>;
+          const C divisor = euclid_gcd(a, b);
+          if (divisor == 0) return C(0);
+          const C product = static_cast<C>(static_cast<U>(a / divisor) * static_cast<U>(b));
+          return product < 0 ? static_cast<C>(U(0) - static_cast<U>(product)) : product;
+        });
+        return true;
       case PointwiseOp::ShiftRight:
         map<C, C>(out, in, [](C a, C b) { return a >> ((b < 0 || b >= C(64)) ? C(63) : b); });
         return true;
@@ -270,6 +309,9 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
           if (std::isnan(b)) return b;
           return a == C(0) ? C(0) : static_cast<C>(a * std::log1p(static_cast<double>(b)));
         });
+        return true;
+      case PointwiseOp::Hypot:
+        map<C, C>(out, in, [](C a, C b) { return std::hypot(a, b); });
         return true;
       case PointwiseOp::Copysign:
         map<C, C>(out, in, [](C a, C b) { return std::copysign(a, b); });

@@ -1,0 +1,175 @@
+// The FFT primitives torch.fft lowers to (_fft_c2c, _fft_r2c, _fft_c2r, and their out= forms) at
+// float32 / complex64 on the device: one kernels::fft_* pass per transformed dim, the last pass
+// applying the normalization. complex128 (not a NeuronCore type) runs on the host fallback.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <vector>
+
+#include "aten/core/op_tracking.h"
+#include "aten/core/tensor_views.h"
+#include "aten/fallback/fallback.h"
+#include "kernels/fft/fft.h"
+
+namespace openneuron::bridge {
+namespace {
+
+// ATen's fft_norm_mode: 0 leaves the sum unscaled, 1 divides by sqrt(n), 2 by n, where n is
+// the number of points of the signal (the product of the transformed sizes).
+double norm_scale(int64_t normalization, const at::Tensor& signal, at::IntArrayRef dims) {
+  double points = 1;
+  for (const int64_t d : dims) points *= static_cast<double>(signal.size(d));
+  if (normalization == 1) return 1 / std::sqrt(points);
+  if (normalization == 2) return 1 / points;
+  return 1;
+}
+
+// The transformed dims, wrapped; every dim also needs a place in a float32 pair view.
+std::vector<int64_t> wrapped_dims(at::IntArrayRef dims, int64_t ndim) {
+  std::vector<int64_t> result;
+  for (const int64_t d : dims) result.push_back(d < 0 ? d + ndim : d);
+  return result;
+}
+
+bool fits_kernel(const at::Tensor& tensor) { return tensor.dim() + 1 <= kernels::kMaxDims; }
+
+kernels::TensorView pairs_of(const at::Tensor& complex) {
+  return view_of(at::view_as_real(complex));
+}
+
+// Complex-to-complex passes over `dims` from `in` into `out` (same shape; may be the same
+// tensor), the scale applied by the last pass.
+void complex_passes(const at::Tensor& in, const at::Tensor& out, const std::vector<int64_t>& dims,
+                    bool forward, double scale) {
+  at::Tensor source = in;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const kernels::TensorView from = pairs_of(source), to = pairs_of(out);
+    const int dim = static_cast<int>(dims[k]);
+    const double pass_scale = k + 1 == dims.size() ? scale : 1.0;
+    stream_for(out).enqueue("aten::_fft_c2c",
+                            [=] { kernels::fft_complex(from, to, dim, forward, pass_scale); });
+    source = out;
+  }
+}
+
+at::Tensor& fft_c2c_out(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization,
+                        bool forward, at::Tensor& out) {
+  if (self.scalar_type() != at::kComplexFloat || out.scalar_type() != at::kComplexFloat ||
+      self.is_conj() || !fits_kernel(self)) {
+    return OPENNEURON_FALLBACK(_fft_c2c_out, self, dim, normalization, forward, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::_fft_c2c.out");
+  const c10::DeviceGuard guard(self.device());
+  const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
+  at::native::resize_output(out, self.sizes());
+  if (out.numel() == 0) return out;
+  if (dims.empty()) return out.copy_(self);
+  complex_passes(self, out, dims, forward, norm_scale(normalization, self, dims));
+  return out;
+}
+
+at::Tensor fft_c2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization,
+                   bool forward) {
+  if (self.scalar_type() != at::kComplexFloat || self.is_conj() || !fits_kernel(self)) {
+    return OPENNEURON_FALLBACK(_fft_c2c, self, dim, normalization, forward);
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  return fft_c2c_out(self, dim, normalization, forward, out);
+}
+
+at::Tensor& fft_r2c_out(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization,
+                        bool onesided, at::Tensor& out) {
+  if (self.scalar_type() != at::kFloat || out.scalar_type() != at::kComplexFloat || dim.empty() ||
+      !fits_kernel(self)) {
+    return OPENNEURON_FALLBACK(_fft_r2c_out, self, dim, normalization, onesided, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::_fft_r2c.out");
+  const c10::DeviceGuard guard(self.device());
+  const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
+  // The last listed dim is the real one (halved when one-sided); the others are complex passes.
+  const int64_t real_dim = dims.back();
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  if (onesided) sizes[real_dim] = sizes[real_dim] / 2 + 1;
+  at::native::resize_output(out, sizes);
+  if (out.numel() == 0) return out;
+  const double scale = norm_scale(normalization, self, dims);
+  const kernels::TensorView in_view = view_of(self), out_view = pairs_of(out);
+  const int real = static_cast<int>(real_dim);
+  const double first_scale = dims.size() == 1 ? scale : 1.0;
+  stream_for(out).enqueue("aten::_fft_r2c", [=] {
+    kernels::fft_real_to_complex(in_view, out_view, real, first_scale);
+  });
+  const std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
+  if (!rest.empty()) complex_passes(out, out, rest, /*forward=*/true, scale);
+  return out;
+}
+
+at::Tensor fft_r2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization,
+                   bool onesided) {
+  if (self.scalar_type() != at::kFloat || dim.empty() || !fits_kernel(self)) {
+    return OPENNEURON_FALLBACK(_fft_r2c, self, dim, normalization, onesided);
+  }
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kComplexFloat));
+  return fft_r2c_out(self, dim, normalization, onesided, out);
+}
+
+at::Tensor& fft_c2r_out(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization,
+                        int64_t last_dim_size, at::Tensor& out) {
+  if (self.scalar_type() != at::kComplexFloat || out.scalar_type() != at::kFloat || dim.empty() ||
+      self.is_conj() || !fits_kernel(self)) {
+    return OPENNEURON_FALLBACK(_fft_c2r_out, self, dim, normalization, last_dim_size, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::_fft_c2r.out");
+  const c10::DeviceGuard guard(self.device());
+  const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
+  const int64_t real_dim = dims.back();
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  sizes[real_dim] = last_dim_size;
+  at::native::resize_output(out, sizes);
+  if (out.numel() == 0) return out;
+  // Inverse complex passes over the other dims first (into a scratch copy), then the
+  // Hermitian-to-real pass along the last dim; n counts the output's points.
+  double points = 1;
+  for (const int64_t d : dims) points *= static_cast<double>(sizes[d]);
+  const double scale = normalization == 1   ? 1 / std::sqrt(points)
+                       : normalization == 2 ? 1 / points
+                                            : 1.0;
+  at::Tensor spectrum = self;
+  const std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
+  if (!rest.empty()) {
+    spectrum = at::empty(self.sizes(), self.options());
+    complex_passes(self, spectrum, rest, /*forward=*/false, 1.0);
+  }
+  const kernels::TensorView in_view = pairs_of(spectrum), out_view = view_of(out);
+  const int real = static_cast<int>(real_dim);
+  stream_for(out).enqueue("aten::_fft_c2r",
+                          [=] { kernels::fft_complex_to_real(in_view, out_view, real, scale); });
+  return out;
+}
+
+at::Tensor fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normalization,
+                   int64_t last_dim_size) {
+  if (self.scalar_type() != at::kComplexFloat || dim.empty() || self.is_conj() ||
+      !fits_kernel(self)) {
+    return OPENNEURON_FALLBACK(_fft_c2r, self, dim, normalization, last_dim_size);
+  }
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kFloat));
+  return fft_c2r_out(self, dim, normalization, last_dim_size, out);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fft_c2c", TORCH_FN(fft_c2c));
+  m.impl("_fft_c2c.out", TORCH_FN(fft_c2c_out));
+  m.impl("_fft_r2c", TORCH_FN(fft_r2c));
+  m.impl("_fft_r2c.out", TORCH_FN(fft_r2c_out));
+  m.impl("_fft_c2r", TORCH_FN(fft_c2r));
+  m.impl("_fft_c2r.out", TORCH_FN(fft_c2r_out));
+}
+
+}  // namespace openneuron::bridge
