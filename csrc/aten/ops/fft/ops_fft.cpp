@@ -2,11 +2,16 @@
 // float32 / complex64 on the device: one kernels::fft_* pass per transformed dim, the last pass
 // applying the normalization. complex128 (not a NeuronCore type) runs on the host fallback.
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_fft_c2c.h>
+#include <ATen/ops/_fft_c2r.h>
+#include <ATen/ops/_fft_r2c.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -33,6 +38,48 @@ std::vector<int64_t> wrapped_dims(at::IntArrayRef dims, int64_t ndim) {
   std::vector<int64_t> result;
   for (const int64_t d : dims) result.push_back(d < 0 ? d + ndim : d);
   return result;
+}
+
+// Result strides as PyTorch lays out the CPU's (and, for this device, its meta kernel's) FFT
+// results: the untransformed dims outermost, ordered by the input's strides (largest first),
+// then the transformed dims in the order given, the whole dense in that order.
+std::vector<int64_t> host_fft_strides(at::IntArrayRef in_strides, at::IntArrayRef out_sizes,
+                                      const std::vector<int64_t>& dims) {
+  const int64_t ndim = static_cast<int64_t>(out_sizes.size());
+  std::vector<bool> transformed(ndim, false);
+  for (const int64_t d : dims) transformed[d] = true;
+  std::vector<int64_t> batch;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (!transformed[d]) batch.push_back(d);
+  }
+  std::stable_sort(batch.begin(), batch.end(),
+                   [&](int64_t x, int64_t y) { return in_strides[x] > in_strides[y]; });
+  std::vector<int64_t> strides(ndim, 1);
+  int64_t inner = 1;  // the dense block of transformed dims
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
+    strides[*d] = inner;
+    inner *= std::max<int64_t>(out_sizes[*d], 1);
+  }
+  int64_t batch_numel = 1;
+  for (auto d = batch.rbegin(); d != batch.rend(); ++d) {
+    strides[*d] = batch_numel * inner;
+    batch_numel *= out_sizes[*d];
+  }
+  return strides;
+}
+
+// `dims` ordered by the input's strides, largest first (all of them, or all but the last).
+std::vector<int64_t> sorted_by_stride(at::IntArrayRef in_strides, std::vector<int64_t> dims,
+                                      bool keep_last) {
+  const auto end = keep_last ? dims.end() - 1 : dims.end();
+  std::stable_sort(dims.begin(), end,
+                   [&](int64_t x, int64_t y) { return in_strides[x] > in_strides[y]; });
+  return dims;
+}
+
+at::Tensor empty_with_strides(at::IntArrayRef sizes, const std::vector<int64_t>& strides,
+                              const at::Tensor& self, at::ScalarType dtype) {
+  return at::empty_strided(sizes, strides, self.options().dtype(dtype));
 }
 
 bool fits_kernel(const at::Tensor& tensor) { return tensor.dim() + 1 <= kernels::kMaxDims; }
@@ -77,7 +124,11 @@ at::Tensor fft_c2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normaliz
   if (self.scalar_type() != at::kComplexFloat || self.is_conj() || !fits_kernel(self)) {
     return OPENNEURON_FALLBACK(_fft_c2c, self, dim, normalization, forward);
   }
-  at::Tensor out = at::empty(self.sizes(), self.options());
+  const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
+  at::Tensor out = empty_with_strides(
+      self.sizes(),
+      host_fft_strides(self.strides(), self.sizes(), sorted_by_stride(self.strides(), dims, false)),
+      self, at::kComplexFloat);
   return fft_c2c_out(self, dim, normalization, forward, out);
 }
 
@@ -113,7 +164,12 @@ at::Tensor fft_r2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normaliz
   if (self.scalar_type() != at::kFloat || dim.empty() || !fits_kernel(self)) {
     return OPENNEURON_FALLBACK(_fft_r2c, self, dim, normalization, onesided);
   }
-  at::Tensor out = at::empty({0}, self.options().dtype(at::kComplexFloat));
+  const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  if (onesided) sizes[dims.back()] = sizes[dims.back()] / 2 + 1;
+  at::Tensor out = empty_with_strides(
+      sizes, host_fft_strides(self.strides(), sizes, sorted_by_stride(self.strides(), dims, true)),
+      self, at::kComplexFloat);
   return fft_r2c_out(self, dim, normalization, onesided, out);
 }
 
@@ -157,7 +213,18 @@ at::Tensor fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normaliz
       !fits_kernel(self)) {
     return OPENNEURON_FALLBACK(_fft_c2r, self, dim, normalization, last_dim_size);
   }
-  at::Tensor out = at::empty({0}, self.options().dtype(at::kFloat));
+  // As the CPU: the complex passes' layout first, then the last dim's laid out from it.
+  const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
+  std::vector<int64_t> staged(self.strides().begin(), self.strides().end());
+  if (dims.size() > 1) {
+    const std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
+    staged = host_fft_strides(self.strides(), self.sizes(),
+                              sorted_by_stride(self.strides(), rest, false));
+  }
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  sizes[dims.back()] = last_dim_size;
+  at::Tensor out =
+      empty_with_strides(sizes, host_fft_strides(staged, sizes, {dims.back()}), self, at::kFloat);
   return fft_c2r_out(self, dim, normalization, last_dim_size, out);
 }
 
