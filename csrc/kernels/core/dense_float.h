@@ -1,5 +1,6 @@
-// Private helper for the nn kernels: fp32 dense working copies of strided views, so the
-// arithmetic loops only ever see contiguous float arrays (aliasing when already so).
+// Private helper for the kernels: dense views over scratch memory and fp32 dense working copies
+// of strided views, so the arithmetic loops only ever see contiguous float arrays (aliasing when
+// already so).
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/dense_float.h"
 #include "kernels/matmul/float8_byte_values.h"
 #include "kernels/matmul/nn_blas.h"
 #include "kernels/pointwise/cast.h"
@@ -136,27 +137,13 @@ void mx_scaled_gemm(const TensorView& out, const MxOperand& a, const MxOperand& 
     nn_sgemm(false, true, m, n, k, 1.0f, a32, k, b32, k, 0.0f, c, n);
     if (bias != nullptr) {
       std::vector<float> bias_values(static_cast<size_t>(n));
-      TensorView bias32;
-      bias32.data = bias_values.data();
-      bias32.dtype = DType::Float32;
-      bias32.ndim = 1;
-      bias32.sizes[0] = n;
-      bias32.strides[0] = 1;
-      copy(bias32, *bias);
+      copy(dense_view_like(bias_values.data(), DType::Float32, *bias), *bias);
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) c[i * n + j] += bias_values[size_t(j)];
       }
     }
   }
-  TensorView accumulator;
-  accumulator.data = c;
-  accumulator.dtype = DType::Float32;
-  accumulator.ndim = 2;
-  accumulator.sizes[0] = m;
-  accumulator.sizes[1] = n;
-  accumulator.strides[0] = n;
-  accumulator.strides[1] = 1;
-  copy(out, accumulator);
+  copy(out, dense_view_like(c, DType::Float32, out));
 }
 
 }  // namespace openneuron::kernels

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/dense_float.h"
 #include "kernels/core/element_types.h"
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/dnnl_matmul.h"
@@ -170,15 +171,7 @@ void scaled_gemm(const TensorView& out, const TensorView& a, const TensorView& b
   const bool apply_scale_result = is_float8(out.dtype) && scales.scale_result != nullptr;
   scale_in_place(c, ldc, m, n, scales, apply_scale_result);
   if (!direct) {
-    TensorView accumulator;
-    accumulator.data = c;
-    accumulator.dtype = DType::Float32;
-    accumulator.ndim = 2;
-    accumulator.sizes[0] = m;
-    accumulator.sizes[1] = n;
-    accumulator.strides[0] = n;
-    accumulator.strides[1] = 1;
-    copy(out, accumulator);
+    copy(out, dense_view_like(c, DType::Float32, out));
   }
 }
 

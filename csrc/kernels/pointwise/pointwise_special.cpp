@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/pointwise/bessel_airy.h"
 #include "kernels/pointwise/normal_distribution.h"
@@ -202,41 +203,34 @@ C euclid_gcd(C a, C b) {
   return b;
 }
 
-// The binary special functions of torch.special: zeta(x, q) in double; the orthogonal
-// polynomials P_n(x) (x first, degree n second) in C, the type the CPU evaluates them in.
-template <typename C>
-C special_binary(PointwiseOp op, C x, C y) {
+// The family of an orthogonal-polynomial op, and whether it is the shifted (2x - 1) form.
+std::pair<special::OrthogonalFamily, bool> polynomial_of(PointwiseOp op) {
   using special::OrthogonalFamily;
-  const auto polynomial = [&](OrthogonalFamily family, bool shifted) {
-    return special::orthogonal_polynomial<C>(family, shifted, x, y);
-  };
   switch (op) {
-    case PointwiseOp::Zeta:
-      return static_cast<C>(special::zeta(x, y));
     case PointwiseOp::ChebyshevT:
-      return polynomial(OrthogonalFamily::ChebyshevT, false);
+      return {OrthogonalFamily::ChebyshevT, false};
     case PointwiseOp::ShiftedChebyshevT:
-      return polynomial(OrthogonalFamily::ChebyshevT, true);
+      return {OrthogonalFamily::ChebyshevT, true};
     case PointwiseOp::ChebyshevU:
-      return polynomial(OrthogonalFamily::ChebyshevU, false);
+      return {OrthogonalFamily::ChebyshevU, false};
     case PointwiseOp::ShiftedChebyshevU:
-      return polynomial(OrthogonalFamily::ChebyshevU, true);
+      return {OrthogonalFamily::ChebyshevU, true};
     case PointwiseOp::ChebyshevV:
-      return polynomial(OrthogonalFamily::ChebyshevV, false);
+      return {OrthogonalFamily::ChebyshevV, false};
     case PointwiseOp::ShiftedChebyshevV:
-      return polynomial(OrthogonalFamily::ChebyshevV, true);
+      return {OrthogonalFamily::ChebyshevV, true};
     case PointwiseOp::ChebyshevW:
-      return polynomial(OrthogonalFamily::ChebyshevW, false);
+      return {OrthogonalFamily::ChebyshevW, false};
     case PointwiseOp::ShiftedChebyshevW:
-      return polynomial(OrthogonalFamily::ChebyshevW, true);
+      return {OrthogonalFamily::ChebyshevW, true};
     case PointwiseOp::HermiteH:
-      return polynomial(OrthogonalFamily::HermiteH, false);
+      return {OrthogonalFamily::HermiteH, false};
     case PointwiseOp::HermiteHe:
-      return polynomial(OrthogonalFamily::HermiteHe, false);
+      return {OrthogonalFamily::HermiteHe, false};
     case PointwiseOp::LaguerreL:
-      return polynomial(OrthogonalFamily::LaguerreL, false);
+      return {OrthogonalFamily::LaguerreL, false};
     default:
-      return polynomial(OrthogonalFamily::LegendreP, false);
+      return {OrthogonalFamily::LegendreP, false};
   }
 }
 
@@ -266,7 +260,15 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
   }
   if (op == PointwiseOp::Zeta || (op >= PointwiseOp::ChebyshevT && op <= PointwiseOp::LegendreP)) {
     if constexpr (std::is_floating_point_v<C>) {
-      map<C, C>(out, in, [op](C a, C b) { return special_binary<C>(op, a, b); });
+      if (op == PointwiseOp::Zeta) {
+        // zeta in double; the polynomials in C, the type the CPU evaluates them in.
+        map<C, C>(out, in, [](C a, C b) { return static_cast<C>(special::zeta(a, b)); });
+      } else {
+        const auto [family, shifted] = polynomial_of(op);
+        map<C, C>(out, in, [family = family, shifted = shifted](C a, C b) {
+          return special::orthogonal_polynomial<C>(family, shifted, a, b);
+        });
+      }
       return true;
     } else {
       unsupported_compute(op, DType::Float32);

@@ -1,10 +1,8 @@
 // The FFT primitives torch.fft lowers to (_fft_c2c, _fft_r2c, _fft_c2r, and their out= forms) at
 // float32 / complex64 on the device: one kernels::fft_* pass per transformed dim, the last pass
 // applying the normalization. complex128 (not a NeuronCore type) runs on the host fallback.
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
-#include <ATen/ops/_fft_c2c.h>
-#include <ATen/ops/_fft_c2r.h>
-#include <ATen/ops/_fft_r2c.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/view_as_real.h>
@@ -24,20 +22,37 @@ namespace openneuron::bridge {
 namespace {
 
 // ATen's fft_norm_mode: 0 leaves the sum unscaled, 1 divides by sqrt(n), 2 by n, where n is
-// the number of points of the signal (the product of the transformed sizes).
-double norm_scale(int64_t normalization, const at::Tensor& signal, at::IntArrayRef dims) {
+// the number of points of the signal: the product of `signal_sizes` over the transformed dims
+// (the input's for c2c and r2c, the output's for c2r).
+double norm_scale(int64_t normalization, at::IntArrayRef signal_sizes,
+                  const std::vector<int64_t>& dims) {
   double points = 1;
-  for (const int64_t d : dims) points *= static_cast<double>(signal.size(d));
+  for (const int64_t d : dims) points *= static_cast<double>(signal_sizes[d]);
   if (normalization == 1) return 1 / std::sqrt(points);
   if (normalization == 2) return 1 / points;
   return 1;
 }
 
-// The transformed dims, wrapped; every dim also needs a place in a float32 pair view.
+// The transformed dims, wrapped and checked against the tensor's rank.
 std::vector<int64_t> wrapped_dims(at::IntArrayRef dims, int64_t ndim) {
   std::vector<int64_t> result;
-  for (const int64_t d : dims) result.push_back(d < 0 ? d + ndim : d);
+  for (const int64_t d : dims) result.push_back(at::maybe_wrap_dim(d, ndim));
   return result;
+}
+
+// The input's sizes with the last transformed dim resized to `size` (the one-sided length of
+// r2c, the real length of c2r).
+std::vector<int64_t> sizes_with_last_dim(const at::Tensor& self, const std::vector<int64_t>& dims,
+                                         int64_t size) {
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  sizes[dims.back()] = size;
+  return sizes;
+}
+
+// The one-sided length of a real transform's last dim, or the whole length.
+int64_t r2c_last_size(const at::Tensor& self, const std::vector<int64_t>& dims, bool onesided) {
+  const int64_t n = self.size(dims.back());
+  return onesided ? n / 2 + 1 : n;
 }
 
 // Result strides as PyTorch lays out the CPU's (and, for this device, its meta kernel's) FFT
@@ -115,7 +130,7 @@ at::Tensor& fft_c2c_out(const at::Tensor& self, at::IntArrayRef dim, int64_t nor
   at::native::resize_output(out, self.sizes());
   if (out.numel() == 0) return out;
   if (dims.empty()) return out.copy_(self);
-  complex_passes(self, out, dims, forward, norm_scale(normalization, self, dims));
+  complex_passes(self, out, dims, forward, norm_scale(normalization, self.sizes(), dims));
   return out;
 }
 
@@ -142,14 +157,12 @@ at::Tensor& fft_r2c_out(const at::Tensor& self, at::IntArrayRef dim, int64_t nor
   const c10::DeviceGuard guard(self.device());
   const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
   // The last listed dim is the real one (halved when one-sided); the others are complex passes.
-  const int64_t real_dim = dims.back();
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  if (onesided) sizes[real_dim] = sizes[real_dim] / 2 + 1;
-  at::native::resize_output(out, sizes);
+  at::native::resize_output(out,
+                            sizes_with_last_dim(self, dims, r2c_last_size(self, dims, onesided)));
   if (out.numel() == 0) return out;
-  const double scale = norm_scale(normalization, self, dims);
+  const double scale = norm_scale(normalization, self.sizes(), dims);
   const kernels::TensorView in_view = view_of(self), out_view = pairs_of(out);
-  const int real = static_cast<int>(real_dim);
+  const int real = static_cast<int>(dims.back());
   const double first_scale = dims.size() == 1 ? scale : 1.0;
   stream_for(out).enqueue("aten::_fft_r2c", [=] {
     kernels::fft_real_to_complex(in_view, out_view, real, first_scale);
@@ -165,8 +178,8 @@ at::Tensor fft_r2c(const at::Tensor& self, at::IntArrayRef dim, int64_t normaliz
     return OPENNEURON_FALLBACK(_fft_r2c, self, dim, normalization, onesided);
   }
   const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  if (onesided) sizes[dims.back()] = sizes[dims.back()] / 2 + 1;
+  const std::vector<int64_t> sizes =
+      sizes_with_last_dim(self, dims, r2c_last_size(self, dims, onesided));
   at::Tensor out = empty_with_strides(
       sizes, host_fft_strides(self.strides(), sizes, sorted_by_stride(self.strides(), dims, true)),
       self, at::kComplexFloat);
@@ -182,18 +195,12 @@ at::Tensor& fft_c2r_out(const at::Tensor& self, at::IntArrayRef dim, int64_t nor
   OPENNEURON_NATIVE_OP("aten::_fft_c2r.out");
   const c10::DeviceGuard guard(self.device());
   const std::vector<int64_t> dims = wrapped_dims(dim, self.dim());
-  const int64_t real_dim = dims.back();
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  sizes[real_dim] = last_dim_size;
+  const std::vector<int64_t> sizes = sizes_with_last_dim(self, dims, last_dim_size);
   at::native::resize_output(out, sizes);
   if (out.numel() == 0) return out;
   // Inverse complex passes over the other dims first (into a scratch copy), then the
-  // Hermitian-to-real pass along the last dim; n counts the output's points.
-  double points = 1;
-  for (const int64_t d : dims) points *= static_cast<double>(sizes[d]);
-  const double scale = normalization == 1   ? 1 / std::sqrt(points)
-                       : normalization == 2 ? 1 / points
-                                            : 1.0;
+  // Hermitian-to-real pass along the last dim.
+  const double scale = norm_scale(normalization, sizes, dims);
   at::Tensor spectrum = self;
   const std::vector<int64_t> rest(dims.begin(), dims.end() - 1);
   if (!rest.empty()) {
@@ -201,7 +208,7 @@ at::Tensor& fft_c2r_out(const at::Tensor& self, at::IntArrayRef dim, int64_t nor
     complex_passes(self, spectrum, rest, /*forward=*/false, 1.0);
   }
   const kernels::TensorView in_view = pairs_of(spectrum), out_view = view_of(out);
-  const int real = static_cast<int>(real_dim);
+  const int real = static_cast<int>(dims.back());
   stream_for(out).enqueue("aten::_fft_c2r",
                           [=] { kernels::fft_complex_to_real(in_view, out_view, real, scale); });
   return out;
@@ -221,8 +228,7 @@ at::Tensor fft_c2r(const at::Tensor& self, at::IntArrayRef dim, int64_t normaliz
     staged = host_fft_strides(self.strides(), self.sizes(),
                               sorted_by_stride(self.strides(), rest, false));
   }
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  sizes[dims.back()] = last_dim_size;
+  const std::vector<int64_t> sizes = sizes_with_last_dim(self, dims, last_dim_size);
   at::Tensor out =
       empty_with_strides(sizes, host_fft_strides(staged, sizes, {dims.back()}), self, at::kFloat);
   return fft_c2r_out(self, dim, normalization, last_dim_size, out);
