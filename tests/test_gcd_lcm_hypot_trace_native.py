@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import openneuron
+from tests.device_dtypes import INTEGER_DTYPES, NATIVE_DTYPES
 from tests.kernel_mutants import kernel_replaced
 
 DEVICE = "neuron"
-INTEGER_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
 
 
 def integer_pairs(dtype):
@@ -64,10 +64,7 @@ def test_hypot_matches_cpu_natively(dtype):
     torch.testing.assert_close(d_b.grad.cpu(), c_b.grad, equal_nan=True, **tol)
 
 
-TRACE_DTYPES = [torch.bool, *INTEGER_DTYPES, torch.float16, torch.bfloat16, torch.float32]
-
-
-@pytest.mark.parametrize("dtype", TRACE_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", NATIVE_DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(5, 5), (7, 3), (2, 6), (0, 4)])
 def test_trace_matches_cpu_natively(dtype, shape):
     torch.manual_seed(3)

@@ -6,19 +6,10 @@ import pytest
 import torch
 
 import openneuron
+from tests.device_dtypes import NATIVE_DTYPES
 from tests.kernel_mutants import kernel_replaced
 
-DTYPES = [
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-]
+DTYPES = NATIVE_DTYPES
 FLOATS = [torch.float16, torch.bfloat16, torch.float32]
 
 

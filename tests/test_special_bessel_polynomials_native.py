@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import openneuron
+from tests.device_dtypes import INTEGER_DTYPES
 from tests.kernel_mutants import kernel_replaced
 
 DEVICE = "neuron"
@@ -175,10 +176,7 @@ def test_sinc_gradient_matches_cpu():
     torch.testing.assert_close(dev_x.grad.cpu().double(), cpu_x.grad, rtol=1e-5, atol=1e-5)
 
 
-SHIFT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
-
-
-@pytest.mark.parametrize("dtype", SHIFT_DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=str)
 def test_shifts_match_cpu_natively(dtype):
     info = torch.iinfo(dtype)
     values = torch.tensor([0, 1, 3, -1, -7, 100, info.max, info.min], dtype=torch.int64)
