@@ -107,3 +107,55 @@ def test_a_wrong_lcm_is_caught():
     wrong = lambda a, b: torch.gcd(a.cpu(), b.cpu()).to(DEVICE)  # noqa: E731
     with kernel_replaced("lcm", wrong), pytest.raises(AssertionError):
         test_gcd_and_lcm_match_cpu_natively(torch.int32)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex32], ids=str)
+def test_conj_physical_of_complex_tensors_runs_natively(dtype):
+    z = torch.randn(4, 6, dtype=torch.complex64).to(dtype)
+    d = z.to(DEVICE)
+    openneuron.clear_op_tracking()
+    out = torch.empty(0, dtype=dtype, device=DEVICE)
+    torch.conj_physical(d[:, ::2], out=out)
+    in_place = d.clone().conj_physical_()
+    ifft_of_real = torch.fft.ihfft(torch.randn(8).to(DEVICE))  # the front end conjugates
+    assert openneuron.get_fallback_ops() == {}
+    # Compared as (real, imag) pairs: the CPU has no equal for complex32.
+    pairs = torch.view_as_real
+    assert torch.equal(pairs(out.cpu()), pairs(torch.conj_physical(z[:, ::2])))
+    assert torch.equal(pairs(in_place.cpu()), pairs(torch.conj_physical(z)))
+    assert ifft_of_real.dtype == torch.complex64
+    # complex128 stays on the host, counted.
+    torch.conj_physical(torch.ones(2, dtype=torch.complex128, device=DEVICE))
+    assert "aten::conj_physical.out" in openneuron.get_fallback_ops()
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=str)
+def test_integer_threshold_matches_cpu_natively(dtype):
+    x = torch.arange(-6, 18).to(dtype).reshape(4, 6) if dtype != torch.uint8 else torch.arange(24)
+    x = x.to(dtype).reshape(4, 6)
+    openneuron.clear_op_tracking()
+    dev = torch.nn.functional.threshold(x.to(DEVICE), 3, 20)
+    dev_in_place = torch.nn.functional.threshold(x.to(DEVICE).clone(), 5.7, -1, inplace=True)
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(dev.cpu(), torch.nn.functional.threshold(x, 3, 20))
+    expected = torch.nn.functional.threshold(x.clone(), 5.7, -1, inplace=True)
+    assert torch.equal(dev_in_place.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_incomplete_gamma_matches_cpu_natively(dtype):
+    torch.manual_seed(6)
+    a = (torch.rand(5, 23) * 12).to(dtype)
+    x = (torch.rand(5, 23) * 15).to(dtype)
+    a[0, :6] = torch.tensor([0.0, 1.0, 0.0, -1.0, float("inf"), 2.0]).to(dtype)
+    x[0, :6] = torch.tensor([0.0, 0.0, 1.0, 2.0, 3.0, float("inf")]).to(dtype)
+    openneuron.clear_op_tracking()
+    lower = torch.igamma(a.to(DEVICE), x.to(DEVICE))
+    upper = torch.igammac(a.to(DEVICE), x.to(DEVICE))
+    assert openneuron.get_fallback_ops() == {}
+    # Against the CPU's float64 result: one rounding to the dtype.
+    tol = dict(rtol=2e-6, atol=2e-6) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+    exact_lower = torch.igamma(a.double(), x.double())
+    exact_upper = torch.igammac(a.double(), x.double())
+    torch.testing.assert_close(lower.cpu().double(), exact_lower, equal_nan=True, **tol)
+    torch.testing.assert_close(upper.cpu().double(), exact_upper, equal_nan=True, **tol)

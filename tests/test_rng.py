@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+import openneuron
+
 
 def draw(*shape: int, device: str = "neuron", **kwargs) -> torch.Tensor:
     return torch.rand(*shape, device=device, **kwargs).cpu()
@@ -197,3 +199,21 @@ def test_per_device_default_generators_are_distinct(second_device):
     expected = draw(32, device="neuron:0")
     torch.neuron.manual_seed(6)
     assert torch.equal(draw(32, device="neuron:0"), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.int64])
+def test_geometric_runs_natively_with_the_distributions_mean(dtype):
+    openneuron.clear_op_tracking()
+    torch.manual_seed(11)
+    draws = torch.empty(200_000, dtype=dtype, device="neuron").geometric_(0.25)
+    assert openneuron.get_fallback_ops() == {}
+    values = draws.cpu().double()
+    assert values.min().item() >= 1 and torch.equal(values, values.round())
+    # Mean 1/p = 4 and variance (1-p)/p^2 = 12: the sample mean lies within 5 standard errors.
+    assert abs(values.mean().item() - 4.0) < 5 * (12.0 / values.numel()) ** 0.5
+    # Seeded draws repeat.
+    torch.manual_seed(11)
+    again = torch.empty(200_000, dtype=dtype, device="neuron").geometric_(0.25)
+    assert torch.equal(again.cpu(), draws.cpu())
+    with pytest.raises(RuntimeError, match="geometric_ expects p to be in"):
+        draws.geometric_(1.0)

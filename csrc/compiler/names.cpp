@@ -174,6 +174,8 @@ constexpr PointwiseName kPointwiseNames[] = {
     {"Hypot", PointwiseOp::Hypot},
     {"Gcd", PointwiseOp::Gcd},
     {"Lcm", PointwiseOp::Lcm},
+    {"Igamma", PointwiseOp::Igamma},
+    {"Igammac", PointwiseOp::Igammac},
 };
 
 struct DTypeName {

@@ -110,9 +110,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             exact_out(unary(Op::Hardshrink, R::Common, kFloats)));
   pointwise(m, {"softshrink", "softshrink.out"},
             exact_out(unary(Op::Softshrink, R::Common, kFloats)));
-  // Integer thresholds run on the host (the kernel computes activations in floats only).
   pointwise(m, {"threshold", "threshold_", "threshold.out"},
-            unary(Op::Threshold, R::Common, kFloats));
+            unary(Op::Threshold, R::Common, kNumbers));
   pointwise(m, {"_prelu_kernel"}, binary(Op::Prelu, R::Common, kFloats));
   pointwise(m, {"gelu_backward", "gelu_backward.grad_input"},
             binary(Op::GeluBackward, R::Common, kFloats));
@@ -316,6 +315,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"hypot", "hypot_", "hypot.out"}, binary(Op::Hypot, R::Common, kFloats));
   pointwise(m, {"gcd", "gcd_", "gcd.out"}, binary(Op::Gcd, R::Common, kIntegers));
   pointwise(m, {"lcm", "lcm_", "lcm.out"}, binary(Op::Lcm, R::Common, kIntegers));
+  pointwise(m, {"igamma", "igamma_", "igamma.out"}, binary(Op::Igamma, R::Common, kFloats));
+  pointwise(m, {"igammac", "igammac_", "igammac.out"}, binary(Op::Igammac, R::Common, kFloats));
   // polygamma(n, self) names its operand second; its in-place form first.
   pointwise(m, {"polygamma", "polygamma.out"},
             PointwiseSpec{Op::Polygamma, R::FloatPromote, kAllTypes, {1}});

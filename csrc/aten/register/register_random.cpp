@@ -21,6 +21,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.from", TORCH_FN(random_from_));
   m.impl("randperm.generator_out", TORCH_FN(randperm_generator_out));
   m.impl("exponential_", TORCH_FN(exponential_));
+  m.impl("geometric_", TORCH_FN(geometric_));
 
   m.impl("normal.Tensor_float", TORCH_FN(normal_tensor_float));
   m.impl("normal.Tensor_float_out", TORCH_FN(normal_tensor_float_out));

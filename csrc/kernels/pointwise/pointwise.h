@@ -60,7 +60,7 @@ enum class PointwiseOp : uint8_t {
   Elu,         // p0 = alpha, p1 = scale, p2 = input scale
   Hardshrink,  // |x| <= p0 ? 0 : x (p0 = lambd)
   Softshrink,  // x shrunk towards 0 by p0, 0 inside [-p0, p0]
-  Threshold,   // x <= p0 ? p1 : x
+  Threshold,   // x <= p0 ? p1 : x (integers too)
   LogSigmoid,  // log(sigmoid(x)), stable for large |x|
 
   // Activation gradients: x = grad_output, y = the forward input (or output where noted).
@@ -190,9 +190,11 @@ enum class PointwiseOp : uint8_t {
   HermiteHe,
   LaguerreL,
   LegendreP,
-  Hypot,  // sqrt(x^2 + y^2) without overflow (float)
-  Gcd,    // integers: greatest common divisor of |x| and |y| (gcd(0, 0) = 0)
-  Lcm,    // integers: |x / gcd * y|, 0 when either is 0
+  Hypot,    // sqrt(x^2 + y^2) without overflow (float)
+  Gcd,      // integers: greatest common divisor of |x| and |y| (gcd(0, 0) = 0)
+  Lcm,      // integers: |x / gcd * y|, 0 when either is 0
+  Igamma,   // regularized lower incomplete gamma P(x, y) (float)
+  Igammac,  // its complement Q(x, y) = 1 - P(x, y) (float)
 };
 
 // Scalar parameters of an op; `present[k]` is false for an optional parameter left out.

@@ -209,6 +209,14 @@ bool try_dnnl_gelu(PointwiseOp op, const TensorView& out, const TensorView* in,
 
 bool run_activation(PointwiseOp op, const TensorView& out, const TensorView* in, DType compute,
                     const PointwiseParams& params) {
+  if (op == PointwiseOp::Threshold && !is_floating(compute)) {
+    // Integer thresholds compare and replace in int64, where the inputs arrive widened.
+    const int64_t bound = scalar_as<int64_t>(params.values[0]);
+    const int64_t value = scalar_as<int64_t>(params.values[1]);
+    map<int64_t, int64_t>(out, std::array<TensorView, 1>{in[0]},
+                          [=](int64_t a) { return a <= bound ? value : a; });
+    return true;
+  }
   if (!is_floating(compute)) unsupported_compute(op, compute);
   if (try_dnnl_gelu(op, out, in, params)) return true;
   const bool backward = op >= PointwiseOp::GeluBackward;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/pointwise/bessel_airy.h"
+#include "kernels/pointwise/incomplete_gamma.h"
 #include "kernels/pointwise/normal_distribution.h"
 #include "kernels/pointwise/orthogonal_polynomials.h"
 #include "kernels/pointwise/pointwise_internal.h"
@@ -312,6 +313,14 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
           return a == C(0) ? C(0) : static_cast<C>(a * std::log1p(static_cast<double>(b)));
         });
         return true;
+      case PointwiseOp::Igamma:
+      case PointwiseOp::Igammac: {
+        const bool upper = op == PointwiseOp::Igammac;
+        map<C, C>(out, in, [upper](C a, C b) {
+          return static_cast<C>(special::regularized_gamma(a, b, upper));
+        });
+        return true;
+      }
       case PointwiseOp::Hypot:
         map<C, C>(out, in, [](C a, C b) { return std::hypot(a, b); });
         return true;

@@ -224,6 +224,18 @@ void exponential(const TensorView& dst, uint64_t seed, uint64_t offset, double l
   });
 }
 
+void geometric(const TensorView& dst, uint64_t seed, uint64_t offset, double p) {
+  const double log_failure = std::log1p(-p);
+  visit_dtype(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_indexed<1>({&dst}, seed, offset, [&](BlockCache& cache, auto& ptrs, uint64_t i) {
+      const double u = unit_float(cache.draw32(i));
+      const double trials = std::ceil(std::log1p(-u) / log_failure);
+      element<T>(ptrs[0]) = cast_value<T>(trials < 1 ? 1.0 : trials);
+    });
+  });
+}
+
 void normal_with_moments(const TensorView& dst, const TensorView* mean, double mean_scalar,
                          const TensorView* std, double std_scalar, uint64_t seed, uint64_t offset) {
   // A scalar moment becomes a 0-stride view of a local float, so one loop serves all forms.

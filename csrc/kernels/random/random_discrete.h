@@ -47,6 +47,10 @@ void random_permutation(const TensorView& dst, uint64_t seed, uint64_t offset);
 // dst[i] = -log(1 - u_i) / lambda (u_i 32-bit uniform in [0, 1)); floating dst.
 void exponential(const TensorView& dst, uint64_t seed, uint64_t offset, double lambda);
 
+// dst[i] = the number of Bernoulli(p) trials up to the first success, ceil(log(1 - u_i) /
+// log(1 - p)) (at least 1; u_i 32-bit uniform in [0, 1)), for 0 < p < 1; any numeric dst.
+void geometric(const TensorView& dst, uint64_t seed, uint64_t offset, double p);
+
 // dst[i] = mean[i] + std[i] * z_i, z_i standard normal by the same Box-Muller pairing as
 // normal() in random.h. mean/std are floating views with dst's shape, or null to use the
 // scalar instead. 32-bit draws.

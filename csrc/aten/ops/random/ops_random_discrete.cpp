@@ -7,6 +7,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/exponential.h>
+#include <ATen/ops/geometric.h>
 #include <ATen/ops/multinomial.h>
 #include <ATen/ops/native_dropout.h>
 #include <ATen/ops/native_dropout_backward.h>
@@ -337,6 +338,24 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, OptionalGenerator gener
   const kernels::TensorView view = view_of(self);
   stream_for(self).enqueue("aten::exponential_", [=, seed = seed, offset = offset] {
     kernels::exponential(view, seed, offset, lambd);
+  });
+  return self;
+}
+
+// Any numeric dtype, as the CPU's geometric_ (bool and 64-bit floats stay on the host).
+at::Tensor& geometric_(at::Tensor& self, double p, OptionalGenerator generator) {
+  const at::ScalarType dtype = self.scalar_type();
+  if (!is_native_compute_dtype(dtype) || dtype == at::kBool) {
+    return OPENNEURON_FALLBACK(geometric_, self, p, generator);
+  }
+  OPENNEURON_NATIVE_OP("aten::geometric_");
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+  if (self.numel() == 0) return self;
+  const c10::DeviceGuard guard(self.device());
+  auto [seed, offset] = reserve(generator, self, kernels::random_offset_increment(self.numel()));
+  const kernels::TensorView view = view_of(self);
+  stream_for(self).enqueue("aten::geometric_", [=, seed = seed, offset = offset] {
+    kernels::geometric(view, seed, offset, p);
   });
   return self;
 }
