@@ -1,6 +1,6 @@
 // Classical orthogonal polynomials P_n(x) of torch.special (Chebyshev T, U, V, W and their
 // shifted forms, Hermite H and He, Laguerre L, Legendre P) by their three-term recurrences;
-// Chebyshev's inside (-1, 1) for n > 6 by the trigonometric form. Evaluated in the type T the
+// Chebyshev's inside (-1, 1) above a degree by the trigonometric form. Evaluated in the type T the
 // CPU uses for the dtype (float for float32), so a recurrence that overflows ends in the same
 // inf or NaN as the CPU's.
 // Degrees follow PyTorch: n truncated to an integer, 0 for a negative (or NaN) degree.
@@ -33,11 +33,19 @@ int64_t degree(T n) {
   return static_cast<int64_t>(n);
 }
 
+// The degree above which PyTorch's kernels take the trigonometric form inside (-1, 1) (below
+// it, the recurrence): the two agree in exact arithmetic but round differently near +-1.
+inline int64_t trigonometric_above(OrthogonalFamily kind, bool shifted) {
+  if (kind == OrthogonalFamily::ChebyshevT) return 6;
+  if (!shifted) return 8;
+  return kind == OrthogonalFamily::ChebyshevW ? 4 : 6;
+}
+
 // Chebyshev polynomials of the four kinds: each satisfies P_{k+1} = 2x P_k - P_{k-1} and
 // differs only in P_1 (x, 2x, 2x - 1, 2x + 1), in its values at +-1 and in its trigonometric
-// form with theta = acos(x).
+// form with theta = acos(x), taken for degrees above `trig_above`.
 template <typename T>
-T chebyshev(OrthogonalFamily kind, T x, int64_t n) {
+T chebyshev(OrthogonalFamily kind, T x, int64_t n, int64_t trig_above) {
   if (n < 0) return 0;
   const bool odd = n % 2 == 1;
   const T one_at_minus = odd ? T(-1) : T(1);  // (-1)^n
@@ -54,7 +62,7 @@ T chebyshev(OrthogonalFamily kind, T x, int64_t n) {
         return x > 0 ? 2 * nd + 1 : one_at_minus;
     }
   }
-  if (n > 6 && std::fabs(x) < 1) {
+  if (n > trig_above && std::fabs(x) < 1) {
     const T theta = std::acos(x);
     switch (kind) {
       case OrthogonalFamily::ChebyshevT:
@@ -94,7 +102,9 @@ T orthogonal_polynomial(OrthogonalFamily family, bool shifted, T x, T degree_val
     case OrthogonalFamily::ChebyshevU:
     case OrthogonalFamily::ChebyshevV:
     case OrthogonalFamily::ChebyshevW:
-      return polynomial_detail::chebyshev<T>(family, shifted ? x + x - 1 : x, n);
+      return polynomial_detail::chebyshev<T>(
+          family, shifted ? x + x - 1 : x, n,
+          polynomial_detail::trigonometric_above(family, shifted));
     default:
       break;
   }

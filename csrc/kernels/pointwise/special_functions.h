@@ -81,7 +81,7 @@ inline double hurwitz_zeta(double s, double q) {
 // torch.special.zeta(x, q): the Hurwitz zeta with PyTorch's domain - +inf at x = 1, NaN below
 // it, +inf at the poles q = 0, -1, ..., NaN for other q <= 0 unless x is an integer.
 inline double zeta(double x, double q) {
-  if (std::isnan(x) || std::isnan(q)) return std::numeric_limits<double>::quiet_NaN();
+  // The checks in PyTorch's order, NaN falling through them: zeta(NaN, -inf) is +inf there.
   if (x == 1) return std::numeric_limits<double>::infinity();
   if (x < 1) return std::numeric_limits<double>::quiet_NaN();
   if (q <= 0) {

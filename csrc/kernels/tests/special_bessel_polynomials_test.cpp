@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/pointwise/bessel_airy.h"
+#include "kernels/pointwise/incomplete_gamma.h"
 #include "kernels/pointwise/normal_distribution.h"
 #include "kernels/pointwise/orthogonal_polynomials.h"
 #include "kernels/pointwise/special_functions.h"
@@ -53,6 +54,20 @@ TEST(NormalAndZeta, ReferenceValuesAndEdges) {
   EXPECT_TRUE(std::isnan(zeta(0.5, 1)));
   EXPECT_EQ(zeta(2, -1), kInf);
   EXPECT_TRUE(std::isnan(zeta(2.5, -1.5)));
+}
+
+TEST(IncompleteGamma, ReferenceValuesAndEdges) {
+  expect_relative(regularized_gamma(2.5, 1.0, false), 0.15085496391539036);  // the series
+  expect_relative(regularized_gamma(3.0, 7.0, true), 0.029636163880521777);  // the fraction
+  expect_relative(regularized_gamma(50, 47, false), 0.34987546433902096);
+  expect_relative(regularized_gamma(50, 47, true), 0.65012453566097904);
+  // Large a: the uniform expansion; at a = x the lower function is 1/2 less O(1/sqrt(a)).
+  expect_relative(regularized_gamma(1e20, 1e20, false), 0.5, 1e-9);
+  EXPECT_TRUE(std::isnan(regularized_gamma(0, 0, false)));
+  EXPECT_EQ(regularized_gamma(0, 2, false), 1);
+  EXPECT_EQ(regularized_gamma(3, 0, true), 1);
+  EXPECT_EQ(regularized_gamma(kInf, std::nan(""), false), 0);  // PyTorch's order of checks
+  EXPECT_TRUE(std::isnan(regularized_gamma(-1, 2, true)));
 }
 
 TEST(OrthogonalPolynomials, ReferenceValuesAndDegrees) {
