@@ -27,6 +27,14 @@ def as_wide(t):
     return t.to(torch.complex64 if t.is_complex() else torch.float32)
 
 
+def assert_within_one_16bit_step(result, reference):
+    """The device transforms at float32 with its own FFT (sums in double) and rounds once; the
+    reference is the CPU's float32 FFT rounded once. The two float32 values differ by a few
+    float32 ulps, so where they straddle a float16 rounding boundary the rounded results differ
+    by one float16 step (2**-10 relative), never more."""
+    torch.testing.assert_close(as_wide(result.cpu()), as_wide(reference), rtol=2**-10, atol=1e-6)
+
+
 @pytest.mark.parametrize("name", REAL_INPUT + COMPLEX_OK)
 def test_float16_transform_matches_float32_rounded_once_with_its_gradient(name):
     transform = getattr(torch.fft, name)
@@ -38,7 +46,7 @@ def test_float16_transform_matches_float32_rounded_once_with_its_gradient(name):
     reference = transform(reference_input)
     expected_dtype = torch.complex32 if reference.is_complex() else torch.float16
     assert result.dtype == expected_dtype and result.device.type == "neuron"
-    assert torch.equal(as_wide(result.cpu()), as_wide(reference.to(expected_dtype)))
+    assert_within_one_16bit_step(result, reference.to(expected_dtype))
     # A loss that reads every output element; its gradient reaches the float16 input.
     weight = torch.randn(reference.shape)
     loss = (as_wide(result).abs() if result.is_complex() else as_wide(result)) * weight.to("neuron")
@@ -60,7 +68,7 @@ def test_complex32_transform_matches_complex64_rounded_once(name):
     reference = getattr(torch.fft, name)(x.to(torch.complex64))
     narrowed = torch.complex32 if reference.is_complex() else torch.float16
     assert result.dtype == narrowed
-    assert torch.equal(as_wide(result.cpu()), as_wide(reference.to(narrowed)))
+    assert_within_one_16bit_step(result, reference.to(narrowed))
 
 
 @pytest.mark.parametrize("name", REAL_INPUT)
@@ -75,9 +83,7 @@ def test_inference_mode_takes_the_same_route():
     with torch.inference_mode():
         result = torch.fft.rfft(x.to("neuron"))
     assert result.dtype == torch.complex32
-    assert torch.equal(
-        as_wide(result.cpu()), torch.fft.rfft(x.float()).to(torch.complex32).to(torch.complex64)
-    )
+    assert_within_one_16bit_step(result, torch.fft.rfft(x.float()).to(torch.complex32))
 
 
 def test_other_dtypes_keep_pytorchs_front_end():
