@@ -270,6 +270,21 @@ def test_native_dropout_mask_and_modes():
     assert empty_out.shape == (0, 4) and empty_mask.shape == (0, 4)
 
 
+@pytest.mark.parametrize(
+    "dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64], ids=str
+)
+def test_native_dropout_backward_of_integer_gradients_matches_cpu(dtype):
+    # The CPU computes grad * mask * scale, whose float scale makes the result float32.
+    grad = torch.arange(-6, 6).reshape(3, 4).to(dtype)
+    mask = torch.arange(12).reshape(3, 4) % 3 != 0
+    openneuron.clear_op_tracking()
+    got = torch.ops.aten.native_dropout_backward(grad.to(DEVICE), mask.to(DEVICE), 1 / 0.7)
+    assert openneuron.get_fallback_ops() == {}
+    want = torch.ops.aten.native_dropout_backward(grad, mask, 1 / 0.7)
+    assert got.dtype == want.dtype
+    assert torch.equal(got.cpu(), want)
+
+
 def test_nn_dropout_module_is_deterministic_under_device_seed():
     layer = torch.nn.Dropout(0.3).train()
     x = torch.ones(1000, device=DEVICE)

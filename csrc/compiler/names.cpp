@@ -176,6 +176,9 @@ constexpr PointwiseName kPointwiseNames[] = {
     {"Lcm", PointwiseOp::Lcm},
     {"Igamma", PointwiseOp::Igamma},
     {"Igammac", PointwiseOp::Igammac},
+    {"LogAddExp", PointwiseOp::LogAddExp},
+    {"LogAddExp2", PointwiseOp::LogAddExp2},
+    {"NextAfter", PointwiseOp::NextAfter},
 };
 
 struct DTypeName {

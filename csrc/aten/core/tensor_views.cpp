@@ -24,6 +24,10 @@ bool is_native_compute_dtype(at::ScalarType dtype) {
   }
 }
 
+bool is_wide_unsigned(at::ScalarType dtype) {
+  return dtype == at::kUInt16 || dtype == at::kUInt32 || dtype == at::kUInt64;
+}
+
 kernels::DType kernel_dtype(at::ScalarType dtype) {
   switch (dtype) {
     case at::kBool:

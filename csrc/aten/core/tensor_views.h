@@ -15,6 +15,9 @@ namespace openneuron::bridge {
 // not NeuronCore types and run on the host fallback).
 bool is_native_compute_dtype(at::ScalarType dtype);
 
+// uint16, uint32, uint64: the device stores and converts them but computes in none of them.
+bool is_wide_unsigned(at::ScalarType dtype);
+
 // The kernel dtype of a ScalarType the device can store; throws for others.
 kernels::DType kernel_dtype(at::ScalarType dtype);
 

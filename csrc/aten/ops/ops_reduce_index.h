@@ -105,6 +105,8 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 at::Tensor& any_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          at::Tensor& out);
 at::Tensor logsumexp(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode,
+                            at::Tensor& out);
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim,
                           at::Tensor& out);
 
@@ -197,6 +199,12 @@ at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
                          at::Tensor& out);
 at::Tensor& eye_out(int64_t n, at::Tensor& out);
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out);
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset,
+                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                        std::optional<at::Device> device, std::optional<bool> pin_memory);
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset,
+                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                        std::optional<at::Device> device, std::optional<bool> pin_memory);
 at::Tensor tril(const at::Tensor& self, int64_t diagonal);
 at::Tensor& tril_(at::Tensor& self, int64_t diagonal);
 at::Tensor& tril_out(const at::Tensor& self, int64_t diagonal, at::Tensor& out);

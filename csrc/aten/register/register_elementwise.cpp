@@ -317,6 +317,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   pointwise(m, {"lcm", "lcm_", "lcm.out"}, binary(Op::Lcm, R::Common, kIntegers));
   pointwise(m, {"igamma", "igamma_", "igamma.out"}, binary(Op::Igamma, R::Common, kFloats));
   pointwise(m, {"igammac", "igammac_", "igammac.out"}, binary(Op::Igammac, R::Common, kFloats));
+  pointwise(m, {"logaddexp", "logaddexp.out"}, binary(Op::LogAddExp, R::Common, kFloats));
+  pointwise(m, {"logaddexp2", "logaddexp2.out"}, binary(Op::LogAddExp2, R::Common, kFloats));
+  pointwise(m, {"nextafter", "nextafter_", "nextafter.out"},
+            binary(Op::NextAfter, R::Common, kFloats));
   // polygamma(n, self) names its operand second; its in-place form first.
   pointwise(m, {"polygamma", "polygamma.out"},
             PointwiseSpec{Op::Polygamma, R::FloatPromote, kAllTypes, {1}});

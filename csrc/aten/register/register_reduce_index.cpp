@@ -69,6 +69,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("any.dims_out", TORCH_FN(any_dims_out));
   m.impl("logsumexp", TORCH_FN(logsumexp));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
+  m.impl("hash_tensor.out", TORCH_FN(hash_tensor_out));
   // Composed of native ops: nansum (nanmean's sum), count_nonzero over dims, aminmax.
   m.impl("nansum", TORCH_FN(nansum));
   m.impl("nansum.out", TORCH_FN(nansum_out));
@@ -151,6 +152,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logspace.out", TORCH_FN(logspace_out));
   m.impl("eye.out", TORCH_FN(eye_out));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
+  m.impl("tril_indices", TORCH_FN(tril_indices));
+  m.impl("triu_indices", TORCH_FN(triu_indices));
   m.impl("tril", TORCH_FN(tril));
   m.impl("tril_", TORCH_FN(tril_));
   m.impl("tril.out", TORCH_FN(tril_out));

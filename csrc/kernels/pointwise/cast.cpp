@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/core/element_types.h"
 #include "kernels/core/row_io.h"
@@ -154,6 +155,30 @@ void convert_rows(const TensorView& dst, const TensorView& src) {
       });
 }
 
+// One unsigned value in dst's type: integers wrap, floats round once (narrow ones through fp32).
+template <typename To, typename Unsigned>
+To convert_unsigned(Unsigned value) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return value != 0;
+  } else if constexpr (std::is_integral_v<To> || std::is_floating_point_v<To>) {
+    return static_cast<To>(value);
+  } else {
+    return narrow_from_float<To>(static_cast<float>(value));
+  }
+}
+
+template <typename To, typename Unsigned>
+void convert_unsigned_rows(const TensorView& dst, const TensorView& src) {
+  for_each_row<2>(
+      {&dst, &src}, LoopOrder::kFirstOperandMemory, [&](const RowPointers<2>& row, int64_t n) {
+        for (int64_t j = 0; j < n; ++j) {
+          const Unsigned value =
+              *reinterpret_cast<const Unsigned*>(row.ptrs[1] + j * row.strides[1]);
+          *reinterpret_cast<To*>(row.ptrs[0] + j * row.strides[0]) = convert_unsigned<To>(value);
+        }
+      });
+}
+
 // Every element of dst = value.
 template <typename T>
 void fill_rows(const TensorView& dst, T converted) {
@@ -194,6 +219,31 @@ void copy(const TensorView& dst, const TensorView& src) {
         convert_rows<To, From>(part[0], part[1]);
       });
     });
+  });
+}
+
+void copy_from_unsigned(const TensorView& dst, const TensorView& src_bits) {
+  check_same_shape(dst, src_bits);
+  if (dst.numel() == 0) return;
+  visit_dtype(dst.dtype, [&](auto to_tag) {
+    using To = typename decltype(to_tag)::type;
+    const auto run = [&](auto unsigned_tag) {
+      using Unsigned = typename decltype(unsigned_tag)::type;
+      parallel_over_views<2>({dst, src_bits}, [](const std::array<TensorView, 2>& part) {
+        convert_unsigned_rows<To, Unsigned>(part[0], part[1]);
+      });
+    };
+    switch (src_bits.dtype) {
+      case DType::Int16:
+        return run(TypeTag<uint16_t>{});
+      case DType::Int32:
+        return run(TypeTag<uint32_t>{});
+      case DType::Int64:
+        return run(TypeTag<uint64_t>{});
+      default:
+        throw std::invalid_argument(
+            "openneuron kernels: copy_from_unsigned() reads 16-, 32- or 64-bit elements");
+    }
   });
 }
 

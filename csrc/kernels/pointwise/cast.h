@@ -11,6 +11,11 @@ namespace openneuron::kernels {
 // nonzero->true for bool. dst and src must not partially overlap.
 void copy(const TensorView& dst, const TensorView& src);
 
+// As copy(), where src holds unsigned integers of its element's width (its dtype, Int16, Int32
+// or Int64, names only the width): PyTorch's conversions of uint16/uint32/uint64 values, which
+// the compute dtypes cannot hold. Narrow floats round through fp32, as c10's conversions do.
+void copy_from_unsigned(const TensorView& dst, const TensorView& src_bits);
+
 // Sets every element of dst to value converted to dst's dtype.
 void fill(const TensorView& dst, Scalar value);
 

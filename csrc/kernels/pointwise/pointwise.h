@@ -190,11 +190,14 @@ enum class PointwiseOp : uint8_t {
   HermiteHe,
   LaguerreL,
   LegendreP,
-  Hypot,    // sqrt(x^2 + y^2) without overflow (float)
-  Gcd,      // integers: greatest common divisor of |x| and |y| (gcd(0, 0) = 0)
-  Lcm,      // integers: |x / gcd * y|, 0 when either is 0
-  Igamma,   // regularized lower incomplete gamma P(x, y) (float)
-  Igammac,  // its complement Q(x, y) = 1 - P(x, y) (float)
+  Hypot,       // sqrt(x^2 + y^2) without overflow (float)
+  Gcd,         // integers: greatest common divisor of |x| and |y| (gcd(0, 0) = 0)
+  Lcm,         // integers: |x / gcd * y|, 0 when either is 0
+  Igamma,      // regularized lower incomplete gamma P(x, y) (float)
+  Igammac,     // its complement Q(x, y) = 1 - P(x, y) (float)
+  LogAddExp,   // log(e^x + e^y) without overflow; x when both are the same infinity (float)
+  LogAddExp2,  // log2(2^x + 2^y), likewise (float)
+  NextAfter,   // the next value of x's dtype after x towards y (y when equal; float)
 };
 
 // Scalar parameters of an op; `present[k]` is false for an optional parameter left out.

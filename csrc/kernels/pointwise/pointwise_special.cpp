@@ -235,6 +235,23 @@ std::pair<special::OrthogonalFamily, bool> polynomial_of(PointwiseOp op) {
   }
 }
 
+// std::nextafter for a 16-bit float format, on its bits: from zero the smallest subnormal with
+// the target's sign, else one step of the magnitude towards the target.
+template <typename Narrow>
+float next_narrow(float from, float to) {
+  if (std::isnan(from) || std::isnan(to)) return from + to;
+  if (from == to) return to;
+  uint16_t bits = narrow_from_float<Narrow>(from).bits;
+  if (from == 0.0f) {
+    bits = std::signbit(to) ? 0x8001 : 0x0001;
+  } else if ((from < to) == (from > 0.0f)) {
+    ++bits;
+  } else {
+    --bits;
+  }
+  return narrow_to_float(Narrow{bits});
+}
+
 template <typename C>
 bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorView, 2>& in,
                 const PointwiseParams& p) {
@@ -323,6 +340,30 @@ bool run_binary(PointwiseOp op, const TensorView& out, const std::array<TensorVi
       }
       case PointwiseOp::Hypot:
         map<C, C>(out, in, [](C a, C b) { return std::hypot(a, b); });
+        return true;
+      case PointwiseOp::LogAddExp:
+      case PointwiseOp::LogAddExp2: {
+        // The larger plus the log of 1 + the smaller's share, in double, rounded once.
+        const bool base2 = op == PointwiseOp::LogAddExp2;
+        map<C, C>(out, in, [base2](C a, C b) {
+          if (std::isinf(a) && a == b) return a;
+          const double hi = std::max<double>(a, b), gap = -std::fabs(static_cast<double>(a) - b);
+          if (std::isnan(hi) || std::isnan(gap)) return std::numeric_limits<C>::quiet_NaN();
+          const double share =
+              base2 ? std::log1p(std::exp2(gap)) / std::log(2.0) : std::log1p(std::exp(gap));
+          return static_cast<C>(hi + share);
+        });
+        return true;
+      }
+      case PointwiseOp::NextAfter:
+        // A 16-bit result steps in its own format (the fp32 inputs hold its values exactly).
+        if (out.dtype == DType::Float16) {
+          map<C, C>(out, in, [](C a, C b) { return static_cast<C>(next_narrow<Half>(a, b)); });
+        } else if (out.dtype == DType::BFloat16) {
+          map<C, C>(out, in, [](C a, C b) { return static_cast<C>(next_narrow<BFloat16>(a, b)); });
+        } else {
+          map<C, C>(out, in, [](C a, C b) { return std::nextafter(a, b); });
+        }
         return true;
       case PointwiseOp::Copysign:
         map<C, C>(out, in, [](C a, C b) { return std::copysign(a, b); });

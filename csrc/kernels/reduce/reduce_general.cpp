@@ -120,6 +120,14 @@ void consume(Op op, const GeneralReduceParams& params, int pass, double pivot, S
       s.flag = any;
       return;
     }
+    case Op::BitwiseXor:
+      if constexpr (std::is_integral_v<C>) {
+        C bits = s.value;
+        for (int64_t j = 0; j < n; ++j) bits ^= x[j];
+        s.value = bits;
+        return;
+      }
+      throw std::invalid_argument("openneuron kernels: BitwiseXor reduces integers only");
     default:
       break;
   }
@@ -206,6 +214,9 @@ void merge(Op op, const GeneralReduceParams& params, int pass, State<C>& s, cons
     case Op::Any:
       s.flag = s.flag || later.flag;
       break;
+    case Op::BitwiseXor:
+      if constexpr (std::is_integral_v<C>) s.value ^= later.value;
+      break;
     case Op::LogSumExp:
       if (pass == 0) s.value = static_cast<C>(nan_max(s.value, later.value));
       break;
@@ -252,6 +263,7 @@ void store_result(Op op, const GeneralReduceParams& params, const State<C>& s, d
       store_value(primary, primary_offset, s.index);
       return;
     case Op::Prod:
+    case Op::BitwiseXor:
       store_value(primary, primary_offset, s.value);
       return;
     case Op::All:

@@ -9,16 +9,17 @@
 namespace openneuron::kernels {
 
 enum class GeneralReduceOp {
-  Var,        // primary = var (or std), secondary (optional) = mean
-  Max,        // primary = max value, secondary (optional) = int64 index of the first max
-  Min,        // primary = min value, secondary (optional) = int64 index of the first min
-  ArgMax,     // primary = int64 index of the first max
-  ArgMin,     // primary = int64 index of the first min
-  Prod,       // primary = product
-  Norm,       // primary = vector norm of order params.p
-  All,        // primary = all elements nonzero
-  Any,        // primary = any element nonzero
-  LogSumExp,  // primary = log(sum(exp(x)))
+  Var,         // primary = var (or std), secondary (optional) = mean
+  Max,         // primary = max value, secondary (optional) = int64 index of the first max
+  Min,         // primary = min value, secondary (optional) = int64 index of the first min
+  ArgMax,      // primary = int64 index of the first max
+  ArgMin,      // primary = int64 index of the first min
+  Prod,        // primary = product
+  Norm,        // primary = vector norm of order params.p
+  All,         // primary = all elements nonzero
+  Any,         // primary = any element nonzero
+  LogSumExp,   // primary = log(sum(exp(x)))
+  BitwiseXor,  // primary = XOR of the elements (integers and bool, as int64)
 };
 
 struct GeneralReduceParams {

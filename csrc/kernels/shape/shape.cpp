@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/core/element_types.h"
 #include "kernels/runtime/parallel.h"
@@ -60,6 +61,67 @@ void linspace(const TensorView& out, Scalar start, Scalar end) {
         const double v = i < halfway ? s + step * static_cast<double>(i)
                                      : e - step * static_cast<double>(n - i - 1);
         data[i * stride] = cast_value<T>(v);
+      }
+    }
+  });
+}
+
+void logspace(const TensorView& out, Scalar start, Scalar end, double base) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const int64_t stride = out.ndim > 0 ? out.strides[0] : 1;
+  const int64_t halfway = n / 2;
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* data = static_cast<T*>(out.data);
+    if (n == 1) {
+      data[0] = cast_value<T>(std::pow(base, start.to_double()));
+      return;
+    }
+    const auto in_dtype = [](Scalar v) {
+      return v.is_integral ? cast_value<T>(v.i) : cast_value<T>(v.f);
+    };
+    const T first = in_dtype(start), last = in_dtype(end);
+    // end - start in the dtype's own arithmetic: integers exactly, floats in fp32, 16-bit
+    // floats rounded back to their type.
+    double span;
+    if constexpr (kIsNarrowFloat<T>) {
+      span =
+          cast_value<double>(narrow_from_float<T>(narrow_to_float(last) - narrow_to_float(first)));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      span = static_cast<double>(last - first);
+    } else {
+      span = static_cast<double>(cast_value<int64_t>(last) - cast_value<int64_t>(first));
+    }
+    const double step = span / static_cast<double>(n - 1);
+    const double from = cast_value<double>(first), to = cast_value<double>(last);
+    for (int64_t i = 0; i < n; ++i) {
+      // The product is rounded before the sum, as the CPU computes it: a fused multiply-add
+      // would move an exponent that should be exactly 0 off it (2^-1e-16 truncates to 0).
+      volatile double offset = step * static_cast<double>(i < halfway ? i : n - i - 1);
+      const double exponent = i < halfway ? from + offset : to - offset;
+      data[i * stride] = cast_value<T>(std::pow(base, exponent));
+    }
+  });
+}
+
+void triangle_indices(const TensorView& out, int64_t row, int64_t col, int64_t offset, bool upper) {
+  if (out.ndim != 2 || out.sizes[0] != 2 ||
+      (out.dtype != DType::Int32 && out.dtype != DType::Int64)) {
+    throw std::invalid_argument("openneuron kernels: triangle_indices needs a 2 x N int output");
+  }
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* rows = static_cast<T*>(out.data);
+    T* cols = rows + out.strides[0];
+    int64_t k = 0;
+    for (int64_t i = 0; i < row; ++i) {
+      const int64_t first = upper ? std::max<int64_t>(0, i + offset) : 0;
+      const int64_t end = upper ? col : std::min<int64_t>(col, i + offset + 1);
+      for (int64_t j = first; j < end; ++j, ++k) {
+        if (k >= out.sizes[1]) throw std::invalid_argument("openneuron kernels: triangle too big");
+        rows[k * out.strides[1]] = cast_value<T>(i);
+        cols[k * out.strides[1]] = cast_value<T>(j);
       }
     }
   });

@@ -1,18 +1,21 @@
 // Sorting maps every element to an unsigned key whose integer order is PyTorch's order
 // (NaN highest, -0.0 == 0.0; inverted for descending), then runs a stable LSD radix sort of
 // (key, index) pairs, skipping byte passes in which all keys agree. Short lines use
-// insertion sort. Lines run in parallel.
+// insertion sort. Lines run in parallel. Unstable sorts and top-k follow the CPU's standard
+// library algorithms over (value, index) pairs, so ties land where the CPU puts them.
 #include "kernels/shape/sort.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/core/element_types.h"
 #include "kernels/core/row_io.h"
 #include "kernels/runtime/parallel.h"
+#include "kernels/shape/dim_lines.h"
 
 namespace openneuron::kernels {
 namespace {
@@ -167,40 +170,6 @@ void radix_sort(Scratch<K>& s, int64_t n) {
   }
 }
 
-struct Lines {
-  int64_t count = 1;   // number of lines
-  int64_t length = 1;  // elements per line
-  int ndim = 0;        // dims other than `dim`
-  int64_t sizes[kMaxDims];
-  int64_t strides[3][kMaxDims];  // values, indices, in
-  int64_t steps[3];              // stride along dim
-};
-
-Lines make_lines(const TensorView& values, const TensorView& indices, const TensorView& in,
-                 int dim) {
-  Lines lines;
-  const TensorView* views[3] = {&values, &indices, &in};
-  for (int d = 0; d < in.ndim; ++d) {
-    if (d == dim) continue;
-    lines.sizes[lines.ndim] = in.sizes[d];
-    for (int k = 0; k < 3; ++k) lines.strides[k][lines.ndim] = views[k]->strides[d];
-    ++lines.ndim;
-    lines.count *= in.sizes[d];
-  }
-  lines.length = in.ndim == 0 ? 1 : in.sizes[dim];
-  for (int k = 0; k < 3; ++k) lines.steps[k] = in.ndim == 0 ? 1 : views[k]->strides[dim];
-  return lines;
-}
-
-void line_offsets(const Lines& lines, int64_t line, int64_t offsets[3]) {
-  offsets[0] = offsets[1] = offsets[2] = 0;
-  for (int d = lines.ndim - 1; d >= 0; --d) {
-    const int64_t i = line % lines.sizes[d];
-    line /= lines.sizes[d];
-    for (int k = 0; k < 3; ++k) offsets[k] += i * lines.strides[k][d];
-  }
-}
-
 template <typename T>
 void sort_typed(const TensorView& values, const TensorView& indices, const TensorView& in, int dim,
                 bool descending) {
@@ -235,32 +204,94 @@ void sort_typed(const TensorView& values, const TensorView& indices, const Tenso
   });
 }
 
+// PyTorch's orders: ascending puts NaN last, descending first; -0.0 ties with 0.0.
+template <typename V>
+struct AscendingNanLast {
+  bool operator()(const std::pair<V, int64_t>& a, const std::pair<V, int64_t>& b) const {
+    return (!is_nan_value(a.first) && is_nan_value(b.first)) || a.first < b.first;
+  }
+};
+template <typename V>
+struct DescendingNanFirst {
+  bool operator()(const std::pair<V, int64_t>& a, const std::pair<V, int64_t>& b) const {
+    return (is_nan_value(a.first) && !is_nan_value(b.first)) || a.first > b.first;
+  }
+};
+
+// Applies fn(comparator) with the line order for `descending`.
+template <typename V, typename Fn>
+void with_order(bool descending, Fn&& fn) {
+  if (descending) {
+    fn(DescendingNanFirst<V>{});
+  } else {
+    fn(AscendingNanLast<V>{});
+  }
+}
+
+// Loads line `line` of `in` as (value, index) pairs.
 template <typename T>
-void topk_typed(const TensorView& values, const TensorView& indices, const TensorView& in, int dim,
-                int64_t k, bool largest) {
-  using K = typename KeyOf<T>::type;
-  TensorView in_lines = in;  // values/indices have size k along dim; lines use in's length
-  const Lines lines = make_lines(values, indices, in_lines, dim);
+void load_pairs(const Lines& lines, const TensorView& in, int64_t line,
+                std::vector<std::pair<CompareType<T>, int64_t>>* items, int64_t off[3]) {
+  line_offsets(lines, line, off);
+  const T* src = static_cast<const T*>(in.data) + off[2];
+  for (int64_t i = 0; i < lines.length; ++i) {
+    (*items)[i] = {comparable(load_value(&src[i * lines.steps[2]])), i};
+  }
+}
+
+// Writes the first n pairs' elements (read back from in, so bits such as NaN payloads and
+// -0.0 survive) and indices.
+template <typename T>
+void store_pairs(const Lines& lines, const TensorView& values, const TensorView& indices,
+                 const TensorView& in, const std::vector<std::pair<CompareType<T>, int64_t>>& items,
+                 int64_t n, const int64_t off[3]) {
+  const T* src = static_cast<const T*>(in.data) + off[2];
+  T* value_out = static_cast<T*>(values.data) + off[0];
+  int64_t* index_out = static_cast<int64_t*>(indices.data) + off[1];
+  for (int64_t i = 0; i < n; ++i) {
+    value_out[i * lines.steps[0]] = load_value(&src[items[i].second * lines.steps[2]]);
+    index_out[i * lines.steps[1]] = items[i].second;
+  }
+}
+
+// The CPU's unstable sort of bool, 8- and 16-bit lines: introsort over (value, index) pairs.
+template <typename T>
+void sort_unstable_typed(const TensorView& values, const TensorView& indices, const TensorView& in,
+                         int dim, bool descending) {
+  using V = CompareType<T>;
+  const Lines lines = make_lines(values, indices, in, dim);
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(lines.length, 1));
   parallel_for(0, lines.count, grain, [&](int64_t begin, int64_t end) {
-    std::vector<std::pair<K, int64_t>> items(static_cast<size_t>(lines.length));
+    std::vector<std::pair<V, int64_t>> items(static_cast<size_t>(lines.length));
     for (int64_t line = begin; line < end; ++line) {
       int64_t off[3];
-      line_offsets(lines, line, off);
-      const T* src = static_cast<const T*>(in.data) + off[2];
-      const int64_t step = lines.steps[2];
-      for (int64_t i = 0; i < lines.length; ++i) {
-        const K key = KeyOf<T>::key(load_value(&src[i * step]));
-        items[i] = {largest ? static_cast<K>(~key) : key, i};
-      }
-      // Pairs compare by key, then by index: ties keep the lower index first.
-      std::partial_sort(items.begin(), items.begin() + k, items.end());
-      T* value_out = static_cast<T*>(values.data) + off[0];
-      int64_t* index_out = static_cast<int64_t*>(indices.data) + off[1];
-      for (int64_t i = 0; i < k; ++i) {
-        value_out[i * lines.steps[0]] = load_value(&src[items[i].second * step]);
-        index_out[i * lines.steps[1]] = items[i].second;
-      }
+      load_pairs<T>(lines, in, line, &items, off);
+      with_order<V>(descending, [&](auto order) { std::sort(items.begin(), items.end(), order); });
+      store_pairs<T>(lines, values, indices, in, items, lines.length, off);
+    }
+  });
+}
+
+template <typename T>
+void topk_typed(const TensorView& values, const TensorView& indices, const TensorView& in, int dim,
+                int64_t k, bool largest, bool sorted) {
+  using V = CompareType<T>;
+  const Lines lines = make_lines(values, indices, in, dim);
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(lines.length, 1));
+  parallel_for(0, lines.count, grain, [&](int64_t begin, int64_t end) {
+    std::vector<std::pair<V, int64_t>> items(static_cast<size_t>(lines.length));
+    for (int64_t line = begin; line < end; ++line) {
+      int64_t off[3];
+      load_pairs<T>(lines, in, line, &items, off);
+      with_order<V>(largest, [&](auto order) {
+        if (k * 64 <= lines.length) {
+          std::partial_sort(items.begin(), items.begin() + k, items.end(), order);
+          return;
+        }
+        std::nth_element(items.begin(), items.begin() + k - 1, items.end(), order);
+        if (sorted) std::sort(items.begin(), items.begin() + k - 1, order);
+      });
+      store_pairs<T>(lines, values, indices, in, items, k, off);
     }
   });
 }
@@ -275,22 +306,32 @@ void check(const TensorView& values, const TensorView& indices, const TensorView
 }  // namespace
 
 void sort(const TensorView& values, const TensorView& indices, const TensorView& in, int dim,
-          bool descending) {
+          bool descending, bool stable) {
   check(values, indices, in, dim);
   if (in.numel() == 0) return;
   visit_dtype(in.dtype, [&](auto tag) {
-    sort_typed<typename decltype(tag)::type>(values, indices, in, dim, descending);
+    using T = typename decltype(tag)::type;
+    constexpr bool kIntrosortOnCpu =
+        sizeof(T) <= 2 && !std::is_same_v<T, Float8E4M3> && !std::is_same_v<T, Float8E5M2>;
+    // Lines of one repeated element (stride 0) keep their order, as the CPU skips sorting them.
+    const bool repeated = in.ndim > 0 && in.strides[dim] == 0;
+    if constexpr (kIntrosortOnCpu) {
+      if (!stable && !repeated) {
+        return sort_unstable_typed<T>(values, indices, in, dim, descending);
+      }
+    }
+    sort_typed<T>(values, indices, in, dim, descending);
   });
 }
 
 void topk(const TensorView& values, const TensorView& indices, const TensorView& in, int dim,
-          int64_t k, bool largest) {
+          int64_t k, bool largest, bool sorted) {
   check(values, indices, in, dim);
   if (k == 0 || in.numel() == 0) return;
   const int64_t length = in.ndim == 0 ? 1 : in.sizes[dim];
   if (k > length) throw std::invalid_argument("openneuron kernels: topk k out of range");
   visit_dtype(in.dtype, [&](auto tag) {
-    topk_typed<typename decltype(tag)::type>(values, indices, in, dim, k, largest);
+    topk_typed<typename decltype(tag)::type>(values, indices, in, dim, k, largest, sorted);
   });
 }
 

@@ -67,7 +67,7 @@ TEST(BoolBytes, SortOrdersEveryNonzeroByteAsTrueAndWritesOne) {
   const testing::HostTensor bools = odd_bools();
   const testing::HostTensor values = make_tensor(DType::Bool, {kCount});
   const testing::HostTensor indices = make_tensor(DType::Int64, {kCount});
-  sort(values.view, indices.view, bools.view, 0, /*descending=*/false);
+  sort(values.view, indices.view, bools.view, 0, /*descending=*/false, /*stable=*/true);
   // Stable: the two false elements first, then the six true ones in their original order.
   const int64_t want[] = {0, 4, 1, 2, 3, 5, 6, 7};
   const auto* bytes = static_cast<const uint8_t*>(values.view.data);

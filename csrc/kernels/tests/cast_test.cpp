@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "kernels/core/float_conversions.h"
 #include "kernels/tests/test_util.h"
@@ -177,6 +178,44 @@ TEST(Copy, TransposedBroadcastAndSlicedViews) {
   auto same = make_tensor(DType::Float32, {3, 4});
   copy(same.view, permute(src.view, {1, 0}));
   EXPECT_EQ(get(same.view, {2, 3}), 32.00390625);
+}
+
+TEST(CopyFromUnsigned, ReadsTheFullUnsignedRange) {
+  // The bits of 65535, 2^32 - 1 and 2^64 - 1 read as unsigned, not as -1.
+  auto u16 = make_tensor(DType::Int16, {2});
+  auto u32 = make_tensor(DType::Int32, {2});
+  auto u64 = make_tensor(DType::Int64, {2});
+  set(u16.view, {0}, -1);
+  set(u32.view, {0}, -1);
+  set(u64.view, {0}, -1);
+  set(u16.view, {1}, 7);
+  set(u32.view, {1}, 7);
+  set(u64.view, {1}, 7);
+  auto out = make_tensor(DType::Float32, {2});
+  copy_from_unsigned(out.view, u16.view);
+  EXPECT_EQ(get(out.view, {0}), 65535.0);
+  copy_from_unsigned(out.view, u32.view);
+  EXPECT_EQ(get(out.view, {0}), 4294967296.0);  // 2^32 - 1 rounds to 2^32 in fp32
+  EXPECT_EQ(get(out.view, {1}), 7.0);
+  copy_from_unsigned(out.view, u64.view);
+  EXPECT_EQ(get(out.view, {0}), 0x1p64);
+  auto wide = make_tensor(DType::Int64, {2});
+  copy_from_unsigned(wide.view, u32.view);
+  EXPECT_EQ(get(wide.view, {0}), 4294967295.0);
+  // 2^63 + 2^40 + 1: a single rounding to bf16 (through fp32, as c10 converts) and to fp32.
+  auto big = make_tensor(DType::Int64, {});
+  *static_cast<uint64_t*>(big.view.data) = (uint64_t{1} << 63) + (uint64_t{1} << 40) + 1;
+  auto as_float = make_tensor(DType::Float32, {});
+  copy_from_unsigned(as_float.view, big.view);
+  EXPECT_EQ(get(as_float.view, {}), 0x1p63 + 0x1p40);
+  auto as_bf16 = make_tensor(DType::BFloat16, {});
+  copy_from_unsigned(as_bf16.view, big.view);
+  EXPECT_EQ(get(as_bf16.view, {}), 0x1p63);
+  auto flag = make_tensor(DType::Bool, {2});
+  copy_from_unsigned(flag.view, u64.view);
+  EXPECT_EQ(get(flag.view, {0}), 1.0);
+  EXPECT_THROW(copy_from_unsigned(out.view, make_tensor(DType::UInt8, {2}).view),
+               std::invalid_argument);
 }
 
 TEST(Copy, ZeroSizeAndZeroDim) {

@@ -92,13 +92,28 @@ void launch_binary(const char* name, BinaryOp op, const at::Tensor& a, const at:
                 });
 }
 
+// uint16/32/64 operands of a floating result are converted to it on the device first, as
+// TensorIterator casts its inputs to the common dtype.
+bool converted_first(const at::Tensor& t, at::ScalarType result) {
+  return is_wide_unsigned(t.scalar_type()) && at::isFloatingType(result) && !t.is_cpu();
+}
+
 bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType result) {
-  return all_native_dtypes({&a, &b}) && is_native_compute_dtype(result);
+  const auto usable = [result](const at::Tensor& t) {
+    return all_native_dtypes({&t}) || converted_first(t, result);
+  };
+  return usable(a) && usable(b) && is_native_compute_dtype(result);
+}
+
+at::Tensor in_compute_dtype(const at::Tensor& t, at::ScalarType result) {
+  return converted_first(t, result) ? t.to(result) : t;
 }
 
 // `result` is binary_result_type(op, a, b), which the caller has already computed.
-at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
-                             const at::Tensor& b, const at::Scalar& alpha, at::ScalarType result) {
+at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a_in,
+                             const at::Tensor& b_in, const at::Scalar& alpha,
+                             at::ScalarType result) {
+  const at::Tensor a = in_compute_dtype(a_in, result), b = in_compute_dtype(b_in, result);
   const c10::Device device = check_same_device(name, {&a, &b});
   const c10::DeviceGuard guard(device);
   const auto shape = at::infer_size(a.sizes(), b.sizes());
@@ -108,8 +123,10 @@ at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a,
   return out;
 }
 
-at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a, const at::Tensor& b,
-                        const at::Scalar& alpha, at::ScalarType result, at::Tensor& out) {
+at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a_in,
+                        const at::Tensor& b_in, const at::Scalar& alpha, at::ScalarType result,
+                        at::Tensor& out) {
+  const at::Tensor a = in_compute_dtype(a_in, result), b = in_compute_dtype(b_in, result);
   const c10::Device device = check_same_device(name, {&a, &b, &out});
   const c10::DeviceGuard guard(device);
   TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
@@ -347,6 +364,7 @@ bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10:
     const at::Tensor a = operand(0), b = operand(1);
     const at::ScalarType result = binary_result_type(binary.op, a, b);
     if (!binary_is_native(a, b, result)) return false;
+    for (at::Tensor& t : plan->operands) t = in_compute_dtype(t, result);
     plan->op = to_pointwise(binary.op);
     plan->result = plan->compute = result;
     at::Scalar alpha = args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1});

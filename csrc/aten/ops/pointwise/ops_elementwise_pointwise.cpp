@@ -318,13 +318,29 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
   }
   bool native = is_native_compute_dtype(result) && is_native_compute_dtype(compute) &&
                 dtype_allowed(spec.dtypes, compute);
+  // uint16/32/64 inputs of a floating computation are converted on the device first (the
+  // kernels have no compute type for them), as TensorIterator casts them to the common dtype.
+  const auto converted_first = [&](const at::Tensor& t) {
+    return is_wide_unsigned(t.scalar_type()) && at::isFloatingType(compute) && !t.is_cpu();
+  };
   for (const at::Tensor& t : operands) {
-    if (!(t.is_cpu() && t.dim() == 0) && !is_native_compute_dtype(t.scalar_type())) native = false;
+    if (!(t.is_cpu() && t.dim() == 0) && !is_native_compute_dtype(t.scalar_type()) &&
+        !converted_first(t)) {
+      native = false;
+    }
   }
   if (has_out && !is_native_compute_dtype(args[num_args - 1].toTensor().scalar_type()))
     native = false;
   if (in_place && !is_native_compute_dtype(operands.front().scalar_type())) native = false;
+  // nextafter steps in the result's own format, which the kernel reads from the output.
+  if (spec.op == PointwiseOp::NextAfter && has_out &&
+      args[num_args - 1].toTensor().scalar_type() != result) {
+    native = false;
+  }
   if (!native) return false;
+  for (at::Tensor& t : operands) {
+    if (converted_first(t)) t = t.to(compute);
+  }
 
   if (is_16bit_float(compute)) {
     const auto is_cpu_scalar = [](const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; };

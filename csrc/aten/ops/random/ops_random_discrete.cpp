@@ -8,6 +8,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/exponential.h>
 #include <ATen/ops/geometric.h>
+#include <ATen/ops/mul.h>
 #include <ATen/ops/multinomial.h>
 #include <ATen/ops/native_dropout.h>
 #include <ATen/ops/native_dropout_backward.h>
@@ -248,6 +249,13 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
   check_same_device("native_dropout_backward", {&grad_output, &mask});
   TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type",
               mask.scalar_type());
+  if (is_native_compute_dtype(grad_output.scalar_type()) &&
+      !is_native_floating(grad_output.scalar_type())) {
+    // Integer and bool gradients: the CPU's own composition, grad * mask * scale, whose Python
+    // float scale makes the result the default float dtype.
+    OPENNEURON_NATIVE_OP("aten::native_dropout_backward");
+    return at::mul(at::mul(grad_output, mask), scale);
+  }
   if (!is_native_floating(grad_output.scalar_type())) {
     return OPENNEURON_FALLBACK(native_dropout_backward, grad_output, mask, scale);
   }

@@ -627,6 +627,28 @@ at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keep
   return out;
 }
 
+// ---- hash_tensor -----------------------------------------------------------------------
+
+// mode 0: the XOR of the elements' 64-bit patterns (floats widened to float64, integers and bool
+// to int64), reduced as int64 into the uint64 result's bits. Other modes, empty tensors (the
+// CPU refuses every empty reduction) and other out dtypes go to the host, which raises the
+// CPU's errors.
+at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode,
+                            at::Tensor& out) {
+  if (!native_input(self) || mode != 0 || out.scalar_type() != at::kUInt64 || self.numel() == 0) {
+    return OPENNEURON_FALLBACK(hash_tensor_out, self, dim, keepdim, mode, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::hash_tensor.out");
+  const c10::DeviceGuard guard(self.device());
+  check_same_device("hash_tensor.out", {&self, &out});
+  const uint32_t mask = mask_of(self, dim);
+  at::native::resize_output(out, reduced_shape(self, mask, keepdim));
+  const at::Tensor widened =
+      self.to(at::isFloatingType(self.scalar_type()) ? at::kDouble : at::kLong).view(at::kLong);
+  launch("aten::hash_tensor", GeneralReduceOp::BitwiseXor, {}, widened, mask, out.view(at::kLong));
+  return out;
+}
+
 // ---- cumsum / cumprod ------------------------------------------------------------------
 
 namespace {

@@ -1,5 +1,6 @@
 // Sorting, top-k, concatenation, flip/roll, and creation ops (arange, linspace, eye,
 // tril/triu) on the device.
+#include <ATen/Dispatch.h>
 #include <ATen/Functions.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
@@ -60,9 +61,11 @@ std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self,
   const kernels::TensorView indices_view = view_of(indices);
   const kernels::TensorView in_view = view_of(source);
   const int d = static_cast<int>(wrapped);
-  // Radix sorting is stable, which also satisfies stable=False.
-  stream_for(values).enqueue(
-      "aten::sort", [=] { kernels::sort(values_view, indices_view, in_view, d, descending); });
+  // stable=False leaves ties where the CPU's sort leaves them (see kernels::sort).
+  const bool is_stable = stable.value_or(false);
+  stream_for(values).enqueue("aten::sort", [=] {
+    kernels::sort(values_view, indices_view, in_view, d, descending, is_stable);
+  });
   return {values, indices};
 }
 
@@ -106,8 +109,9 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k,
   const kernels::TensorView indices_view = view_of(indices);
   const kernels::TensorView in_view = view_of(source);
   const int d = static_cast<int>(wrapped);
-  stream_for(values).enqueue(
-      "aten::topk", [=] { kernels::topk(values_view, indices_view, in_view, d, k, largest); });
+  stream_for(values).enqueue("aten::topk", [=] {
+    kernels::topk(values_view, indices_view, in_view, d, k, largest, sorted);
+  });
   return {values, indices};
 }
 
@@ -425,33 +429,132 @@ at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t
   return out;
 }
 
-// logspace has no kernel; the host fallback would fill a host copy of out and copy it back,
-// so an out= that writes one location twice must be refused here, as the CPU's copy does.
 at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base,
                          at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (!is_native_compute_dtype(out.scalar_type()) || out.scalar_type() == at::kBool) {
+    // The host fallback fills a host copy of out and copies it back, so an out= that writes
+    // one location twice is refused here, as the CPU's copy does.
+    if (out.numel() != steps) out.resize_({steps});
+    if (steps > 0) at::assert_no_internal_overlap(out);
+    return OPENNEURON_FALLBACK(logspace_out, start, end, steps, base, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::logspace.out");
+  const c10::DeviceGuard guard(out.device());
+  if (steps > 1) {
+    // The CPU converts start and end to out's dtype first, refusing values that overflow it.
+    AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "logspace", [&] {
+      (void)start.to<scalar_t>();
+      (void)end.to<scalar_t>();
+    });
+  }
   if (out.numel() != steps) out.resize_({steps});
-  if (steps > 0) at::assert_no_internal_overlap(out);
-  return OPENNEURON_FALLBACK(logspace_out, start, end, steps, base, out);
+  if (steps == 0) return out;
+  at::assert_no_internal_overlap(out);
+  if (out.dim() != 1) {  // as arange: a 1-D result in out's row-major order
+    at::Tensor flat = at::empty({steps}, out.options());
+    logspace_out(start, end, steps, base, flat);
+    out.copy_(flat.view(out.sizes()));
+    return out;
+  }
+  const kernels::TensorView view = view_of(out);
+  const kernels::Scalar kstart = kernel_scalar(start), kend = kernel_scalar(end);
+  stream_for(out).enqueue("aten::logspace", [=] { kernels::logspace(view, kstart, kend, base); });
+  return out;
 }
 
+namespace {
+
+bool is_float8(at::ScalarType dtype) {
+  return dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2 ||
+         dtype == at::kFloat8_e4m3fnuz || dtype == at::kFloat8_e5m2fnuz;
+}
+
+}  // namespace
+
 at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
-  if (!is_native_compute_dtype(out.scalar_type())) return OPENNEURON_FALLBACK(eye_m_out, n, m, out);
+  const bool float8 = is_float8(out.scalar_type());
+  if (!is_native_compute_dtype(out.scalar_type()) && !float8) {
+    return OPENNEURON_FALLBACK(eye_m_out, n, m, out);
+  }
   OPENNEURON_NATIVE_OP("aten::eye.m_out");
   const c10::DeviceGuard guard(out.device());
   TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
   out.resize_({n, m});
   if (out.numel() == 0) return out;
+  if (float8) {
+    // Storage formats: zeros, then ones on the diagonal, both written as the format's bits.
+    out.zero_();
+    out.diagonal().fill_(1);
+    return out;
+  }
   const kernels::TensorView view = view_of(out);
   stream_for(out).enqueue("aten::eye", [=] { kernels::eye(view); });
   return out;
 }
 
 at::Tensor& eye_out(int64_t n, at::Tensor& out) {
-  if (!is_native_compute_dtype(out.scalar_type())) return OPENNEURON_FALLBACK(eye_out, n, out);
+  if (!is_native_compute_dtype(out.scalar_type()) && !is_float8(out.scalar_type())) {
+    return OPENNEURON_FALLBACK(eye_out, n, out);
+  }
   OPENNEURON_NATIVE_OP("aten::eye.out");
   return eye_m_out(n, n, out);
+}
+
+// ---- tril_indices / triu_indices --------------------------------------------------------
+
+namespace {
+
+// The triangle's coordinates, counted on the host (they depend on the sizes only) and written
+// by the device. int32/int64 only, as the CPU and CUDA; other dtypes raise on the host.
+at::Tensor triangle_indices(const char* name, int64_t row, int64_t col, int64_t offset, bool upper,
+                            std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                            std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  TORCH_CHECK(row >= 0, "row must be non-negative, got", row);
+  TORCH_CHECK(col >= 0, "col must be non-negative, got", col);
+  int64_t count = 0;
+  for (int64_t i = 0; i < row; ++i) {
+    count += upper ? std::max<int64_t>(0, col - std::max<int64_t>(0, i + offset))
+                   : std::max<int64_t>(0, std::min<int64_t>(col, i + offset + 1));
+  }
+  at::Tensor out = at::empty(
+      {2, count},
+      at::TensorOptions().dtype(dtype).layout(layout).device(device).pinned_memory(pin_memory));
+  if (count == 0) return out;
+  const c10::DeviceGuard guard(out.device());
+  const kernels::TensorView view = view_of(out);
+  stream_for(out).enqueue(name, [=] { kernels::triangle_indices(view, row, col, offset, upper); });
+  return out;
+}
+
+bool triangle_indices_native(std::optional<at::ScalarType> dtype) {
+  const at::ScalarType type = dtype.value_or(at::kLong);
+  return type == at::kLong || type == at::kInt;
+}
+
+}  // namespace
+
+at::Tensor tril_indices(int64_t row, int64_t col, int64_t offset,
+                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  if (!triangle_indices_native(dtype)) {
+    return OPENNEURON_FALLBACK(tril_indices, row, col, offset, dtype, layout, device, pin_memory);
+  }
+  OPENNEURON_NATIVE_OP("aten::tril_indices");
+  return triangle_indices("aten::tril_indices", row, col, offset, false, dtype.value_or(at::kLong),
+                          layout, device, pin_memory);
+}
+
+at::Tensor triu_indices(int64_t row, int64_t col, int64_t offset,
+                        std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                        std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  if (!triangle_indices_native(dtype)) {
+    return OPENNEURON_FALLBACK(triu_indices, row, col, offset, dtype, layout, device, pin_memory);
+  }
+  OPENNEURON_NATIVE_OP("aten::triu_indices");
+  return triangle_indices("aten::triu_indices", row, col, offset, true, dtype.value_or(at::kLong),
+                          layout, device, pin_memory);
 }
 
 // ---- tril / triu -----------------------------------------------------------------------

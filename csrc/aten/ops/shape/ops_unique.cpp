@@ -2,25 +2,36 @@
 // own ops (a stable sort, a boundary mask, masked_select, cumsum, bincount): nothing leaves the
 // device but the count of distinct values, which sizes the result, as CUDA's unique reads it.
 // Values always come back sorted (the CPU and CUDA sort even when sorted=False); NaNs are all
-// distinct, as == makes them. Other dtypes and the dim= forms take the host fallback.
+// distinct, as == makes them. Along a dimension (dim=), the slices are rows sorted
+// lexicographically by a kernel and compared whole. Other dtypes take the host fallback.
+#include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_unique.h>
 #include <ATen/ops/_unique2.h>
+#include <ATen/ops/any.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/masked_select.h>
 #include <ATen/ops/ne.h>
+#include <ATen/ops/nonzero.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/unique_consecutive.h>
+#include <ATen/ops/unique_dim.h>
+#include <ATen/ops/unique_dim_consecutive.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <tuple>
+#include <vector>
 
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
 #include "aten/fallback/fallback.h"
+#include "kernels/shape/row_order.h"
 
 namespace openneuron::bridge {
 namespace {
@@ -85,8 +96,81 @@ std::tuple<at::Tensor, at::Tensor> unique(const at::Tensor& self, bool sorted,
   return {std::get<0>(result), std::get<1>(result)};
 }
 
+// unique along `dim`: the slices along dim as rows, sorted (unless consecutive), their runs of
+// equal rows; inverse and counts are always returned, as the CPU does.
+UniqueResult unique_rows(const at::Tensor& self, int64_t dim, bool consecutive) {
+  const int64_t wrapped = at::maybe_wrap_dim(dim, self.dim());
+  const at::TensorOptions index_options = self.options().dtype(at::kLong);
+  if (self.numel() == 0) {
+    const auto sizes = self.sizes();
+    TORCH_CHECK(std::count(sizes.begin(), sizes.end(), 0) == 1,
+                "Number of zero sized dimensions is more than one, so unique cannot be applied ");
+    TORCH_CHECK(self.size(wrapped) == 0,
+                "There are 0 sized dimensions, and they aren't selected, so unique cannot be "
+                "applied");
+    return {at::empty(sizes, self.options()), at::empty({0}, index_options),
+            at::empty({0}, index_options)};
+  }
+  const at::Tensor moved = self.movedim(wrapped, 0);
+  const at::Tensor rows = moved.contiguous().view({moved.size(0), -1});
+  const int64_t n = rows.size(0);
+  at::Tensor order = at::arange(n, index_options);
+  at::Tensor sorted = rows;
+  if (!consecutive) {
+    const kernels::TensorView order_view = view_of(order);
+    const kernels::TensorView rows_view = view_of(rows);
+    stream_for(order).enqueue("aten::unique_dim",
+                              [=] { kernels::lexicographic_row_order(order_view, rows_view); });
+    sorted = at::index_select(rows, 0, order);
+  }
+  at::Tensor starts = at::ones({n}, self.options().dtype(at::kBool));
+  if (n > 1) {
+    starts.slice(0, 1).copy_(
+        at::any(at::ne(sorted.slice(0, 1), sorted.slice(0, 0, n - 1)), /*dim=*/1));
+  }
+  const at::Tensor first_of_run = at::nonzero(starts).view({-1});
+  at::Tensor distinct = at::index_select(sorted, 0, first_of_run);
+  std::vector<int64_t> shape = moved.sizes().vec();
+  shape[0] = distinct.size(0);
+  distinct = distinct.view(shape).movedim(0, wrapped);
+  const at::Tensor run = at::cumsum(starts, 0, at::kLong).sub_(1);
+  at::Tensor inverse = run;
+  if (!consecutive) {
+    inverse = at::empty({n}, index_options);
+    inverse.index_put_({order}, run);
+  }
+  return {distinct, inverse, at::bincount(run, {}, first_of_run.numel())};
+}
+
+bool unique_rows_is_native(const at::Tensor& self) {
+  return unique_is_native(self) && self.dim() > 0 && self.dim() <= kernels::kMaxDims;
+}
+
+UniqueResult unique_along_dim(const at::Tensor& self, int64_t dim, bool sorted, bool return_inverse,
+                              bool return_counts) {
+  if (!unique_rows_is_native(self)) {
+    return OPENNEURON_FALLBACK(unique_dim, self, dim, sorted, return_inverse, return_counts);
+  }
+  OPENNEURON_NATIVE_OP("aten::unique_dim");
+  const c10::DeviceGuard guard(self.device());
+  return unique_rows(self, dim, /*consecutive=*/false);
+}
+
+UniqueResult unique_consecutive_along_dim(const at::Tensor& self, int64_t dim, bool return_inverse,
+                                          bool return_counts) {
+  if (!unique_rows_is_native(self)) {
+    return OPENNEURON_FALLBACK(unique_dim_consecutive, self, dim, return_inverse, return_counts);
+  }
+  OPENNEURON_NATIVE_OP("aten::unique_dim_consecutive");
+  const c10::DeviceGuard guard(self.device());
+  return unique_rows(self, dim, /*consecutive=*/true);
+}
+
 UniqueResult unique_consecutive(const at::Tensor& self, bool return_inverse, bool return_counts,
                                 std::optional<int64_t> dim) {
+  if (dim.has_value() && unique_rows_is_native(self)) {
+    return unique_consecutive_along_dim(self, *dim, return_inverse, return_counts);
+  }
   if (dim.has_value() || !unique_is_native(self)) {
     return OPENNEURON_FALLBACK(unique_consecutive, self, return_inverse, return_counts, dim);
   }
@@ -101,6 +185,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique2", TORCH_FN(unique2));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
   m.impl("_unique", TORCH_FN(unique));
+  m.impl("unique_dim", TORCH_FN(unique_along_dim));
+  m.impl("unique_dim_consecutive", TORCH_FN(unique_consecutive_along_dim));
 }
 
 }  // namespace openneuron::bridge

@@ -43,6 +43,10 @@ bool kernel_copyable(const at::Tensor& tensor) {
   }
 }
 
+bool is_integral_or_bool(const at::Tensor& tensor) {
+  return at::isIntegralType(tensor.scalar_type(), /*includeBool=*/true);
+}
+
 bool has_math_bits(const at::Tensor& tensor) { return tensor.is_conj() || tensor.is_neg(); }
 
 // Copies involving lazily conjugated or negated views: PyTorch's CPU copy resolves the bits.
@@ -66,6 +70,20 @@ void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
       copy_on_device(src_bits, same_width_bits(dst));
       return;
     }
+  }
+  if (is_wide_unsigned(src.scalar_type()) && kernel_copyable(dst) && !dst.is_alias_of(src)) {
+    // uint16/32/64 values converted on the device (the kernels read their bits as unsigned).
+    const kernels::TensorView dst_view = view_of(dst);
+    const kernels::TensorView src_view = broadcast_view(same_width_bits(src), dst.sizes());
+    stream.enqueue("aten::copy_",
+                   [dst_view, src_view] { kernels::copy_from_unsigned(dst_view, src_view); });
+    return;
+  }
+  if (is_wide_unsigned(dst.scalar_type()) && is_integral_or_bool(src) && kernel_copyable(src)) {
+    // Integers reach an unsigned type by wrapping, which leaves the bits a signed type of the
+    // same width would hold.
+    copy_on_device(src, same_width_bits(dst));
+    return;
   }
   if (!kernel_copyable(src) || !kernel_copyable(dst)) {
     OPENNEURON_RUNTIME_CALL(stream.synchronize());
