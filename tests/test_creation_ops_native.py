@@ -1,5 +1,6 @@
-"""Creation ops on the device: torch.eye at the float8 formats (written as the format's bits) and
-tril_indices/triu_indices, equal to the CPU's, with no op on the host fallback.
+"""Creation ops on the device: torch.eye at the float8 formats (written as the format's bits),
+tril_indices/triu_indices and storage-less zero tensors, equal to the CPU's, with no op on the
+host fallback.
 """
 
 import pytest
@@ -37,3 +38,15 @@ def test_triangle_indices_match_cpu(op, dtype):
         op(-1, 3, device="neuron")
     with pytest.raises(NotImplementedError, match="not implemented for 'Float'"):
         op(3, 3, dtype=torch.float32, device="neuron")
+
+
+def test_efficient_zero_tensors_are_made_on_the_device():
+    # Autograd gives sgn of a real input a storage-less zero gradient.
+    x = torch.randn(4, 5, device="neuron", requires_grad=True)
+    openneuron.clear_op_tracking()
+    torch.sgn(x).sum().backward()
+    zero = torch._efficientzerotensor((2, 3), device="neuron")
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(x.grad.cpu(), torch.zeros(4, 5))
+    assert torch._is_zerotensor(zero) and zero.device.type == "neuron"
+    assert torch.equal((zero + torch.ones(2, 3, device="neuron")).cpu(), torch.ones(2, 3))

@@ -410,3 +410,13 @@ def test_foreach_single_task_and_matches_cpu(no_fallbacks):
     executed = openneuron.get_executed_ops()
     assert executed.get("aten::_foreach_add_.List") == 1
     assert "aten::add_.Tensor" not in executed
+
+
+def test_clamp_of_bool_by_bool_tensors_matches_cpu(no_fallbacks):
+    # The CPU clamps bool by bool tensors (max is or, min is and); by scalars it refuses bool.
+    a = torch.tensor([[True, False, True, False]])
+    b = torch.tensor([[False], [True]])
+    d_a, d_b = a.to("neuron"), b.to("neuron")
+    check(torch.clamp_max(d_a, d_b), torch.clamp_max(a, b))
+    check(torch.clamp_min(d_a, d_b), torch.clamp_min(a, b))
+    check(d_a.clone().clamp_min_(d_a.logical_not()), a.clone().clamp_min_(a.logical_not()))

@@ -5,6 +5,8 @@ rtol 1.3e-6 * sqrt(K)-ish, so 1e-5; bf16 results are one bf16 rounding of an fp3
 accumulation: rtol 1.6e-2 (2^-6), atol scaled to the operands' magnitude.
 """
 
+import warnings
+
 import pytest
 import torch
 
@@ -142,3 +144,22 @@ def test_dot_edge_cases_and_errors():
         torch.dot(torch.ones(3, device="neuron"), torch.ones(4, device="neuron"))
     with pytest.raises(RuntimeError, match="same dtype"):
         torch.dot(torch.ones(3, device="neuron"), torch.ones(3, device="neuron").bfloat16())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+@pytest.mark.parametrize("self_shape", [(4, 6), (6,), (1, 6), ()])
+def test_in_place_addbmm_resizes_a_broadcast_self_as_the_cpu(dtype, self_shape):
+    # The CPU's addbmm_ reads a broadcastable self as the bias, then resizes it to the product.
+    torch.manual_seed(5)
+    self = torch.randint(-3, 4, self_shape).to(dtype)
+    batch1 = torch.randint(-3, 4, (3, 4, 5)).to(dtype)
+    batch2 = torch.randint(-3, 4, (3, 5, 6)).to(dtype)
+    device_self = self.to("neuron")
+    openneuron.clear_op_tracking()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the CPU may warn about resizing a non-empty tensor
+        device_self.addbmm_(batch1.to("neuron"), batch2.to("neuron"), beta=2, alpha=3)
+        want = self.clone().addbmm_(batch1, batch2, beta=2, alpha=3)
+    assert openneuron.get_fallback_ops() == {}
+    assert device_self.shape == want.shape == (4, 6)
+    torch.testing.assert_close(device_self.cpu(), want, rtol=1e-2, atol=1e-2)

@@ -217,3 +217,29 @@ def test_geometric_runs_natively_with_the_distributions_mean(dtype):
     assert torch.equal(again.cpu(), draws.cpu())
     with pytest.raises(RuntimeError, match="geometric_ expects p to be in"):
         draws.geometric_(1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_cauchy_and_log_normal_run_natively_with_the_distributions_quantiles(dtype):
+    openneuron.clear_op_tracking()
+    torch.manual_seed(12)
+    cauchy = torch.empty(100_000, dtype=dtype, device="neuron").cauchy_(1.5, 2.0)
+    log_normal = torch.empty(100_000, dtype=dtype, device="neuron").log_normal_(0.5, 0.25)
+    assert openneuron.get_fallback_ops() == {}
+    # Cauchy(1.5, 2): median 1.5, quartiles 1.5 -+ 2; log-normal(0.5, 0.25): median e^0.5 and
+    # log's standard deviation 0.25. Each estimate lies well within its sampling error.
+    c = cauchy.cpu().double()
+    quartiles = torch.quantile(c, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+    torch.testing.assert_close(
+        quartiles, torch.tensor([-0.5, 1.5, 3.5], dtype=torch.float64), atol=0.06, rtol=0
+    )
+    logs = log_normal.cpu().double().log()
+    assert abs(logs.median().item() - 0.5) < 0.01 and abs(logs.std().item() - 0.25) < 0.01
+    assert bool((log_normal.cpu() > 0).all())
+    torch.manual_seed(12)
+    again = torch.empty(100_000, dtype=dtype, device="neuron").cauchy_(1.5, 2.0)
+    assert torch.equal(again.cpu(), cauchy.cpu())
+    with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0"):
+        cauchy.cauchy_(0.0, -1.0)
+    with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0"):
+        log_normal.log_normal_(0.0, 0.0)

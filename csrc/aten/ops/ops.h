@@ -49,6 +49,10 @@ at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const at::S
 at::Tensor mul(const at::Tensor& self, const at::Tensor& other);
 at::Tensor& mul_(at::Tensor& self, const at::Tensor& other);
 at::Tensor& mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+// mul, with complex64 times a real factor on the device (ops_complex_scale.cpp).
+at::Tensor mul_with_complex(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& mul_with_complex_(at::Tensor& self, const at::Tensor& other);
+at::Tensor& mul_with_complex_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
 at::Tensor div(const at::Tensor& self, const at::Tensor& other);
 at::Tensor& div_(at::Tensor& self, const at::Tensor& other);
 at::Tensor& div_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);

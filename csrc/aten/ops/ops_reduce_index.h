@@ -105,6 +105,8 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 at::Tensor& any_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          at::Tensor& out);
 at::Tensor logsumexp(const at::Tensor& self, at::IntArrayRef dim, bool keepdim);
+at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim);
+at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out);
 at::Tensor& hash_tensor_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode,
                             at::Tensor& out);
 at::Tensor& logsumexp_out(const at::Tensor& self, at::IntArrayRef dim, bool keepdim,

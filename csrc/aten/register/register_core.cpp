@@ -58,9 +58,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub.Tensor", TORCH_FN(sub));
   m.impl("sub_.Tensor", TORCH_FN(sub_));
   m.impl("sub.out", TORCH_FN(sub_out));
-  m.impl("mul.Tensor", TORCH_FN(mul));
-  m.impl("mul_.Tensor", TORCH_FN(mul_));
-  m.impl("mul.out", TORCH_FN(mul_out));
+  m.impl("mul.Tensor", TORCH_FN(mul_with_complex));
+  m.impl("mul_.Tensor", TORCH_FN(mul_with_complex_));
+  m.impl("mul.out", TORCH_FN(mul_with_complex_out));
   m.impl("div.Tensor", TORCH_FN(div));
   m.impl("div_.Tensor", TORCH_FN(div_));
   m.impl("div.out", TORCH_FN(div_out));

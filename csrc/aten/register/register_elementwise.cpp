@@ -211,12 +211,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Clamping by scalars takes an out= of the result dtype only; by tensors, any it casts to.
   pointwise(m, {"clamp_min", "clamp_min_", "clamp_min.out"},
             exact_out(binary(Op::ClampMin, R::Common, kNumbers)));
+  // By tensors, bool too (as the CPU: or / and); by scalars the CPU refuses bool.
   pointwise(m, {"clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"},
-            binary(Op::ClampMin, R::Common, kNumbers));
+            binary(Op::ClampMin, R::Common, kAllTypes));
   pointwise(m, {"clamp_max", "clamp_max_", "clamp_max.out"},
             exact_out(binary(Op::ClampMax, R::Common, kNumbers)));
   pointwise(m, {"clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"},
-            binary(Op::ClampMax, R::Common, kNumbers));
+            binary(Op::ClampMax, R::Common, kAllTypes));
   pointwise(m, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out"},
             binary(Op::LerpScalar, R::Common, kFloats));
 

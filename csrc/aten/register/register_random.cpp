@@ -22,6 +22,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("randperm.generator_out", TORCH_FN(randperm_generator_out));
   m.impl("exponential_", TORCH_FN(exponential_));
   m.impl("geometric_", TORCH_FN(geometric_));
+  m.impl("cauchy_", TORCH_FN(cauchy_));
+  m.impl("log_normal_", TORCH_FN(log_normal_));
 
   m.impl("normal.Tensor_float", TORCH_FN(normal_tensor_float));
   m.impl("normal.Tensor_float_out", TORCH_FN(normal_tensor_float_out));

@@ -70,6 +70,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logsumexp", TORCH_FN(logsumexp));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
   m.impl("hash_tensor.out", TORCH_FN(hash_tensor_out));
+  m.impl("_logcumsumexp", TORCH_FN(logcumsumexp));
+  m.impl("_logcumsumexp.out", TORCH_FN(logcumsumexp_out));
   // Composed of native ops: nansum (nanmean's sum), count_nonzero over dims, aminmax.
   m.impl("nansum", TORCH_FN(nansum));
   m.impl("nansum.out", TORCH_FN(nansum_out));

@@ -224,6 +224,16 @@ void exponential(const TensorView& dst, uint64_t seed, uint64_t offset, double l
   });
 }
 
+void cauchy(const TensorView& dst, uint64_t seed, uint64_t offset, double median, double sigma) {
+  visit_floating_dtype(dst.dtype, "cauchy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for_each_indexed<1>({&dst}, seed, offset, [&](BlockCache& cache, auto& ptrs, uint64_t i) {
+      const double u = unit_float(cache.draw32(i));
+      element<T>(ptrs[0]) = cast_value<T>(median + sigma * std::tan(M_PI * (u - 0.5)));
+    });
+  });
+}
+
 void geometric(const TensorView& dst, uint64_t seed, uint64_t offset, double p) {
   const double log_failure = std::log1p(-p);
   visit_dtype(dst.dtype, [&](auto tag) {

@@ -47,6 +47,10 @@ void random_permutation(const TensorView& dst, uint64_t seed, uint64_t offset);
 // dst[i] = -log(1 - u_i) / lambda (u_i 32-bit uniform in [0, 1)); floating dst.
 void exponential(const TensorView& dst, uint64_t seed, uint64_t offset, double lambda);
 
+// dst[i] = median + sigma * tan(pi * (u_i - 1/2)) (u_i 32-bit uniform in [0, 1)), computed in
+// double and rounded once; floating dst.
+void cauchy(const TensorView& dst, uint64_t seed, uint64_t offset, double median, double sigma);
+
 // dst[i] = the number of Bernoulli(p) trials up to the first success, ceil(log(1 - u_i) /
 // log(1 - p)) (at least 1; u_i 32-bit uniform in [0, 1)), for 0 < p < 1; any numeric dst.
 void geometric(const TensorView& dst, uint64_t seed, uint64_t offset, double p);

@@ -2,8 +2,12 @@
 // `dim` is outer in memory, each step along it reads and writes a contiguous row.
 #include "kernels/reduce/scan.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/core/element_types.h"
@@ -12,6 +16,40 @@
 
 namespace openneuron::kernels {
 namespace {
+
+// log(e^x + e^running) as the CPU's logcumsumexp steps: NaN propagates, and equal infinities
+// (the identity -inf included) are kept rather than turned into NaN.
+template <typename Acc>
+Acc log_add_exp(Acc x, Acc running) {
+  if constexpr (std::is_floating_point_v<Acc>) {
+    const Acc low = std::isnan(running) ? running : std::min(x, running);
+    const Acc high = std::isnan(running) ? running : std::max(x, running);
+    if (low != high || std::isfinite(low)) return std::log1p(std::exp(low - high)) + high;
+    return x;
+  } else {
+    throw std::invalid_argument("openneuron kernels: logcumsumexp needs a floating dtype");
+  }
+}
+
+template <typename Acc>
+Acc scan_step(ScanOp op, Acc running, Acc v) {
+  switch (op) {
+    case ScanOp::Sum:
+      return running + v;
+    case ScanOp::Prod:
+      return running * v;
+    default:
+      return log_add_exp(v, running);
+  }
+}
+
+template <typename Acc>
+Acc scan_identity(ScanOp op) {
+  if (op == ScanOp::Sum) return Acc{0};
+  if (op == ScanOp::Prod) return Acc{1};
+  if constexpr (std::is_floating_point_v<Acc>) return -std::numeric_limits<Acc>::infinity();
+  return Acc{0};
+}
 
 template <typename Acc, typename In, typename Out>
 void scan_typed(ScanOp op, const TensorView& out, const TensorView& in, int dim) {
@@ -29,7 +67,7 @@ void scan_typed(ScanOp op, const TensorView& out, const TensorView& in, int dim)
                     Out* dst = reinterpret_cast<Out*>(row.ptrs[1]);
                     const int64_t src_lane = row.strides[0] / static_cast<int64_t>(sizeof(In));
                     const int64_t dst_lane = row.strides[1] / static_cast<int64_t>(sizeof(Out));
-                    const Acc identity = op == ScanOp::Sum ? Acc{0} : Acc{1};
+                    const Acc identity = scan_identity<Acc>(op);
                     if (n == 1 || std::llabs(in_step) < std::llabs(src_lane)) {
                       // Lines are contiguous-ish: scan each line in turn.
                       for (int64_t lane = 0; lane < n; ++lane) {
@@ -38,7 +76,7 @@ void scan_typed(ScanOp op, const TensorView& out, const TensorView& in, int dim)
                         Out* o = dst + lane * dst_lane;
                         for (int64_t i = 0; i < length; ++i) {
                           const Acc v = cast_value<Acc>(load_value(&s[i * in_step]));
-                          acc = op == ScanOp::Sum ? acc + v : acc * v;
+                          acc = scan_step(op, acc, v);
                           o[i * out_step] = cast_value<Out>(acc);
                         }
                       }
@@ -55,7 +93,8 @@ void scan_typed(ScanOp op, const TensorView& out, const TensorView& in, int dim)
                         }
                       } else {
                         for (int64_t lane = 0; lane < n; ++lane) {
-                          running[lane] *= cast_value<Acc>(load_value(&s[lane * src_lane]));
+                          running[lane] = scan_step(
+                              op, running[lane], cast_value<Acc>(load_value(&s[lane * src_lane])));
                           o[lane * dst_lane] = cast_value<Out>(running[lane]);
                         }
                       }

@@ -15,6 +15,7 @@
 #include "kernels/core/element_types.h"
 #include "kernels/core/row_io.h"
 #include "kernels/core/strided_loop.h"
+#include "kernels/pointwise/cast.h"
 #include "kernels/runtime/parallel.h"
 
 namespace openneuron::kernels {
@@ -538,10 +539,54 @@ void scatter_typed(ScatterReduce op, bool include_self, const TensorView& self, 
 
 }  // namespace
 
+// A dense fp32 copy of `view` (its sizes, row-major strides) held by `storage`.
+TensorView widened_copy(const TensorView& view, std::vector<float>* storage) {
+  storage->resize(static_cast<size_t>(view.numel()));
+  TensorView wide = view;
+  wide.dtype = DType::Float32;
+  wide.data = storage->data();
+  int64_t step = 1;
+  for (int d = view.ndim - 1; d >= 0; --d) {
+    wide.strides[d] = step;
+    step *= view.sizes[d];
+  }
+  if (view.numel() > 0) copy(wide, view);
+  return wide;
+}
+
 void scatter(ScatterReduce op, bool include_self, const TensorView& self, int dim,
              const TensorView& index, const TensorView& src, Scalar value) {
   check_index_dtype(index);
   if (index.numel() == 0) return;
+  const bool accumulates =
+      op == ScatterReduce::Add || op == ScatterReduce::Mean || op == ScatterReduce::Prod;
+  if (accumulates && (self.dtype == DType::Float16 || self.dtype == DType::BFloat16)) {
+    // 16-bit sums and products accumulate in fp32 and round once per element, as the CPU's
+    // kernels do (rounding after every contribution drifts by an ulp per few terms).
+    std::vector<float> self_storage, src_storage;
+    const TensorView wide_self = widened_copy(self, &self_storage);
+    TensorView wide_src = src;
+    if (src.data != nullptr) wide_src = widened_copy(src, &src_storage);
+    if (op != ScatterReduce::Mean) {
+      scatter_typed<float>(op, include_self, wide_self, dim, index, wide_src, value);
+      copy(self, wide_self);
+      return;
+    }
+    // Mean: the fp32 sum is rounded to the 16-bit dtype before the division, as on the CPU.
+    std::vector<float> count_storage;
+    const TensorView counts = widened_copy(self, &count_storage);
+    std::fill(count_storage.begin(), count_storage.end(), include_self ? 1.0f : 0.0f);
+    scatter_typed<float>(ScatterReduce::Add, include_self, wide_self, dim, index, wide_src, value);
+    scatter_typed<float>(ScatterReduce::Add, true, counts, dim, index, TensorView{},
+                         Scalar::from_double(1.0));
+    copy(self, wide_self);
+    copy(wide_self, self);
+    for (size_t k = 0; k < self_storage.size(); ++k) {
+      if (count_storage[k] > 1.0f) self_storage[k] /= count_storage[k];
+    }
+    copy(self, wide_self);
+    return;
+  }
   visit_dtype(self.dtype, [&](auto tag) {
     scatter_typed<typename decltype(tag)::type>(op, include_self, self, dim, index, src, value);
   });

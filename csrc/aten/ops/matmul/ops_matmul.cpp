@@ -349,13 +349,18 @@ at::Tensor addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Te
 
 at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
                     const at::Scalar& beta, const at::Scalar& alpha) {
-  // A self of another shape is resized by the CPU's kernel: the host reproduces that.
-  const bool product_shaped = self.dim() == 2 && batch1.dim() == 3 && batch2.dim() == 3 &&
-                              self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2);
-  if (!matmul_is_native({&self, &batch1, &batch2}) || !product_shaped) {
+  if (!matmul_is_native({&self, &batch1, &batch2}) || batch1.dim() != 3 || batch2.dim() != 3) {
     return OPENNEURON_FALLBACK(addbmm_, self, batch1, batch2, beta, alpha);
   }
-  return addbmm_out(self, batch1, batch2, beta, alpha, self);
+  const bool product_shaped =
+      self.dim() == 2 && self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2);
+  if (product_shaped) return addbmm_out(self, batch1, batch2, beta, alpha, self);
+  // A self that only broadcasts to the product is resized to it by the CPU's kernel, after its
+  // old values were read as the broadcast bias: the same here, computed before the resize.
+  const at::Tensor result = bridge::addbmm(self, batch1, batch2, beta, alpha);
+  self.resize_(result.sizes());
+  self.copy_(result);
+  return self;
 }
 
 // ---- addr --------------------------------------------------------------------------------

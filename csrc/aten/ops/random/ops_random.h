@@ -33,6 +33,8 @@ at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> 
 at::Tensor& randperm_generator_out(int64_t n, OptionalGenerator generator, at::Tensor& out);
 at::Tensor& exponential_(at::Tensor& self, double lambd, OptionalGenerator generator);
 at::Tensor& geometric_(at::Tensor& self, double p, OptionalGenerator generator);
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, OptionalGenerator generator);
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, OptionalGenerator generator);
 
 // Normal draws with tensor moments.
 at::Tensor normal_tensor_float(const at::Tensor& mean, double std, OptionalGenerator generator);

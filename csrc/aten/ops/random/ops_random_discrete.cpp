@@ -350,6 +350,37 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, OptionalGenerator gener
   return self;
 }
 
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, OptionalGenerator generator) {
+  if (!is_native_floating(self.scalar_type())) {
+    return OPENNEURON_FALLBACK(cauchy_, self, median, sigma, generator);
+  }
+  OPENNEURON_NATIVE_OP("aten::cauchy_");
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  if (self.numel() == 0) return self;
+  const c10::DeviceGuard guard(self.device());
+  auto [seed, offset] = reserve(generator, self, kernels::random_offset_increment(self.numel()));
+  const kernels::TensorView view = view_of(self);
+  stream_for(self).enqueue("aten::cauchy_", [=, seed = seed, offset = offset] {
+    kernels::cauchy(view, seed, offset, median, sigma);
+  });
+  return self;
+}
+
+// exp of a normal draw: drawn and exponentiated in fp32, rounded once into a 16-bit self.
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, OptionalGenerator generator) {
+  if (!is_native_floating(self.scalar_type())) {
+    return OPENNEURON_FALLBACK(log_normal_, self, mean, std, generator);
+  }
+  OPENNEURON_NATIVE_OP("aten::log_normal_");
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  if (self.numel() == 0) return self;
+  const c10::DeviceGuard guard(self.device());
+  if (self.scalar_type() == at::kFloat) return self.normal_(mean, std, generator).exp_();
+  at::Tensor draws = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+  self.copy_(draws.normal_(mean, std, generator).exp_());
+  return self;
+}
+
 // Any numeric dtype, as the CPU's geometric_ (bool and 64-bit floats stay on the host).
 at::Tensor& geometric_(at::Tensor& self, double p, OptionalGenerator generator) {
   const at::ScalarType dtype = self.scalar_type();

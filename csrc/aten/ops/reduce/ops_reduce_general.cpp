@@ -711,4 +711,25 @@ OPENNEURON_SCANS(cumsum, kernels::ScanOp::Sum)
 OPENNEURON_SCANS(cumprod, kernels::ScanOp::Prod)
 #undef OPENNEURON_SCANS
 
+// logcumsumexp's kernel: floats only, as the CPU's (which accumulates fp32 in double too).
+at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  if (!native_float_input(self) || out.scalar_type() != self.scalar_type()) {
+    return OPENNEURON_FALLBACK(_logcumsumexp_out, self, dim, out);
+  }
+  OPENNEURON_NATIVE_OP("aten::_logcumsumexp.out");
+  const c10::DeviceGuard guard(check_same_device("logcumsumexp", {&self, &out}));
+  at::maybe_wrap_dim(dim, self.dim());
+  at::native::resize_output(out, self.sizes());
+  const at::Tensor source = out.is_alias_of(self) ? self.clone() : self;
+  launch_scan("aten::logcumsumexp", kernels::ScanOp::LogSumExp, source, dim, out);
+  return out;
+}
+
+at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
+  if (!native_float_input(self)) return OPENNEURON_FALLBACK(_logcumsumexp, self, dim);
+  OPENNEURON_NATIVE_OP("aten::_logcumsumexp");
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  return logcumsumexp_out(self, dim, out);
+}
+
 }  // namespace openneuron::bridge

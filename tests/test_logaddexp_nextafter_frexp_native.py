@@ -1,6 +1,6 @@
-"""logaddexp, logaddexp2 and nextafter on the device: values against the CPU (nextafter bit for
-bit, in each dtype's own format), the infinities and NaN, gradients, and the CPU's refusals of
-integer inputs, with no op on the host fallback for floating inputs.
+"""logaddexp, logaddexp2, nextafter and frexp on the device: values against the CPU (nextafter
+and frexp bit for bit, nextafter in each dtype's own format), the infinities and NaN, gradients,
+and the CPU's refusals, with no op on the host fallback for floating inputs.
 """
 
 import pytest
@@ -83,3 +83,42 @@ def test_a_wrong_nextafter_is_caught():
 
     with kernel_replaced("nextafter", float32_step), pytest.raises(AssertionError):
         test_nextafter_steps_in_each_dtypes_own_format(torch.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_frexp_matches_cpu(dtype):
+    a, _ = operands(dtype)
+    a[1, :3] = torch.tensor([torch.finfo(dtype).tiny / 4, torch.finfo(dtype).max, -3.0])
+    d = a.to(DEVICE)
+    openneuron.clear_op_tracking()
+    mantissa, exponent = torch.frexp(d[:, ::2])
+    assert openneuron.get_fallback_ops() == {}
+    want = torch.frexp(a[:, ::2])
+    assert mantissa.dtype == dtype and exponent.dtype == torch.int32
+    torch.testing.assert_close(mantissa.cpu(), want.mantissa, rtol=0, atol=0, equal_nan=True)
+    finite = want.mantissa.isfinite()
+    assert torch.equal(exponent.cpu()[finite], want.exponent[finite])
+    with pytest.raises(RuntimeError, match="expects exponent to have int dtype"):
+        torch.frexp(d, out=(torch.empty_like(d), torch.empty(0, dtype=torch.long, device=DEVICE)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_logcumsumexp_matches_cpu(dtype):
+    a, _ = operands(dtype)
+    a = a / 10
+    a[2, :4] = torch.tensor([-INF, -INF, 1.0, INF])
+    d = a.to(DEVICE).requires_grad_()
+    c = a.clone().requires_grad_()
+    openneuron.clear_op_tracking()
+    for dim in (0, 1):
+        got, want = torch.logcumsumexp(d, dim), torch.logcumsumexp(c, dim)
+        tol = dict(rtol=2e-6, atol=2e-6) if dtype == torch.float32 else {}
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), equal_nan=True, **tol)
+    out = torch.empty(0, dtype=dtype, device=DEVICE)
+    torch.logcumsumexp(d.detach().t(), 1, out=out)
+    torch.testing.assert_close(out.cpu(), torch.logcumsumexp(a.t(), 1), equal_nan=True, **tol)
+    finite = d[3:], c[3:]
+    torch.logcumsumexp(finite[0], 1).sum().backward()
+    torch.logcumsumexp(finite[1], 1).sum().backward()
+    assert openneuron.get_fallback_ops() == {}
+    torch.testing.assert_close(d.grad.cpu(), c.grad, **(tol or dict(rtol=2e-2, atol=2e-2)))
