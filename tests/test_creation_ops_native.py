@@ -1,6 +1,7 @@
 """Creation ops on the device: torch.eye at the float8 formats (written as the format's bits),
-tril_indices/triu_indices and storage-less zero tensors, equal to the CPU's, with no op on the
-host fallback.
+tril_indices/triu_indices and storage-less zero tensors; Tensor.unfold's gradient and
+nn.functional.unfold/fold (im2col/col2im), which gather and scatter windows. Equal to the CPU's,
+with no op on the host fallback.
 """
 
 import pytest
@@ -50,3 +51,47 @@ def test_efficient_zero_tensors_are_made_on_the_device():
     assert torch.equal(x.grad.cpu(), torch.zeros(4, 5))
     assert torch._is_zerotensor(zero) and zero.device.type == "neuron"
     assert torch.equal((zero + torch.ones(2, 3, device="neuron")).cpu(), torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("size,step", [(3, 1), (2, 2), (2, 3), (4, 2)])
+def test_unfold_gradient_sums_overlapping_windows_as_the_cpu(dtype, size, step):
+    torch.manual_seed(3)
+    x = torch.randn(4, 9, 5).to(dtype)
+    dev = x.to("neuron").requires_grad_()
+    cpu = x.clone().requires_grad_()
+    weights = torch.randn(dev.unfold(1, size, step).shape).to(dtype)
+    openneuron.clear_op_tracking()
+    (dev.unfold(1, size, step) * weights.to("neuron")).sum().backward()
+    (cpu.unfold(1, size, step) * weights).sum().backward()
+    assert openneuron.get_fallback_ops() == {}
+    tol = {} if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(dev.grad.cpu(), cpu.grad, **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize(
+    "kernel,dilation,padding,stride", [(3, 1, 0, 1), ((2, 3), (2, 1), (1, 2), (2, 1)), (2, 1, 1, 2)]
+)
+def test_unfold_and_fold_match_cpu(dtype, kernel, dilation, padding, stride):
+    torch.manual_seed(6)
+    x = torch.randn(2, 3, 7, 8).to(dtype)
+    args = dict(kernel_size=kernel, dilation=dilation, padding=padding, stride=stride)
+    dev = x.to("neuron").requires_grad_()
+    cpu = x.clone().requires_grad_()
+    openneuron.clear_op_tracking()
+    got = torch.nn.functional.unfold(dev, **args)
+    want = torch.nn.functional.unfold(cpu, **args)
+    weights = torch.randn(want.shape).to(dtype)
+    (got * weights.to("neuron")).sum().backward()  # the gradient of unfold is fold
+    (want * weights).sum().backward()
+    folded = torch.nn.functional.fold(got.detach()[0], (7, 8), **args)  # unbatched
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(got.detach().cpu(), want.detach())
+    tol = {} if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(dev.grad.cpu(), cpu.grad, **tol)
+    torch.testing.assert_close(
+        folded.cpu(), torch.nn.functional.fold(want.detach()[0], (7, 8), **args), **tol
+    )
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.unfold(dev.detach(), kernel_size=20)

@@ -76,7 +76,7 @@ at::Tensor& mul_with_complex_out(const at::Tensor& self, const at::Tensor& other
     at::view_as_real(out).mul_(pair_factor(factor));
     return out;
   }
-  at::native::resize_output(out, at::infer_size(complex.sizes(), factor.sizes()));
+  resize_elementwise_out(out, at::infer_size(complex.sizes(), factor.sizes()), {&complex, &factor});
   at::Tensor pairs = at::view_as_real(out);
   at::mul_out(pairs, at::view_as_real(complex), pair_factor(factor));
   return out;
@@ -98,7 +98,8 @@ at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tens
   }
   OPENNEURON_NATIVE_OP("aten::complex.out");
   const c10::DeviceGuard guard(check_same_device("complex.out", {&real, &imag, &out}));
-  at::native::resize_output(out, at::infer_size(real.sizes(), imag.sizes()));
+  // Laid out as TensorIterator lays out a fresh output: following the inputs' strides.
+  resize_elementwise_out(out, at::infer_size(real.sizes(), imag.sizes()), {&real, &imag});
   const at::Tensor pairs = at::view_as_real(out);
   pairs.select(-1, 0).copy_(real);
   pairs.select(-1, 1).copy_(imag);

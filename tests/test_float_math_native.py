@@ -1,6 +1,6 @@
-"""logaddexp, logaddexp2, nextafter and frexp on the device: values against the CPU (nextafter
-and frexp bit for bit, nextafter in each dtype's own format), the infinities and NaN, gradients,
-and the CPU's refusals, with no op on the host fallback for floating inputs.
+"""Float math on the device: logaddexp/logaddexp2 and logcumsumexp, nextafter (bit for bit,
+each dtype in its own format), frexp, renorm. Values and gradients against the CPU, the
+infinities and NaN, the CPU's refusals, and no op on the host fallback for float inputs.
 """
 
 import pytest
@@ -122,3 +122,28 @@ def test_logcumsumexp_matches_cpu(dtype):
     torch.logcumsumexp(finite[1], 1).sum().backward()
     assert openneuron.get_fallback_ops() == {}
     torch.testing.assert_close(d.grad.cpu(), c.grad, **(tol or dict(rtol=2e-2, atol=2e-2)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("p", [1, 2, 3.5])
+def test_renorm_matches_cpu(dtype, p):
+    torch.manual_seed(4)
+    x = (torch.randn(4, 6, 3) * 3).to(dtype)
+    dev = x.to(DEVICE).requires_grad_()
+    cpu = x.clone().requires_grad_()
+    openneuron.clear_op_tracking()
+    got, want = torch.renorm(dev, p, 1, 5.0), torch.renorm(cpu, p, 1, 5.0)
+    in_place = dev.detach().clone().renorm_(p, 0, 2.0)
+    assert openneuron.get_fallback_ops() == {}
+    got.sum().backward()
+    want.sum().backward()
+    # PyTorch's renorm gradient computes fp32 inputs in float64 on every device but CUDA, and
+    # float64 runs on the host by design; 16-bit inputs take fp32 there.
+    if dtype != torch.float32:
+        assert openneuron.get_fallback_ops() == {}
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), **tol)
+    torch.testing.assert_close(in_place.cpu(), x.clone().renorm_(p, 0, 2.0), **tol)
+    torch.testing.assert_close(dev.grad.cpu(), cpu.grad, **tol)
+    with pytest.raises(RuntimeError, match="non-positive-norm not supported"):
+        torch.renorm(dev.detach(), -1, 0, 1.0)
