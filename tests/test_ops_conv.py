@@ -191,3 +191,111 @@ def test_max_pool2d_large_planes():
     # The CNN's pooling shape: many planes, split across threads.
     torch.manual_seed(7)
     compare_max_pool(torch.randn(64, 32, 32, 32), kernel_size=2)
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv", "transposed"])
+@pytest.mark.parametrize("spatial", [1, 2])
+@pytest.mark.parametrize(
+    "stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 2), (1, 2, 2, 1), (3, 1, 2, 2)]
+)
+def test_int64_convolution_matches_cpu_exactly(
+    transposed, spatial, stride, padding, dilation, groups
+):
+    # The CPU convolves int64 exactly (wrapping on overflow); so does the device.
+    torch.manual_seed(9)
+    sizes = (2, 4) + (9,) * spatial
+    x = torch.randint(-5, 6, sizes)
+    if transposed:
+        w = torch.randint(-3, 4, (4, 6 // groups) + (3,) * spatial)
+        op = (
+            torch.nn.functional.conv_transpose1d
+            if spatial == 1
+            else torch.nn.functional.conv_transpose2d
+        )
+        extra = dict(output_padding=stride - 1 if stride > 1 else 0)
+    else:
+        w = torch.randint(-3, 4, (6, 4 // groups) + (3,) * spatial)
+        op = torch.nn.functional.conv1d if spatial == 1 else torch.nn.functional.conv2d
+        extra = {}
+    bias = torch.randint(-10, 10, (6,))
+    args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, **extra)
+    openneuron.clear_op_tracking()
+    got = op(x.to("neuron"), w.to("neuron"), bias.to("neuron"), **args)
+    assert openneuron.get_fallback_ops() == {}
+    want = op(x, w, bias, **args)
+    assert got.dtype == torch.int64 and torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64], ids=str
+)
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation,ceil_mode",
+    [
+        (2, 2, 0, 1, False),
+        (3, 1, 1, 1, False),
+        (3, 2, 1, 2, True),
+        ((2, 3), (1, 2), (1, 0), 1, True),
+    ],
+)
+def test_integer_max_pool2d_matches_cpu(dtype, kernel, stride, padding, dilation, ceil_mode):
+    # Values from a few levels (ties everywhere) and the dtype's minimum next to the padding:
+    # the index must be the first unpadded maximum, as on the CPU.
+    torch.manual_seed(8)
+    info = torch.iinfo(dtype)
+    x = torch.randint(0, 3, (2, 3, 7, 8)).to(dtype)
+    x[0, 0] = info.min
+    args = dict(
+        kernel_size=kernel,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        ceil_mode=ceil_mode,
+        return_indices=True,
+    )
+    openneuron.clear_op_tracking()
+    got = F.max_pool2d(x.to("neuron"), **args)
+    got_unbatched = F.max_pool2d(x[1].to("neuron"), **args)
+    channels_last = F.max_pool2d(
+        x.to("neuron").contiguous(memory_format=torch.channels_last), **args
+    )
+    assert openneuron.get_fallback_ops() == {}
+    want = F.max_pool2d(x, **args)
+    for result, expected in [
+        (got, want),
+        (got_unbatched, F.max_pool2d(x[1], **args)),
+        (channels_last, want),
+    ]:
+        assert torch.equal(result[0].cpu(), expected[0])
+        assert torch.equal(result[1].cpu(), expected[1])
+    assert channels_last[0].is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize(
+    "kernel,stride,padding,ceil_mode,count_include_pad,divisor",
+    [
+        (2, 2, 0, False, True, None),
+        (3, 2, 1, True, True, None),
+        (3, 2, 1, True, False, None),
+        ((2, 3), 1, (1, 1), False, True, 5),
+    ],
+)
+def test_int64_avg_pool2d_truncates_as_the_cpu(
+    kernel, stride, padding, ceil_mode, count_include_pad, divisor
+):
+    torch.manual_seed(10)
+    x = torch.randint(-50, 50, (2, 3, 7, 8))
+    args = dict(
+        kernel_size=kernel,
+        stride=stride,
+        padding=padding,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+        divisor_override=divisor,
+    )
+    openneuron.clear_op_tracking()
+    got = F.avg_pool2d(x.to("neuron"), **args)
+    unbatched = F.avg_pool2d(x[0].to("neuron"), **args)
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(got.cpu(), F.avg_pool2d(x, **args))
+    assert torch.equal(unbatched.cpu(), F.avg_pool2d(x[0], **args))

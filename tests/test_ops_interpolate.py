@@ -212,3 +212,21 @@ def test_comparison_catches_a_wrong_kernel():
         with pytest.raises(AssertionError):
             compare(fn, x)
     compare(fn, x)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize(
+    "shape,size", [((2, 3, 7), 11), ((2, 3, 5, 6), (9, 4)), ((1, 2, 3, 4, 5), (5, 3, 7))]
+)
+def test_nearest_modes_of_uint8_images_match_cpu(mode, shape, size):
+    # The CPU resizes uint8 images with the nearest modes; the device copies the same elements.
+    torch.manual_seed(2)
+    x = torch.randint(0, 256, shape, dtype=torch.uint8)
+    if len(shape) == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
+    openneuron.clear_op_tracking()
+    got = torch.nn.functional.interpolate(x.to("neuron"), size=size, mode=mode)
+    assert openneuron.get_fallback_ops() == {}
+    want = torch.nn.functional.interpolate(x, size=size, mode=mode)
+    assert got.dtype == torch.uint8 and torch.equal(got.cpu(), want)
+    assert got.stride() == want.stride()

@@ -1,5 +1,5 @@
 """A training script with known problems: it hard-codes "cuda" and calls torch.cuda.*, uses
-float64, runs an op with no native kernel (aten::logcumsumexp), has a custom autograd Function,
+float64, runs an op with no native kernel (aten::linalg_matrix_exp), has a custom autograd Function,
 and has a layer that is deliberately wrong on the accelerator (`DriftingScale`), so the check
 must report that layer as the first divergent module."""
 
@@ -38,7 +38,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         h = self.act(self.inp(x))
-        h = torch.logcumsumexp(h, dim=1) * 0.1
+        h = h @ torch.linalg.matrix_exp(torch.zeros(32, 32, device=h.device)) * 0.1
         h = Square.apply(h)
         return self.out(self.scale(h))
 

@@ -228,30 +228,32 @@ void with_order(bool descending, Fn&& fn) {
   }
 }
 
-// Loads line `line` of `in` as (value, index) pairs.
-template <typename T>
-void load_pairs(const Lines& lines, const TensorView& in, int64_t line,
-                std::vector<std::pair<CompareType<T>, int64_t>>* items, int64_t off[3]) {
-  line_offsets(lines, line, off);
-  const T* src = static_cast<const T*>(in.data) + off[2];
-  for (int64_t i = 0; i < lines.length; ++i) {
-    (*items)[i] = {comparable(load_value(&src[i * lines.steps[2]])), i};
-  }
-}
-
-// Writes the first n pairs' elements (read back from in, so bits such as NaN payloads and
-// -0.0 survive) and indices.
-template <typename T>
-void store_pairs(const Lines& lines, const TensorView& values, const TensorView& indices,
-                 const TensorView& in, const std::vector<std::pair<CompareType<T>, int64_t>>& items,
-                 int64_t n, const int64_t off[3]) {
-  const T* src = static_cast<const T*>(in.data) + off[2];
-  T* value_out = static_cast<T*>(values.data) + off[0];
-  int64_t* index_out = static_cast<int64_t*>(indices.data) + off[1];
-  for (int64_t i = 0; i < n; ++i) {
-    value_out[i * lines.steps[0]] = load_value(&src[items[i].second * lines.steps[2]]);
-    index_out[i * lines.steps[1]] = items[i].second;
-  }
+// For every line of `in` in parallel: its (value, index) pairs, rearranged by
+// arrange(pairs), which returns how many of them to write out; those are written as elements
+// (read back from in, so NaN payloads and -0.0 survive) and indices.
+template <typename T, typename Arrange>
+void rearrange_lines(const TensorView& values, const TensorView& indices, const TensorView& in,
+                     int dim, Arrange arrange) {
+  const Lines lines = make_lines(values, indices, in, dim);
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(lines.length, 1));
+  parallel_for(0, lines.count, grain, [&](int64_t begin, int64_t end) {
+    std::vector<std::pair<CompareType<T>, int64_t>> items(static_cast<size_t>(lines.length));
+    for (int64_t line = begin; line < end; ++line) {
+      int64_t off[3];
+      line_offsets(lines, line, off);
+      const T* src = static_cast<const T*>(in.data) + off[2];
+      for (int64_t i = 0; i < lines.length; ++i) {
+        items[i] = {comparable(load_value(&src[i * lines.steps[2]])), i};
+      }
+      const int64_t n = arrange(items);
+      T* value_out = static_cast<T*>(values.data) + off[0];
+      int64_t* index_out = static_cast<int64_t*>(indices.data) + off[1];
+      for (int64_t i = 0; i < n; ++i) {
+        value_out[i * lines.steps[0]] = load_value(&src[items[i].second * lines.steps[2]]);
+        index_out[i * lines.steps[1]] = items[i].second;
+      }
+    }
+  });
 }
 
 // The CPU's unstable sort of bool, 8- and 16-bit lines: introsort over (value, index) pairs.
@@ -259,16 +261,9 @@ template <typename T>
 void sort_unstable_typed(const TensorView& values, const TensorView& indices, const TensorView& in,
                          int dim, bool descending) {
   using V = CompareType<T>;
-  const Lines lines = make_lines(values, indices, in, dim);
-  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(lines.length, 1));
-  parallel_for(0, lines.count, grain, [&](int64_t begin, int64_t end) {
-    std::vector<std::pair<V, int64_t>> items(static_cast<size_t>(lines.length));
-    for (int64_t line = begin; line < end; ++line) {
-      int64_t off[3];
-      load_pairs<T>(lines, in, line, &items, off);
-      with_order<V>(descending, [&](auto order) { std::sort(items.begin(), items.end(), order); });
-      store_pairs<T>(lines, values, indices, in, items, lines.length, off);
-    }
+  rearrange_lines<T>(values, indices, in, dim, [&](auto& items) {
+    with_order<V>(descending, [&](auto order) { std::sort(items.begin(), items.end(), order); });
+    return static_cast<int64_t>(items.size());
   });
 }
 
@@ -276,23 +271,16 @@ template <typename T>
 void topk_typed(const TensorView& values, const TensorView& indices, const TensorView& in, int dim,
                 int64_t k, bool largest, bool sorted) {
   using V = CompareType<T>;
-  const Lines lines = make_lines(values, indices, in, dim);
-  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(lines.length, 1));
-  parallel_for(0, lines.count, grain, [&](int64_t begin, int64_t end) {
-    std::vector<std::pair<V, int64_t>> items(static_cast<size_t>(lines.length));
-    for (int64_t line = begin; line < end; ++line) {
-      int64_t off[3];
-      load_pairs<T>(lines, in, line, &items, off);
-      with_order<V>(largest, [&](auto order) {
-        if (k * 64 <= lines.length) {
-          std::partial_sort(items.begin(), items.begin() + k, items.end(), order);
-          return;
-        }
-        std::nth_element(items.begin(), items.begin() + k - 1, items.end(), order);
-        if (sorted) std::sort(items.begin(), items.begin() + k - 1, order);
-      });
-      store_pairs<T>(lines, values, indices, in, items, k, off);
-    }
+  rearrange_lines<T>(values, indices, in, dim, [&](auto& items) {
+    with_order<V>(largest, [&](auto order) {
+      if (k * 64 <= static_cast<int64_t>(items.size())) {
+        std::partial_sort(items.begin(), items.begin() + k, items.end(), order);
+        return;
+      }
+      std::nth_element(items.begin(), items.begin() + k - 1, items.end(), order);
+      if (sorted) std::sort(items.begin(), items.begin() + k - 1, order);
+    });
+    return k;
   });
 }
 

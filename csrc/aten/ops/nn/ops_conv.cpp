@@ -1,7 +1,7 @@
 // Convolution on the device: at::_convolution picks the "overrideable" backend for
 // PrivateUse1 tensors, so conv1d/2d/3d and conv_transpose1d/2d/3d arrive here (at::_convolution
-// has checked the shapes). float64 and integer convolutions run on the host (counted as
-// fallbacks).
+// has checked the shapes). int64 1-D/2-D convolutions take ops_conv_integer.cpp; float64, the
+// other integer cases and 3-D int64 run on the host (counted as fallbacks).
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
@@ -107,6 +107,11 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const at::Tensor* bias_ptr = nn::opt(bias);
   const c10::Device device =
       nn::check_device("aten::convolution_overrideable", {&input, &weight, bias_ptr});
+  if (integer_convolution_supported(input, weight, bias_ptr, transposed, stride, output_padding,
+                                    groups)) {
+    return integer_convolution(input, weight, bias_ptr, transposed, stride, padding, dilation,
+                               output_padding, groups);
+  }
   if (!conv_is_native(input, weight, bias_ptr, transposed, stride, output_padding)) {
     return host_convolution(input, weight, bias, stride, padding, dilation, transposed,
                             output_padding, groups);

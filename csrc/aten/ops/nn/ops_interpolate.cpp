@@ -167,22 +167,38 @@ constexpr Upsample kBicubic2dBackward{"aten::upsample_bicubic2d_backward", 2, fa
 
 }  // namespace
 
+namespace {
+
+// Nearest-neighbour modes copy elements, so uint8 (which the CPU takes for them) runs through
+// the fp32 kernel exactly: 0-255 survive the round trip.
+bool nearest_dtype(const at::Tensor& t) {
+  return nn::is_nn_dtype(t.scalar_type()) || t.scalar_type() == at::kByte;
+}
+
+at::Tensor nearest_forward(const Upsample& up, const at::Tensor& self, at::IntArrayRef output_size,
+                           const kernels::InterpolateParams& params) {
+  if (self.scalar_type() != at::kByte) return forward(up, self, output_size, params);
+  return forward(up, self.to(at::kFloat), output_size, params).to(at::kByte);
+}
+
+}  // namespace
+
 // Each op below: float64 (not a NeuronCore type) goes to the host fallback, into a result of
 // the meta kernel's layout; fp32/bf16/fp16 run the kernel. The .out forms compute, then copy.
 
 at::Tensor upsample_nearest1d(const at::Tensor& self, at::IntArrayRef output_size, Scale scales) {
-  if (!nn::is_nn_dtype(self.scalar_type())) {
+  if (!nearest_dtype(self)) {
     at::Tensor out = forward_result_for_fallback(kNearest1d, self, output_size);
     return OPENNEURON_FALLBACK(upsample_nearest1d_out, self, output_size, scales, out);
   }
   OPENNEURON_NATIVE_OP("aten::upsample_nearest1d");
-  return forward(kNearest1d, self, output_size,
-                 params_of(InterpolateMode::Nearest, false, {scales}));
+  return nearest_forward(kNearest1d, self, output_size,
+                         params_of(InterpolateMode::Nearest, false, {scales}));
 }
 
 at::Tensor& upsample_nearest1d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                    Scale scales, at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  if (!nearest_dtype(self) || out.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(upsample_nearest1d_out, self, output_size, scales, out);
   }
   OPENNEURON_NATIVE_OP("aten::upsample_nearest1d.out");
@@ -218,18 +234,18 @@ at::Tensor& upsample_nearest1d_backward_out(const at::Tensor& grad_output,
 
 at::Tensor upsample_nearest2d(const at::Tensor& self, at::IntArrayRef output_size, Scale scales_h,
                               Scale scales_w) {
-  if (!nn::is_nn_dtype(self.scalar_type())) {
+  if (!nearest_dtype(self)) {
     at::Tensor out = forward_result_for_fallback(kNearest2d, self, output_size);
     return OPENNEURON_FALLBACK(upsample_nearest2d_out, self, output_size, scales_h, scales_w, out);
   }
   OPENNEURON_NATIVE_OP("aten::upsample_nearest2d");
-  return forward(kNearest2d, self, output_size,
-                 params_of(InterpolateMode::Nearest, false, {scales_h, scales_w}));
+  return nearest_forward(kNearest2d, self, output_size,
+                         params_of(InterpolateMode::Nearest, false, {scales_h, scales_w}));
 }
 
 at::Tensor& upsample_nearest2d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                    Scale scales_h, Scale scales_w, at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  if (!nearest_dtype(self) || out.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(upsample_nearest2d_out, self, output_size, scales_h, scales_w, out);
   }
   OPENNEURON_NATIVE_OP("aten::upsample_nearest2d.out");
@@ -266,20 +282,21 @@ at::Tensor& upsample_nearest2d_backward_out(const at::Tensor& grad_output,
 
 at::Tensor upsample_nearest3d(const at::Tensor& self, at::IntArrayRef output_size, Scale scales_d,
                               Scale scales_h, Scale scales_w) {
-  if (!nn::is_nn_dtype(self.scalar_type())) {
+  if (!nearest_dtype(self)) {
     at::Tensor out = forward_result_for_fallback(kNearest3d, self, output_size);
     return OPENNEURON_FALLBACK(upsample_nearest3d_out, self, output_size, scales_d, scales_h,
                                scales_w, out);
   }
   OPENNEURON_NATIVE_OP("aten::upsample_nearest3d");
-  return forward(kNearest3d, self, output_size,
-                 params_of(InterpolateMode::Nearest, false, {scales_d, scales_h, scales_w}));
+  return nearest_forward(
+      kNearest3d, self, output_size,
+      params_of(InterpolateMode::Nearest, false, {scales_d, scales_h, scales_w}));
 }
 
 at::Tensor& upsample_nearest3d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                    Scale scales_d, Scale scales_h, Scale scales_w,
                                    at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  if (!nearest_dtype(self) || out.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(upsample_nearest3d_out, self, output_size, scales_d, scales_h,
                                scales_w, out);
   }
@@ -320,18 +337,18 @@ at::Tensor& upsample_nearest3d_backward_out(const at::Tensor& grad_output,
 
 at::Tensor upsample_nearest_exact1d(const at::Tensor& self, at::IntArrayRef output_size,
                                     Scale scales) {
-  if (!nn::is_nn_dtype(self.scalar_type())) {
+  if (!nearest_dtype(self)) {
     at::Tensor out = forward_result_for_fallback(kExact1d, self, output_size);
     return OPENNEURON_FALLBACK(_upsample_nearest_exact1d_out, self, output_size, scales, out);
   }
   OPENNEURON_NATIVE_OP("aten::_upsample_nearest_exact1d");
-  return forward(kExact1d, self, output_size,
-                 params_of(InterpolateMode::NearestExact, false, {scales}));
+  return nearest_forward(kExact1d, self, output_size,
+                         params_of(InterpolateMode::NearestExact, false, {scales}));
 }
 
 at::Tensor& upsample_nearest_exact1d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                          Scale scales, at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  if (!nearest_dtype(self) || out.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(_upsample_nearest_exact1d_out, self, output_size, scales, out);
   }
   OPENNEURON_NATIVE_OP("aten::_upsample_nearest_exact1d.out");
@@ -370,19 +387,19 @@ at::Tensor& upsample_nearest_exact1d_backward_out(const at::Tensor& grad_output,
 
 at::Tensor upsample_nearest_exact2d(const at::Tensor& self, at::IntArrayRef output_size,
                                     Scale scales_h, Scale scales_w) {
-  if (!nn::is_nn_dtype(self.scalar_type())) {
+  if (!nearest_dtype(self)) {
     at::Tensor out = forward_result_for_fallback(kExact2d, self, output_size);
     return OPENNEURON_FALLBACK(_upsample_nearest_exact2d_out, self, output_size, scales_h, scales_w,
                                out);
   }
   OPENNEURON_NATIVE_OP("aten::_upsample_nearest_exact2d");
-  return forward(kExact2d, self, output_size,
-                 params_of(InterpolateMode::NearestExact, false, {scales_h, scales_w}));
+  return nearest_forward(kExact2d, self, output_size,
+                         params_of(InterpolateMode::NearestExact, false, {scales_h, scales_w}));
 }
 
 at::Tensor& upsample_nearest_exact2d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                          Scale scales_h, Scale scales_w, at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  if (!nearest_dtype(self) || out.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(_upsample_nearest_exact2d_out, self, output_size, scales_h, scales_w,
                                out);
   }
@@ -423,20 +440,21 @@ at::Tensor& upsample_nearest_exact2d_backward_out(const at::Tensor& grad_output,
 
 at::Tensor upsample_nearest_exact3d(const at::Tensor& self, at::IntArrayRef output_size,
                                     Scale scales_d, Scale scales_h, Scale scales_w) {
-  if (!nn::is_nn_dtype(self.scalar_type())) {
+  if (!nearest_dtype(self)) {
     at::Tensor out = forward_result_for_fallback(kExact3d, self, output_size);
     return OPENNEURON_FALLBACK(_upsample_nearest_exact3d_out, self, output_size, scales_d, scales_h,
                                scales_w, out);
   }
   OPENNEURON_NATIVE_OP("aten::_upsample_nearest_exact3d");
-  return forward(kExact3d, self, output_size,
-                 params_of(InterpolateMode::NearestExact, false, {scales_d, scales_h, scales_w}));
+  return nearest_forward(
+      kExact3d, self, output_size,
+      params_of(InterpolateMode::NearestExact, false, {scales_d, scales_h, scales_w}));
 }
 
 at::Tensor& upsample_nearest_exact3d_out(const at::Tensor& self, at::IntArrayRef output_size,
                                          Scale scales_d, Scale scales_h, Scale scales_w,
                                          at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  if (!nearest_dtype(self) || out.scalar_type() != self.scalar_type()) {
     return OPENNEURON_FALLBACK(_upsample_nearest_exact3d_out, self, output_size, scales_d, scales_h,
                                scales_w, out);
   }

@@ -11,6 +11,24 @@
 namespace openneuron::bridge {
 
 // Convolution (ops_conv.cpp).
+// 2-D max and (int64) average pooling of integer tensors, the output size given
+// (ops_pooling_integer.cpp).
+struct Window;
+std::tuple<at::Tensor, at::Tensor> integer_max_pool2d(const at::Tensor& self, const Window& w,
+                                                      int64_t out_h, int64_t out_w);
+at::Tensor integer_avg_pool2d(const at::Tensor& self, const Window& w, int64_t out_h, int64_t out_w,
+                              bool count_include_pad, std::optional<int64_t> divisor_override);
+
+// int64 convolution, 1-D/2-D, plain and transposed (ops_conv_integer.cpp); supported() says
+// whether the arguments are ones it computes.
+bool integer_convolution_supported(const at::Tensor& input, const at::Tensor& weight,
+                                   const at::Tensor* bias, bool transposed, at::IntArrayRef stride,
+                                   at::IntArrayRef output_padding, int64_t groups);
+at::Tensor integer_convolution(const at::Tensor& input, const at::Tensor& weight,
+                               const at::Tensor* bias, bool transposed, at::IntArrayRef stride,
+                               at::IntArrayRef padding, at::IntArrayRef dilation,
+                               at::IntArrayRef output_padding, int64_t groups);
+
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
                                     at::IntArrayRef padding, at::IntArrayRef dilation,

@@ -11,6 +11,7 @@
 #include "aten/fallback/fallback.h"
 #include "aten/ops/nn/nn_helpers.h"
 #include "aten/ops/nn/ops_nn.h"
+#include "aten/ops/nn/sliding_windows.h"
 #include "kernels/nn/pooling.h"
 
 namespace openneuron::bridge {
@@ -60,6 +61,18 @@ PoolGeometry pool_geometry(const char* name, const at::Tensor& self, at::IntArra
   return g;
 }
 
+// The sliding window a pooling geometry describes.
+Window window_of(const PoolGeometry& g) {
+  Window w;
+  for (int i = 0; i < 2; ++i) {
+    w.kernel[i] = g.params.kernel[i];
+    w.stride[i] = g.params.stride[i];
+    w.padding[i] = g.params.padding[i];
+    w.dilation[i] = g.params.dilation[i];
+  }
+  return w;
+}
+
 std::vector<int64_t> pooled_shape(const at::Tensor& self, int64_t out_h, int64_t out_w) {
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
   shape[shape.size() - 2] = out_h;
@@ -93,6 +106,10 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(
   const c10::Device device = nn::check_device("aten::max_pool2d_with_indices", {&self});
   const PoolGeometry g =
       pool_geometry("max_pool2d", self, kernel_size, stride, padding, dilation, ceil_mode);
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/false) &&
+      is_native_compute_dtype(self.scalar_type())) {
+    return integer_max_pool2d(self, window_of(g), g.out_h, g.out_w);
+  }
   if (!nn::is_nn_dtype(self.scalar_type())) {
     // Allocated at their final shape and layout: the host fallback copies its result into
     // them, keeping their strides (channels_last as the meta kernel gives).
@@ -127,7 +144,10 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(
     const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out,
     at::Tensor& indices) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  const bool integer = at::isIntegralType(self.scalar_type(), /*includeBool=*/false) &&
+                       is_native_compute_dtype(self.scalar_type()) &&
+                       out.scalar_type() == self.scalar_type();
+  if (!nn::all_nn_dtypes({&self, &out}) && !integer) {
     return OPENNEURON_FALLBACK(max_pool2d_with_indices_out, self, kernel_size, stride, padding,
                                dilation, ceil_mode, out, indices);
   }
@@ -191,6 +211,14 @@ at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::I
                       at::IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                       std::optional<int64_t> divisor_override) {
   const c10::Device device = nn::check_device("aten::avg_pool2d", {&self});
+  if (self.scalar_type() == at::kLong) {  // the one integer dtype the CPU averages
+    TORCH_CHECK(!divisor_override.has_value() || *divisor_override != 0,
+                "divisor must be not zero");
+    const PoolGeometry g =
+        pool_geometry("avg_pool2d", self, kernel_size, stride, padding, {}, ceil_mode);
+    return integer_avg_pool2d(self, window_of(g), g.out_h, g.out_w, count_include_pad,
+                              divisor_override);
+  }
   if (!nn::is_nn_dtype(self.scalar_type())) {
     at::Tensor out = at::empty({0}, self.options());
     return OPENNEURON_FALLBACK(avg_pool2d_out, self, kernel_size, stride, padding, ceil_mode,
@@ -216,7 +244,8 @@ at::Tensor& avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size,
                            at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode,
                            bool count_include_pad, std::optional<int64_t> divisor_override,
                            at::Tensor& out) {
-  if (!nn::all_nn_dtypes({&self, &out})) {
+  const bool integer = self.scalar_type() == at::kLong && out.scalar_type() == at::kLong;
+  if (!nn::all_nn_dtypes({&self, &out}) && !integer) {
     return OPENNEURON_FALLBACK(avg_pool2d_out, self, kernel_size, stride, padding, ceil_mode,
                                count_include_pad, divisor_override, out);
   }
