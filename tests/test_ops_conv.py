@@ -299,3 +299,9 @@ def test_int64_avg_pool2d_truncates_as_the_cpu(
     assert openneuron.get_fallback_ops() == {}
     assert torch.equal(got.cpu(), F.avg_pool2d(x, **args))
     assert torch.equal(unbatched.cpu(), F.avg_pool2d(x[0], **args))
+
+
+def test_int64_avg_pool2d_takes_a_negative_divisor_override_as_given():
+    x = torch.randint(-9, 10, (1, 1, 4, 4))
+    got = F.avg_pool2d(x.to("neuron"), 2, divisor_override=-2)
+    assert torch.equal(got.cpu(), F.avg_pool2d(x, 2, divisor_override=-2))

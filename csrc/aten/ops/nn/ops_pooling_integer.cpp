@@ -73,11 +73,13 @@ at::Tensor integer_avg_pool2d(const at::Tensor& self, const Window& w, int64_t o
   unpadded.padding[0] = unpadded.padding[1] = 0;
   const at::Tensor cells_of = gather_windows(marks, unpadded, out_h, out_w, -2).view({taps, cells});
   const at::Tensor real = cells_of.ge(0).sum({0});
-  at::Tensor divisor = divisor_override.has_value()
-                           ? at::full_like(real, *divisor_override)
-                           : (count_include_pad ? cells_of.ge(-1).sum({0}) : real);
-  // A window with no real cell gives 0, as on the CPU.
-  at::Tensor out = at::where(real.gt(0), at::div(sums, divisor.clamp_min(1), "trunc"), 0)
+  // The override as given (negative ones too); a window with no real cell gives 0, as on the
+  // CPU, so its count divides nothing.
+  const at::Tensor divisor =
+      divisor_override.has_value()
+          ? at::full_like(real, *divisor_override)
+          : (count_include_pad ? cells_of.ge(-1).sum({0}) : real).clamp_min(1);
+  at::Tensor out = at::where(real.gt(0), at::div(sums, divisor, "trunc"), 0)
                        .to(self.scalar_type())
                        .view({n, channels, out_h, out_w});
   if (batched) return out.contiguous(self.suggest_memory_format());

@@ -1,9 +1,8 @@
 // The gradient of Tensor.unfold(dim, size, step) on the device: each of the `size` offsets in
 // a window adds its slice of the gradient into every step-th position of a zero tensor, so
 // overlapping windows (size > step) sum, and positions no window covers stay zero.
-#include <ATen/core/Tensor.h>
-
 #include <ATen/WrapDimUtils.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/ops/unfold_backward_ops.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
@@ -32,7 +31,9 @@ at::Tensor unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_size
   }
   const int64_t windows = grad_in.size(wrapped);
   if (windows == 0 || grad_in.numel() == 0) return grad;
-  for (int64_t offset = 0; offset < size; ++offset) {
+  // Offsets from the last down: each position then receives its windows in ascending order,
+  // the order (and, for 16-bit dtypes, the rounding after each add) of the CPU's kernel.
+  for (int64_t offset = size - 1; offset >= 0; --offset) {
     grad.narrow(wrapped, offset, (windows - 1) * step + 1)
         .slice(wrapped, 0, c10::nullopt, step)
         .add_(grad_in.select(-1, offset));
