@@ -305,3 +305,18 @@ def test_int64_avg_pool2d_takes_a_negative_divisor_override_as_given():
     x = torch.randint(-9, 10, (1, 1, 4, 4))
     got = F.avg_pool2d(x.to("neuron"), 2, divisor_override=-2)
     assert torch.equal(got.cpu(), F.avg_pool2d(x, 2, divisor_override=-2))
+
+
+def test_int64_transposed_convolution_with_output_padding_past_the_stride():
+    # PyTorch allows output padding up to the dilation; rows no window reaches hold the bias.
+    torch.manual_seed(11)
+    x, w, b = (
+        torch.randint(-4, 5, (2, 2, 4, 4)),
+        torch.randint(-3, 4, (2, 2, 4, 5)),
+        torch.arange(4),
+    )
+    args = dict(stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2, dilation=(4, 4))
+    openneuron.clear_op_tracking()
+    got = F.conv_transpose2d(x.to("neuron"), w.to("neuron"), b.to("neuron"), **args)
+    assert openneuron.get_fallback_ops() == {}
+    assert torch.equal(got.cpu(), F.conv_transpose2d(x, w, b, **args))

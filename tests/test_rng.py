@@ -243,3 +243,30 @@ def test_cauchy_and_log_normal_run_natively_with_the_distributions_quantiles(dty
         cauchy.cauchy_(0.0, -1.0)
     with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0"):
         log_normal.log_normal_(0.0, 0.0)
+
+
+def test_random_integers_into_float64_are_drawn_on_the_device():
+    # float64 holds drawn integers exactly: they are drawn as int64 and converted, no float64
+    # arithmetic involved, so randint(dtype=float64) needs no host round trip.
+    openneuron.clear_op_tracking()
+    torch.manual_seed(13)
+    draws = torch.randint(-3, 7, (50_000,), dtype=torch.float64, device="neuron")
+    upto = torch.empty(1000, dtype=torch.float64, device="neuron").random_(5)
+    assert openneuron.get_fallback_ops() == {}
+    values = draws.cpu()
+    assert values.dtype == torch.float64 and torch.equal(values, values.round())
+    assert values.min().item() == -3 and values.max().item() == 6
+    assert abs(values.mean().item() - 1.5) < 5 * (99 / 12 / values.numel()) ** 0.5
+    assert set(upto.cpu().tolist()) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        draws.random_(5, 5)
+
+
+def test_cat_with_float64_pieces_stays_on_the_device():
+    # Concatenation only moves and converts elements, which the device does for float64 too.
+    a = torch.randn(2, 3)
+    b = torch.randn(4, 3, dtype=torch.float64)
+    openneuron.clear_op_tracking()
+    got = torch.cat([a.to("neuron"), b.to("neuron")])
+    assert openneuron.get_fallback_ops() == {}
+    assert got.dtype == torch.float64 and torch.equal(got.cpu(), torch.cat([a, b]))

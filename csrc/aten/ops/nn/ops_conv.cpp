@@ -107,8 +107,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const at::Tensor* bias_ptr = nn::opt(bias);
   const c10::Device device =
       nn::check_device("aten::convolution_overrideable", {&input, &weight, bias_ptr});
-  if (integer_convolution_supported(input, weight, bias_ptr, transposed, stride, output_padding,
-                                    groups)) {
+  if (integer_convolution_supported(input, weight, bias_ptr, groups)) {
     return integer_convolution(input, weight, bias_ptr, transposed, stride, padding, dilation,
                                output_padding, groups);
   }

@@ -14,9 +14,9 @@
 #include <ATen/ops/conv_transpose3d_native.h>
 #include <torch/library.h>
 
-#include "aten/core/op_tracking.h"
-
 #include <optional>
+
+#include "aten/core/op_tracking.h"
 
 namespace openneuron::bridge {
 
@@ -28,7 +28,7 @@ bool any_complex_half(const at::Tensor& input, const at::Tensor& weight) {
 
 template <auto Composite, typename... Rest>
 at::Tensor host_complex_half(const at::Tensor& input, const at::Tensor& weight,
-                                const std::optional<at::Tensor>& bias, Rest... rest) {
+                             const std::optional<at::Tensor>& bias, Rest... rest) {
   if (!any_complex_half(input, weight) || input.device().type() != c10::DeviceType::PrivateUse1) {
     return Composite(input, weight, bias, rest...);
   }
@@ -41,30 +41,33 @@ at::Tensor host_complex_half(const at::Tensor& input, const at::Tensor& weight,
 using SymInts = c10::SymIntArrayRef;
 
 void register_complex_half_convolutions(torch::Library& m) {
-  m.impl("conv1d", TORCH_FN((host_complex_half<&at::native::conv1d_symint, SymInts, SymInts,
-                                                  SymInts, c10::SymInt>)));
-  m.impl("conv2d", TORCH_FN((host_complex_half<&at::native::conv2d_symint, SymInts, SymInts,
-                                                  SymInts, c10::SymInt>)));
-  m.impl("conv3d", TORCH_FN((host_complex_half<&at::native::conv3d_symint, SymInts, SymInts,
-                                                  SymInts, c10::SymInt>)));
-  m.impl("conv1d.padding",
-         TORCH_FN((host_complex_half<&at::native::conv1d_padding_symint, SymInts,
-                                        c10::string_view, SymInts, c10::SymInt>)));
-  m.impl("conv2d.padding",
-         TORCH_FN((host_complex_half<&at::native::conv2d_padding_symint, SymInts,
-                                        c10::string_view, SymInts, c10::SymInt>)));
-  m.impl("conv3d.padding",
-         TORCH_FN((host_complex_half<&at::native::conv3d_padding_symint, SymInts,
-                                        c10::string_view, SymInts, c10::SymInt>)));
+  m.impl(
+      "conv1d",
+      TORCH_FN(
+          (host_complex_half<&at::native::conv1d_symint, SymInts, SymInts, SymInts, c10::SymInt>)));
+  m.impl(
+      "conv2d",
+      TORCH_FN(
+          (host_complex_half<&at::native::conv2d_symint, SymInts, SymInts, SymInts, c10::SymInt>)));
+  m.impl(
+      "conv3d",
+      TORCH_FN(
+          (host_complex_half<&at::native::conv3d_symint, SymInts, SymInts, SymInts, c10::SymInt>)));
+  m.impl("conv1d.padding", TORCH_FN((host_complex_half<&at::native::conv1d_padding_symint, SymInts,
+                                                       c10::string_view, SymInts, c10::SymInt>)));
+  m.impl("conv2d.padding", TORCH_FN((host_complex_half<&at::native::conv2d_padding_symint, SymInts,
+                                                       c10::string_view, SymInts, c10::SymInt>)));
+  m.impl("conv3d.padding", TORCH_FN((host_complex_half<&at::native::conv3d_padding_symint, SymInts,
+                                                       c10::string_view, SymInts, c10::SymInt>)));
   m.impl("conv_transpose1d",
          TORCH_FN((host_complex_half<&at::native::conv_transpose1d_symint, SymInts, SymInts,
-                                        SymInts, c10::SymInt, SymInts>)));
+                                     SymInts, c10::SymInt, SymInts>)));
   m.impl("conv_transpose2d.input",
          TORCH_FN((host_complex_half<&at::native::conv_transpose2d_symint, SymInts, SymInts,
-                                        SymInts, c10::SymInt, SymInts>)));
+                                     SymInts, c10::SymInt, SymInts>)));
   m.impl("conv_transpose3d.input",
          TORCH_FN((host_complex_half<&at::native::conv_transpose3d_symint, SymInts, SymInts,
-                                        SymInts, c10::SymInt, SymInts>)));
+                                     SymInts, c10::SymInt, SymInts>)));
 }
 
 }  // namespace

@@ -30,17 +30,11 @@ Window conv_window(const at::Tensor& weight4d, bool one_d, at::IntArrayRef strid
 }  // namespace
 
 bool integer_convolution_supported(const at::Tensor& input, const at::Tensor& weight,
-                                   const at::Tensor* bias, bool transposed, at::IntArrayRef stride,
-                                   at::IntArrayRef output_padding, int64_t groups) {
+                                   const at::Tensor* bias, int64_t groups) {
   if (input.scalar_type() != at::kLong || weight.scalar_type() != at::kLong ||
       (bias != nullptr && bias->scalar_type() != at::kLong) ||
       (input.dim() != 3 && input.dim() != 4) || weight.dim() != input.dim()) {
     return false;
-  }
-  if (!transposed) return true;
-  // The scatter covers output padding below the stride (PyTorch allows it up to the dilation).
-  for (size_t d = 0; d < output_padding.size(); ++d) {
-    if (output_padding[d] >= stride[d]) return false;
   }
   return groups > 0;
 }
@@ -80,7 +74,7 @@ at::Tensor integer_convolution(const at::Tensor& input, const at::Tensor& weight
       extent[i] = (size - 1) * w.stride[i] - 2 * w.padding[i] + w.dilation[i] * (w.kernel[i] - 1) +
                   1 + extra;
     }
-    out = scatter_windows(columns, extent[0], extent[1], w);
+    out = scatter_windows(columns, extent[0], extent[1], w, height, width);
   }
   if (bias != nullptr) out.add_(bias->view({1, -1, 1, 1}));
   return one_d ? out.squeeze(2) : out;

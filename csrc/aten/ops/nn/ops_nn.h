@@ -22,8 +22,7 @@ at::Tensor integer_avg_pool2d(const at::Tensor& self, const Window& w, int64_t o
 // int64 convolution, 1-D/2-D, plain and transposed (ops_conv_integer.cpp); supported() says
 // whether the arguments are ones it computes.
 bool integer_convolution_supported(const at::Tensor& input, const at::Tensor& weight,
-                                   const at::Tensor* bias, bool transposed, at::IntArrayRef stride,
-                                   at::IntArrayRef output_padding, int64_t groups);
+                                   const at::Tensor* bias, int64_t groups);
 at::Tensor integer_convolution(const at::Tensor& input, const at::Tensor& weight,
                                const at::Tensor* bias, bool transposed, at::IntArrayRef stride,
                                at::IntArrayRef padding, at::IntArrayRef dilation,

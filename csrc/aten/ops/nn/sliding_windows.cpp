@@ -53,13 +53,22 @@ at::Tensor gather_windows(const at::Tensor& input, const Window& w, int64_t out_
 
 at::Tensor scatter_windows(const at::Tensor& columns, int64_t height, int64_t width,
                            const Window& w) {
-  const int64_t out_h = window_positions(height, w, 0);
-  const int64_t out_w = window_positions(width, w, 1);
+  return scatter_windows(columns, height, width, w, window_positions(height, w, 0),
+                         window_positions(width, w, 1));
+}
+
+at::Tensor scatter_windows(const at::Tensor& columns, int64_t height, int64_t width,
+                           const Window& w, int64_t out_h, int64_t out_w) {
   const int64_t taps = w.kernel[0] * w.kernel[1];
   const int64_t n = columns.size(0), channels = columns.size(1) / taps;
   const at::Tensor windows = columns.reshape({n, channels, taps, out_h, out_w});
-  at::Tensor padded = at::zeros({n, channels, height + 2 * w.padding[0], width + 2 * w.padding[1]},
-                                columns.options());
+  int64_t extent[2];
+  const int64_t grid[2] = {out_h, out_w}, size[2] = {height, width};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t reach = (grid[i] - 1) * w.stride[i] + w.dilation[i] * (w.kernel[i] - 1) + 1;
+    extent[i] = std::max(size[i] + 2 * w.padding[i], reach);
+  }
+  at::Tensor padded = at::zeros({n, channels, extent[0], extent[1]}, columns.options());
   for (int64_t ki = 0; ki < w.kernel[0]; ++ki) {
     for (int64_t kj = 0; kj < w.kernel[1]; ++kj) {
       window_at(padded, w, ki, kj, out_h, out_w).add_(windows.select(2, ki * w.kernel[1] + kj));

@@ -30,4 +30,9 @@ at::Tensor gather_windows(const at::Tensor& input, const Window& w, int64_t out_
 at::Tensor scatter_windows(const at::Tensor& columns, int64_t height, int64_t width,
                            const Window& w);
 
+// As above for a grid of out_h x out_w windows that need not be all an image of that size
+// fits (a transposed convolution's output padding may add rows no window reaches: zeros).
+at::Tensor scatter_windows(const at::Tensor& columns, int64_t height, int64_t width,
+                           const Window& w, int64_t out_h, int64_t out_w);
+
 }  // namespace openneuron::bridge

@@ -284,7 +284,16 @@ at::Tensor& random_(at::Tensor& self, OptionalGenerator generator) {
   return launch_random_integers(self, 0, range, generator);
 }
 
+// float64 holds the drawn integers exactly: drawn as int64 and converted (no float64
+// arithmetic, which the device leaves to the host).
+bool draws_through_int64(const at::Tensor& self) { return self.scalar_type() == at::kDouble; }
+
 at::Tensor& random_to_(at::Tensor& self, int64_t to, OptionalGenerator generator) {
+  if (draws_through_int64(self)) {
+    check_random_bounds(self, 0, to);  // the CPU's bound checks for a float64 self
+    at::Tensor draws = at::empty(self.sizes(), self.options().dtype(at::kLong));
+    return self.copy_(random_to_(draws, to, generator));
+  }
   if (!is_random_integer_dtype(self.scalar_type())) {
     return OPENNEURON_FALLBACK(random__to, self, to, generator);
   }
@@ -295,6 +304,12 @@ at::Tensor& random_to_(at::Tensor& self, int64_t to, OptionalGenerator generator
 
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                          OptionalGenerator generator) {
+  if (draws_through_int64(self) && to.has_value()) {
+    // The CPU's bound checks for a float64 self, at the call.
+    check_random_bounds(self, from, to);
+    at::Tensor draws = at::empty(self.sizes(), self.options().dtype(at::kLong));
+    return self.copy_(random_from_(draws, from, to, generator));
+  }
   if (!is_random_integer_dtype(self.scalar_type())) {
     return OPENNEURON_FALLBACK(random__from, self, from, to, generator);
   }

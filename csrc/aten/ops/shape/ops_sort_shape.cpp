@@ -132,11 +132,17 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, int64_t k, int64
 
 namespace {
 
+// Concatenation only moves and converts elements, which the kernels do for float64 too (a
+// storage format for them, computed in by no kernel), so float64 pieces stay on the device.
+bool cat_dtype_ok(at::ScalarType dtype) {
+  return is_native_compute_dtype(dtype) || dtype == at::kDouble;
+}
+
 bool cat_is_native(const at::ITensorListRef& tensors, const at::Tensor* out) {
   for (const at::Tensor& t : tensors) {
-    if (!is_native_compute_dtype(t.scalar_type()) || !t.is_privateuseone()) return false;
+    if (!cat_dtype_ok(t.scalar_type()) || !t.is_privateuseone()) return false;
   }
-  return out == nullptr || is_native_compute_dtype(out->scalar_type());
+  return out == nullptr || cat_dtype_ok(out->scalar_type());
 }
 
 // Sizes the output and queues one copy per non-empty input into its slice.
