@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import openneuron
+from tests.kernel_mutants import kernel_replaced
 
 FLOAT8 = [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz]
 
@@ -95,3 +96,12 @@ def test_unfold_and_fold_match_cpu(dtype, kernel, dilation, padding, stride):
     )
     with pytest.raises(RuntimeError):
         torch.nn.functional.unfold(dev.detach(), kernel_size=20)
+
+
+def test_a_wrong_triangle_is_caught():
+    def upper_instead(row, col, offset=0, *, dtype=None, layout=None, device=None, pin_memory=None):
+        # The upper triangle's coordinates where the lower one's were asked for.
+        return torch.triu_indices(row, col, offset, dtype=dtype or torch.long).to(device)
+
+    with kernel_replaced("tril_indices", upper_instead), pytest.raises(AssertionError):
+        test_triangle_indices_match_cpu(torch.tril_indices, torch.int64)

@@ -9,6 +9,14 @@
 
 namespace openneuron::bridge {
 
+at::Tensor unaliased_input(const at::Tensor& input,
+                           std::initializer_list<const at::Tensor*> outputs) {
+  for (const at::Tensor* output : outputs) {
+    if (output->is_alias_of(input)) return input.clone();
+  }
+  return input;
+}
+
 c10::Device check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors) {
   std::optional<c10::Device> device;
   std::optional<c10::Device> host;

@@ -19,6 +19,11 @@ namespace openneuron::bridge {
 // Returns the neuron device.
 c10::Device check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors);
 
+// What a kernel that writes `outputs` while it reads `input` should read: input itself, or a
+// copy of it when an output shares its memory (sort(y, out=(y, i)) sorts a copy).
+at::Tensor unaliased_input(const at::Tensor& input,
+                           std::initializer_list<const at::Tensor*> outputs);
+
 // A Python number as PyTorch passes it to a Tensor overload: a wrapped 0-dim CPU tensor, which
 // promotes as a scalar (an int tensor against 2.5 compares in float; a half tensor in half).
 at::Tensor wrapped_number(const at::Scalar& value);

@@ -1,7 +1,7 @@
 // Selection runs the CPU's own algorithms over each line (a median-of-three quickselect for
-// kthvalue, std::nth_element over indices for median, std::sort of (value, index) pairs for
-// mode): which of several equal elements is reported depends on the algorithm, and users
-// compare indices with the CPU's.
+// kthvalue, std::nth_element over indices for median, std::sort of indices by value for mode,
+// which moves them as the CPU's sort moves its (value, index) pairs): which of several equal
+// elements is reported depends on the algorithm, and users compare indices with the CPU's.
 #include "kernels/shape/selection.h"
 
 #include <algorithm>
@@ -64,7 +64,9 @@ void quickselect(std::vector<V>& values, std::vector<int64_t>& order, int64_t k)
   }
 }
 
-// Runs pick(line values, &value index) on every line; writes the picked element and index.
+// Runs pick(line values, order) on every line, order holding 0..n-1 for pick to rearrange
+// (both buffers reused across a thread's lines); writes the element at the returned index and
+// the index.
 template <typename T, typename Pick>
 void for_each_line(const TensorView& values, const TensorView& indices, const TensorView& in,
                    int dim, Pick pick) {
@@ -73,6 +75,7 @@ void for_each_line(const TensorView& values, const TensorView& indices, const Te
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(lines.length, 1));
   parallel_for(0, lines.count, grain, [&](int64_t begin, int64_t end) {
     std::vector<V> line_values(static_cast<size_t>(lines.length));
+    std::vector<int64_t> order(static_cast<size_t>(lines.length));
     for (int64_t line = begin; line < end; ++line) {
       int64_t off[3];
       line_offsets(lines, line, off);
@@ -80,7 +83,8 @@ void for_each_line(const TensorView& values, const TensorView& indices, const Te
       for (int64_t i = 0; i < lines.length; ++i) {
         line_values[i] = comparable(load_value(&src[i * lines.steps[2]]));
       }
-      const int64_t index = pick(line_values);
+      std::iota(order.begin(), order.end(), 0);
+      const int64_t index = pick(line_values, order);
       // The element itself, read back, so NaN payloads and the sign of zero survive.
       static_cast<T*>(values.data)[off[0]] = load_value(&src[index * lines.steps[2]]);
       static_cast<int64_t*>(indices.data)[off[1]] = index;
@@ -107,12 +111,11 @@ void kthvalue(const TensorView& values, const TensorView& indices, const TensorV
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using V = LineValue<T>;
-    for_each_line<T>(values, indices, in, dim, [&](std::vector<V>& line) {
-      std::vector<int64_t> order(line.size());
-      std::iota(order.begin(), order.end(), 0);
-      quickselect(line, order, k - 1);
-      return order[k - 1];
-    });
+    for_each_line<T>(values, indices, in, dim,
+                     [&](std::vector<V>& line, std::vector<int64_t>& order) {
+                       quickselect(line, order, k - 1);
+                       return order[k - 1];
+                     });
   });
 }
 
@@ -122,22 +125,22 @@ void median(const TensorView& values, const TensorView& indices, const TensorVie
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using V = LineValue<T>;
-    for_each_line<T>(values, indices, in, dim, [&](std::vector<V>& line) -> int64_t {
-      const auto size = static_cast<int64_t>(line.size());
-      const auto nan_count = std::count_if(line.begin(), line.end(), is_nan_value<V>);
-      if (!ignore_nan && nan_count > 0) {
-        return std::find_if(line.begin(), line.end(), is_nan_value<V>) - line.begin();
-      }
-      std::vector<int64_t> order(line.size());
-      std::iota(order.begin(), order.end(), 0);
-      // C++ division: an all-NaN line picks rank 0.
-      const auto nth = order.begin() + (size - nan_count - 1) / 2;
-      std::nth_element(order.begin(), nth, order.end(), [&](int64_t i, int64_t j) {
-        const V a = line[i], b = line[j];
-        return a < b || (a == b && i < j) || (is_nan_value(b) && !is_nan_value(a));
-      });
-      return *nth;
-    });
+    for_each_line<T>(
+        values, indices, in, dim,
+        [&](std::vector<V>& line, std::vector<int64_t>& order) -> int64_t {
+          const auto size = static_cast<int64_t>(line.size());
+          const auto nan_count = std::count_if(line.begin(), line.end(), is_nan_value<V>);
+          if (!ignore_nan && nan_count > 0) {
+            return std::find_if(line.begin(), line.end(), is_nan_value<V>) - line.begin();
+          }
+          // C++ division: an all-NaN line picks rank 0.
+          const auto nth = order.begin() + (size - nan_count - 1) / 2;
+          std::nth_element(order.begin(), nth, order.end(), [&](int64_t i, int64_t j) {
+            const V a = line[i], b = line[j];
+            return a < b || (a == b && i < j) || (is_nan_value(b) && !is_nan_value(a));
+          });
+          return *nth;
+        });
   });
 }
 
@@ -146,26 +149,29 @@ void mode(const TensorView& values, const TensorView& indices, const TensorView&
   visit_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using V = LineValue<T>;
-    for_each_line<T>(values, indices, in, dim, [&](std::vector<V>& line) {
-      const auto size = static_cast<int64_t>(line.size());
-      std::vector<std::pair<V, int64_t>> items(line.size());
-      for (int64_t i = 0; i < size; ++i) items[i] = {line[i], i};
-      std::sort(items.begin(), items.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
-      // Runs of equal values (NaN != NaN: each NaN is a run of one); the first longest wins.
-      int64_t best = 0, best_count = 0, count = 0;
-      for (int64_t i = 0; i < size; ++i) {
-        ++count;
-        if (i == size - 1 || items[i].first != items[i + 1].first) {
-          if (count > best_count) {
-            best = items[i].second;
-            best_count = count;
-          }
-          count = 0;
-        }
-      }
-      return best;
-    });
+    for_each_line<T>(values, indices, in, dim,
+                     [&](std::vector<V>& line, std::vector<int64_t>& order) {
+                       const auto size = static_cast<int64_t>(line.size());
+                       // Sorting indices by their values moves them exactly as the CPU's sort of
+                       // (value, index) pairs moves its pairs, so equal values end in the same
+                       // order.
+                       std::sort(order.begin(), order.end(),
+                                 [&](int64_t a, int64_t b) { return line[a] < line[b]; });
+                       // Runs of equal values (NaN != NaN: each NaN is a run of one); the first
+                       // longest wins.
+                       int64_t best = 0, best_count = 0, count = 0;
+                       for (int64_t i = 0; i < size; ++i) {
+                         ++count;
+                         if (i == size - 1 || line[order[i]] != line[order[i + 1]]) {
+                           if (count > best_count) {
+                             best = order[i];
+                             best_count = count;
+                           }
+                           count = 0;
+                         }
+                       }
+                       return best;
+                     });
   });
 }
 

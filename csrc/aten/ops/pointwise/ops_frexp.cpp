@@ -28,8 +28,7 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tenso
   at::native::resize_output(mantissa, self.sizes());
   at::native::resize_output(exponent, self.sizes());
   if (self.numel() == 0) return {mantissa, exponent};
-  const at::Tensor source =
-      mantissa.is_alias_of(self) || exponent.is_alias_of(self) ? self.clone() : self;
+  const at::Tensor source = unaliased_input(self, {&mantissa, &exponent});
   const kernels::TensorView mantissa_view = view_of(mantissa);
   const kernels::TensorView exponent_view = view_of(exponent);
   const kernels::TensorView in_view = view_of(source);

@@ -94,6 +94,19 @@ at::Tensor& launch_random_integers(at::Tensor& self, int64_t low, uint64_t range
   return self;
 }
 
+// Fills self on its stream with draw(view, seed, offset), which takes one 32-bit draw per
+// element (exponential_, cauchy_, geometric_).
+template <typename Draw>
+at::Tensor& launch_elementwise_draws(const char* name, at::Tensor& self,
+                                     const OptionalGenerator& generator, Draw draw) {
+  if (self.numel() == 0) return self;
+  const c10::DeviceGuard guard(self.device());
+  auto [seed, offset] = reserve(generator, self, kernels::random_offset_increment(self.numel()));
+  const kernels::TensorView view = view_of(self);
+  stream_for(self).enqueue(name, [=, seed = seed, offset = offset] { draw(view, seed, offset); });
+  return self;
+}
+
 // Writes mean + std * N(0, 1) into out (already sized); null tensors use the scalars.
 void launch_normal(at::Tensor& out, const at::Tensor* mean, double mean_scalar,
                    const at::Tensor* std, double std_scalar, const OptionalGenerator& generator) {
@@ -355,14 +368,11 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, OptionalGenerator gener
   }
   OPENNEURON_NATIVE_OP("aten::exponential_");
   TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
-  if (self.numel() == 0) return self;
-  const c10::DeviceGuard guard(self.device());
-  auto [seed, offset] = reserve(generator, self, kernels::random_offset_increment(self.numel()));
-  const kernels::TensorView view = view_of(self);
-  stream_for(self).enqueue("aten::exponential_", [=, seed = seed, offset = offset] {
-    kernels::exponential(view, seed, offset, lambd);
-  });
-  return self;
+  return launch_elementwise_draws(
+      "aten::exponential_", self, generator,
+      [=](const kernels::TensorView& view, uint64_t seed, uint64_t offset) {
+        kernels::exponential(view, seed, offset, lambd);
+      });
 }
 
 at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, OptionalGenerator generator) {
@@ -371,14 +381,11 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, OptionalGener
   }
   OPENNEURON_NATIVE_OP("aten::cauchy_");
   TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
-  if (self.numel() == 0) return self;
-  const c10::DeviceGuard guard(self.device());
-  auto [seed, offset] = reserve(generator, self, kernels::random_offset_increment(self.numel()));
-  const kernels::TensorView view = view_of(self);
-  stream_for(self).enqueue("aten::cauchy_", [=, seed = seed, offset = offset] {
-    kernels::cauchy(view, seed, offset, median, sigma);
-  });
-  return self;
+  return launch_elementwise_draws(
+      "aten::cauchy_", self, generator,
+      [=](const kernels::TensorView& view, uint64_t seed, uint64_t offset) {
+        kernels::cauchy(view, seed, offset, median, sigma);
+      });
 }
 
 // exp of a normal draw: drawn and exponentiated in fp32, rounded once into a 16-bit self.
@@ -404,14 +411,11 @@ at::Tensor& geometric_(at::Tensor& self, double p, OptionalGenerator generator) 
   }
   OPENNEURON_NATIVE_OP("aten::geometric_");
   TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
-  if (self.numel() == 0) return self;
-  const c10::DeviceGuard guard(self.device());
-  auto [seed, offset] = reserve(generator, self, kernels::random_offset_increment(self.numel()));
-  const kernels::TensorView view = view_of(self);
-  stream_for(self).enqueue("aten::geometric_", [=, seed = seed, offset = offset] {
-    kernels::geometric(view, seed, offset, p);
-  });
-  return self;
+  return launch_elementwise_draws(
+      "aten::geometric_", self, generator,
+      [=](const kernels::TensorView& view, uint64_t seed, uint64_t offset) {
+        kernels::geometric(view, seed, offset, p);
+      });
 }
 
 // ---- Normal with tensor moments --------------------------------------------------------------

@@ -720,7 +720,7 @@ at::Tensor& logcumsumexp_out(const at::Tensor& self, int64_t dim, at::Tensor& ou
   const c10::DeviceGuard guard(check_same_device("logcumsumexp", {&self, &out}));
   at::maybe_wrap_dim(dim, self.dim());
   at::native::resize_output(out, self.sizes());
-  const at::Tensor source = out.is_alias_of(self) ? self.clone() : self;
+  const at::Tensor source = unaliased_input(self, {&out});
   launch_scan("aten::logcumsumexp", kernels::ScanOp::LogSumExp, source, dim, out);
   return out;
 }

@@ -29,8 +29,7 @@ void enqueue_running_extreme(const char* name, const at::Tensor& self, at::Tenso
   const int d = static_cast<int>(at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true));
   // The helpers write values while they read self only when a caller passes aliases; a copy
   // keeps reading the original elements.
-  const at::Tensor source =
-      values.is_alias_of(self) || indices.is_alias_of(self) ? self.clone() : self;
+  const at::Tensor source = unaliased_input(self, {&values, &indices});
   const kernels::TensorView values_view = view_of(values);
   const kernels::TensorView indices_view = view_of(indices);
   const kernels::TensorView in_view = view_of(source);

@@ -55,8 +55,7 @@ std::tuple<at::Tensor&, at::Tensor&> sort_stable_out(const at::Tensor& self,
   at::native::resize_output(indices, self.sizes());
   if (self.numel() == 0) return {values, indices};
   // The kernel writes values while it reads self: sort(y, out=(y, i)) sorts a copy.
-  const at::Tensor source =
-      values.is_alias_of(self) || indices.is_alias_of(self) ? self.clone() : self;
+  const at::Tensor source = unaliased_input(self, {&values, &indices});
   const kernels::TensorView values_view = view_of(values);
   const kernels::TensorView indices_view = view_of(indices);
   const kernels::TensorView in_view = view_of(source);
@@ -103,8 +102,7 @@ std::tuple<at::Tensor&, at::Tensor&> topk_out(const at::Tensor& self, int64_t k,
   at::native::resize_output(values, shape);
   at::native::resize_output(indices, shape);
   if (values.numel() == 0) return {values, indices};
-  const at::Tensor source =
-      values.is_alias_of(self) || indices.is_alias_of(self) ? self.clone() : self;
+  const at::Tensor source = unaliased_input(self, {&values, &indices});
   const kernels::TensorView values_view = view_of(values);
   const kernels::TensorView indices_view = view_of(indices);
   const kernels::TensorView in_view = view_of(source);
