@@ -51,26 +51,44 @@ def median_seconds(
     return statistics.median(samples)
 
 
+# How long each turn first runs its own device's work untimed. PyTorch's OpenMP workers spin
+# for milliseconds after each parallel region (libgomp's default wait policy), on the cores the
+# next timed call needs; a process that runs one device, as a user's does, never sees that.
+SETTLE_SECONDS = 0.025
+# Calls longer than this are timed without settling: the other side's spin is a small part.
+SETTLE_BELOW_SECONDS = 0.05
+
+
 def side_by_side_seconds(
     fns: dict[str, Callable[[], None]], repeats: int, warmup: int = 2, budget: float = 40.0
 ) -> dict[str, float]:
     """Median seconds per device of `repeats` runs, the devices taking turns run by run, so
     a change in the host's load (other processes on a shared machine) hits both sides alike.
+    A short call is preceded in its turn by SETTLE_SECONDS of the same device's work, untimed.
     A case slower than `budget` seconds in all stops early."""
     began = time.perf_counter()
+    last: dict[str, float] = {}
     for _ in range(warmup):
         for device, fn in fns.items():
+            start = time.perf_counter()
             fn()
             sync(device)
+            last[device] = time.perf_counter() - start
         if time.perf_counter() - began > budget / 2:
             break
     samples: dict[str, list[float]] = {device: [] for device in fns}
     for _ in range(repeats):
         for device, fn in fns.items():
+            if last.get(device, 0.0) < SETTLE_BELOW_SECONDS:
+                settle_until = time.perf_counter() + SETTLE_SECONDS
+                while time.perf_counter() < settle_until:
+                    fn()
+                    sync(device)
             start = time.perf_counter()
             fn()
             sync(device)
-            samples[device].append(time.perf_counter() - start)
+            last[device] = time.perf_counter() - start
+            samples[device].append(last[device])
         if time.perf_counter() - began > budget:
             break
     return {device: statistics.median(times) for device, times in samples.items()}

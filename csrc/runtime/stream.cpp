@@ -242,21 +242,18 @@ void Stream::wait_idle() {
 
 void Stream::spin_until_idle() const {
   // A synchronize after a short op (e.g. reading a loss) would otherwise always pay a
-  // sleep/wake round trip through the kernel. Past a short busy spin the loop yields, so the
-  // threads running the work keep the cores when there are fewer cores than threads.
+  // sleep/wake round trip through the kernel. The spin is short and bounded by time (a pause
+  // lasts 10 to 150 cycles, by CPU): past it the caller sleeps, because while the work runs
+  // on every core a spinning (or yielding) caller takes a share of a core from it.
   const auto deadline = std::chrono::steady_clock::now() + kSynchronizeSpin;
-  for (int i = 0;; ++i) {
+  for (int i = 1;; ++i) {
     if (queued_.load(std::memory_order_acquire) == 0 && !running_.load(std::memory_order_acquire)) {
       return;
     }
-    if (i < kSpinIterations) {
 #if defined(__x86_64__)
-      __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > deadline) return;
-    std::this_thread::yield();
+    if (i % 32 == 0 && std::chrono::steady_clock::now() > deadline) return;
   }
 }
 

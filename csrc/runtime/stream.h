@@ -135,9 +135,9 @@ class Stream {
     bool traced;  // tracing was on when it was queued
   };
   static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
-  // How long a synchronizing caller spins before sleeping: waking a sleeping thread costs a
-  // few hundred microseconds on a small virtual host, far more than the ops a sync waits for.
-  static constexpr std::chrono::microseconds kSynchronizeSpin{500};
+  // How long a synchronizing caller spins before sleeping: long enough for the short ops a
+  // sync usually waits for (a loss, a flag), short against the work it would slow down.
+  static constexpr std::chrono::microseconds kSynchronizeSpin{30};
   // Marks the stream busy if it is idle with nothing queued; false if it is not.
   bool begin_inline();
   // Appends to the batch of the gathering thread.

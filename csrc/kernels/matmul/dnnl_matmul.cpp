@@ -48,8 +48,9 @@ memory::desc describe(const TensorView& view) {
   return memory::desc(dims, dnnl_type(view.dtype), strides);
 }
 
-// A problem's identity for the primitive cache: dtypes, sizes, strides, alpha, beta and the
-// piece index: pieces run concurrently, and executions of one oneDNN primitive serialise.
+// A problem's identity for the primitive cache: dtypes, sizes, strides, alpha, beta, the
+// calling thread and the piece index: pieces and callers run concurrently (a grouped product's
+// blocks run on every kernel thread), and executions of one oneDNN primitive serialise.
 using ProblemKey = std::vector<int64_t>;
 
 void append_key(ProblemKey& key, const TensorView& view) {
@@ -80,6 +81,13 @@ struct Primitive {
   memory::desc scratchpad;
 };
 
+// A small number per thread that calls into oneDNN, so that threads never share a primitive.
+int64_t calling_thread_slot() {
+  static std::atomic<int64_t> next{0};
+  thread_local const int64_t slot = next.fetch_add(1, std::memory_order_relaxed);
+  return slot;
+}
+
 class PrimitiveCache {
  public:
   // The primitive for this problem, created on first use. Returns nullptr if unsupported.
@@ -93,10 +101,11 @@ class PrimitiveCache {
     key.push_back(bits_of(alpha));
     key.push_back(bits_of(accumulate ? beta : 0.0));
     key.push_back(piece);
+    key.push_back(calling_thread_slot());
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = cache_.find(key);
     if (found != cache_.end()) return &found->second;
-    if (cache_.size() > 512) cache_.clear();  // shapes churn (e.g. dynamic batch): start over
+    if (cache_.size() > 4096) cache_.clear();  // shapes churn (e.g. dynamic batch): start over
     Primitive primitive{dnnl::matmul(), false};
     try {
       dnnl::primitive_attr attr;

@@ -112,6 +112,83 @@ TEST(GroupedGemm, DecreasingOffsetsMakeEmptyGroupsNotNegativeOnes) {
   }
 }
 
+// Groups larger than the kernel's blocks (256 rows, columns or inner indices), uneven and
+// empty ones, in all three offset forms: every block must use its own group's operands, and
+// a group summed over several inner blocks must be rounded once (bf16 within one rounding).
+TEST(GroupedGemm, GroupsLargerThanABlockAreSplitAndSummedExactlyOnce) {
+  std::mt19937 rng(7);
+  const std::vector<int32_t> ends = {0, 1, 301, 558, 1160};  // sizes 0, 1, 300, 257, 602
+  const int64_t total = 1200;                                // the last 40 are past every group
+  const auto group_of = [&](int64_t index) -> int64_t {
+    for (size_t g = 0; g < ends.size(); ++g) {
+      if (index < ends[g]) return static_cast<int64_t>(g);
+    }
+    return -1;
+  };
+  auto offsets = offsets_of(ends);
+  const int64_t groups = static_cast<int64_t>(ends.size());
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    const auto check = [&](double got, double expected) {
+      if (dtype == DType::Float32) {
+        EXPECT_NEAR(got, expected, 2e-4);
+      } else {
+        EXPECT_NEAR(got, testing::round_to(dtype, expected), testing::tolerance(dtype, expected));
+      }
+    };
+    {  // tokens [T, K] @ experts [G, K, N]
+      auto a = testing::random_tensor(dtype, {total, 5}, rng, -1, 1);
+      auto b = testing::random_tensor(dtype, {groups, 5, 3}, rng, -1, 1);
+      auto out = make_tensor(dtype, {total, 3});
+      grouped_gemm(out.view, a.view, b.view, &offsets.view);
+      for (int64_t i = 0; i < total; ++i) {
+        const int64_t g = group_of(i);
+        for (int64_t j = 0; j < 3; ++j) {
+          check(get(out.view, {i, j}),
+                g < 0 ? 0.0
+                      : dot(
+                            0, 5, [&](int64_t k) { return get(a.view, {i, k}); },
+                            [&](int64_t k) { return get(b.view, {g, k, j}); }));
+        }
+      }
+    }
+    {  // experts [G, M, K] @ tokens [K, T]
+      auto a = testing::random_tensor(dtype, {groups, 2, 4}, rng, -1, 1);
+      auto b = testing::random_tensor(dtype, {4, total}, rng, -1, 1);
+      auto out = make_tensor(dtype, {2, total});
+      grouped_gemm(out.view, a.view, b.view, &offsets.view);
+      for (int64_t j = 0; j < total; ++j) {
+        const int64_t g = group_of(j);
+        for (int64_t i = 0; i < 2; ++i) {
+          check(get(out.view, {i, j}),
+                g < 0 ? 0.0
+                      : dot(
+                            0, 4, [&](int64_t k) { return get(a.view, {g, i, k}); },
+                            [&](int64_t k) { return get(b.view, {k, j}); }));
+        }
+      }
+    }
+    {  // weight gradient: [M, T] @ [T, N] -> [G, M, N], summed over each group's tokens
+      auto a_full = testing::random_tensor(dtype, {total, 3}, rng, -1, 1);
+      const TensorView a = testing::permute(a_full.view, {1, 0});  // [3, T], as x^T is
+      auto b = testing::random_tensor(dtype, {total, 2}, rng, -1, 1);
+      auto out = make_tensor(dtype, {groups, 3, 2});
+      testing::fill_random(out.view, rng, 100, 200);
+      grouped_gemm(out.view, a, b.view, &offsets.view);
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t start = g == 0 ? 0 : ends[static_cast<size_t>(g) - 1];
+        for (int64_t i = 0; i < 3; ++i) {
+          for (int64_t j = 0; j < 2; ++j) {
+            check(get(out.view, {g, i, j}), dot(
+                                                start, ends[static_cast<size_t>(g)],
+                                                [&](int64_t k) { return get(a, {i, k}); },
+                                                [&](int64_t k) { return get(b.view, {k, j}); }));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Histc, IntegersArePlacedExactlyAndOutOfRangeIsDropped) {
   auto in = make_tensor(DType::Int32, {9});
   const int32_t values[9] = {0, 1, 2, 3, 4, 5, 6, 7, -1};
