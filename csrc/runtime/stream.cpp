@@ -81,13 +81,14 @@ void Stream::enqueue(const char* op_name, std::function<void()> work, TraceInfo 
 bool Stream::spin_for_work() {
   // Eager code enqueues op after op a few microseconds apart: a short spin catches the
   // next one without a sleep/wake round trip through the kernel.
-  for (int i = 0; i < kSpinIterations; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + kWorkerSpin;
+  for (int i = 1;; ++i) {
     if (queued_.load(std::memory_order_acquire) != 0) return true;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
+    if (i % 32 == 0 && std::chrono::steady_clock::now() > deadline) return false;
   }
-  return false;
 }
 
 bool Stream::begin_inline() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -48,17 +49,19 @@ class ThreadPool {
   }
 
  private:
-  static constexpr int kSpinIterations = 4000;  // a few tens of microseconds
+  // By time, not by count: a pause lasts from 10 to 150 cycles depending on the CPU.
+  static constexpr std::chrono::microseconds kSpin{30};
 
   template <typename Done>
   static bool spin_until(const Done& done) {
-    for (int i = 0; i < kSpinIterations; ++i) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 1;; ++i) {
       if (done()) return true;
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
+      if (i % 32 == 0 && std::chrono::steady_clock::now() > deadline) return done();
     }
-    return done();
   }
 
   void run(int index) {
