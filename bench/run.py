@@ -55,8 +55,6 @@ def median_seconds(
 # for milliseconds after each parallel region (libgomp's default wait policy), on the cores the
 # next timed call needs; a process that runs one device, as a user's does, never sees that.
 SETTLE_SECONDS = 0.025
-# Calls longer than this are timed without settling: the other side's spin is a small part.
-SETTLE_BELOW_SECONDS = 0.05
 
 
 def side_by_side_seconds(
@@ -64,31 +62,27 @@ def side_by_side_seconds(
 ) -> dict[str, float]:
     """Median seconds per device of `repeats` runs, the devices taking turns run by run, so
     a change in the host's load (other processes on a shared machine) hits both sides alike.
-    A short call is preceded in its turn by SETTLE_SECONDS of the same device's work, untimed.
+    Each timed call is preceded in its turn by at least SETTLE_SECONDS (and at least one call)
+    of the same device's work, untimed.
     A case slower than `budget` seconds in all stops early."""
     began = time.perf_counter()
-    last: dict[str, float] = {}
     for _ in range(warmup):
         for device, fn in fns.items():
-            start = time.perf_counter()
             fn()
             sync(device)
-            last[device] = time.perf_counter() - start
         if time.perf_counter() - began > budget / 2:
             break
     samples: dict[str, list[float]] = {device: [] for device in fns}
     for _ in range(repeats):
         for device, fn in fns.items():
-            if last.get(device, 0.0) < SETTLE_BELOW_SECONDS:
-                settle_until = time.perf_counter() + SETTLE_SECONDS
-                while time.perf_counter() < settle_until:
-                    fn()
-                    sync(device)
+            settle_until = time.perf_counter() + SETTLE_SECONDS
+            while time.perf_counter() < settle_until:
+                fn()
+                sync(device)
             start = time.perf_counter()
             fn()
             sync(device)
-            last[device] = time.perf_counter() - start
-            samples[device].append(last[device])
+            samples[device].append(time.perf_counter() - start)
         if time.perf_counter() - began > budget:
             break
     return {device: statistics.median(times) for device, times in samples.items()}
@@ -415,7 +409,10 @@ def markdown_report(results: dict, arguments: str, label: str) -> str:
         f" (`make bench` / `make bench-avx2`) on {machine_info['cores']} cores of"
         f" {machine_info['cpu_model']}, torch {machine_info['torch']}"
         f" ({machine_info['torch_threads']} CPU threads). Both devices run in the same process,"
-        " taking turns run by run; each figure is a median of repeated runs. The simulated"
+        " taking turns run by run; each timed call follows at least 25 ms (and one call) of its"
+        " own device's work, untimed (PyTorch's OpenMP threads spin for milliseconds after each"
+        " call, on the cores the other device needs); each figure is a median of repeated"
+        " runs. The simulated"
         " device runs on the same host CPU, so this compares the two software stacks on equal"
         " hardware.",
         "",
