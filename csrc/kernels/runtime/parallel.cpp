@@ -19,31 +19,51 @@ thread_local bool t_inside_parallel_region = false;
 // Workers and the caller spin briefly before sleeping: eager code runs kernel after kernel a
 // few microseconds apart, and a futex sleep/wake round trip costs tens of microseconds on a
 // small (virtual) host. The spin is short so idle threads do not starve others for long.
+//
+// Chunk i belongs to thread i (the caller is 0), so consecutive kernels over the same tensors
+// find their part in the same core's cache. A chunk is claimed before it runs, though, and
+// the caller claims and runs the chunks no worker has claimed by the time its own is done:
+// with more busy threads than cores (the Python thread, autograd's, a stream's) a worker is
+// often descheduled when a region starts, and waiting for it costs a scheduler time slice.
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads) {
+  explicit ThreadPool(int threads) : claimed_(static_cast<size_t>(threads), 0) {
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { run(i); });
   }
   // Never destroyed: kernels may run from stream workers until the process exits.
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs job(i) for i in [0, size()); the caller takes i = 0.
-  void run_all(const std::function<void(int)>& job) {
+  // Runs chunk(c) once for every c in [0, chunks) (chunks <= the pool's threads) on this
+  // thread and on the workers that claim theirs in time; returns when every chunk is done.
+  // chunk must not throw.
+  void run_chunks(int64_t chunks, const std::function<void(int64_t)>& chunk) {
     std::unique_lock<std::mutex> dispatch(dispatch_mutex_);  // one parallel region at a time
-    pending_.store(size() - 1, std::memory_order_relaxed);
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job_ = &job;
+      chunk_ = &chunk;
+      chunks_ = chunks;
+      std::fill(claimed_.begin(), claimed_.end(), 0);
+      claimed_[0] = 1;
+      done_.store(0, std::memory_order_relaxed);
       generation_.fetch_add(1, std::memory_order_release);
       wake = sleepers_ > 0;
     }
     if (wake) start_.notify_all();
-    job(0);
-    if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    run_chunk(0);
+    std::vector<int64_t> unclaimed;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int64_t index = 1; index < chunks; ++index) {
+        if (claimed_[static_cast<size_t>(index)] != 0) continue;
+        claimed_[static_cast<size_t>(index)] = 1;
+        unclaimed.push_back(index);
+      }
+    }
+    for (int64_t index : unclaimed) run_chunk(index);
+    if (!spin_until([&] { return done_.load(std::memory_order_acquire) == chunks; })) {
       std::unique_lock<std::mutex> lock(mutex_);
       caller_sleeping_ = true;
-      finished_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+      finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == chunks; });
       caller_sleeping_ = false;
     }
   }
@@ -64,12 +84,22 @@ class ThreadPool {
     }
   }
 
+  // Runs a claimed chunk of the open region (which stays open until the chunk is done).
+  void run_chunk(int64_t index) {
+    const int64_t chunks = chunks_;  // read first: the last chunk done may start a new region
+    (*chunk_)(index);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (caller_sleeping_) finished_.notify_one();
+    }
+  }
+
   void run(int index) {
     t_inside_parallel_region = true;
     uint64_t seen = 0;
     for (;;) {
       spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
-      const std::function<void(int)>* job;
+      bool mine = false;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         if (generation_.load(std::memory_order_acquire) == seen) {
@@ -78,13 +108,11 @@ class ThreadPool {
           --sleepers_;
         }
         seen = generation_.load(std::memory_order_acquire);
-        job = job_;
+        // A region that ended already has every chunk claimed; a later one is seen anew.
+        mine = index < chunks_ && claimed_[static_cast<size_t>(index)] == 0;
+        if (mine) claimed_[static_cast<size_t>(index)] = 1;
       }
-      (*job)(index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (caller_sleeping_) finished_.notify_one();
-      }
+      if (mine) run_chunk(index);
     }
   }
 
@@ -92,9 +120,13 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable start_;
   std::condition_variable finished_;
-  const std::function<void(int)>* job_ = nullptr;  // guarded by mutex_
-  std::atomic<uint64_t> generation_{0};            // written under mutex_, read while spinning
-  std::atomic<int> pending_{0};
+  // The open region, written under mutex_ (by its caller, who holds dispatch_mutex_); read
+  // under mutex_, or by a thread that holds a claimed, unfinished chunk of it.
+  const std::function<void(int64_t)>* chunk_ = nullptr;
+  int64_t chunks_ = 0;
+  std::vector<char> claimed_;            // per chunk
+  std::atomic<uint64_t> generation_{0};  // written under mutex_, read while spinning
+  std::atomic<int64_t> done_{0};
   int sleepers_ = 0;              // guarded by mutex_
   bool caller_sleeping_ = false;  // guarded by mutex_
   std::vector<std::thread> workers_;
@@ -131,10 +163,10 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
   const int64_t chunk_size = (total + chunks - 1) / chunks;
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  pool().run_all([&](int index) {
+  pool().run_chunks(chunks, [&](int64_t index) {
     const int64_t chunk_begin = begin + index * chunk_size;
     const int64_t chunk_end = std::min(end, chunk_begin + chunk_size);
-    if (index >= chunks || chunk_begin >= chunk_end) return;
+    if (chunk_begin >= chunk_end) return;
     const bool was_inside = t_inside_parallel_region;
     t_inside_parallel_region = true;
     try {

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace openneuron::kernels {
@@ -51,6 +55,45 @@ TEST(ParallelFor, RethrowsAnExceptionFromAChunk) {
   std::atomic<int64_t> count{0};
   parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) { count.fetch_add(e - b); });
   EXPECT_EQ(count.load(), 1000);
+}
+
+// Regions started back to back from several threads (as several streams start them), tiny
+// and larger, with and without pauses that let workers fall asleep: a chunk a worker claims
+// late, or one the caller takes over from it, still runs exactly once per region.
+TEST(ParallelFor, ChunksRunOncePerRegionWhoeverClaimsThem) {
+  constexpr int kCallers = 3;
+  constexpr int kRegions = 1500;
+  std::atomic<int> wrong{0};
+  std::atomic<int> finished{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      std::vector<std::atomic<int>> hits(4096);
+      for (int r = 0; r < kRegions; ++r) {
+        const int64_t size = 2 + (r * 37 + c * 11) % 4000;
+        for (int64_t i = 0; i < size; ++i) hits[i].store(0, std::memory_order_relaxed);
+        parallel_for(0, size, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+        });
+        for (int64_t i = 0; i < size; ++i) {
+          if (hits[i].load(std::memory_order_relaxed) != 1) wrong.fetch_add(1);
+        }
+        if (r % 100 == c) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      finished.fetch_add(1);
+    });
+  }
+  // A chunk run twice (or never) can also leave its region waiting forever: fail, not hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (finished.load() < kCallers) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "parallel_for regions never finished: chunks lost or run twice\n");
+      std::_Exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (std::thread& caller : callers) caller.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
