@@ -1,5 +1,6 @@
-// Scaled float8 products: the float8 operands are widened to fp32 (every float8 value, and the
-// product of any two, is exact in fp32), multiplied by an fp32 GEMM (oneDNN, else OpenBLAS),
+// Scaled float8 products: the float8 operands are widened to bf16 where oneDNN multiplies bf16
+// natively, else to fp32 (every float8 value is exact in both, and the product of any two in
+// fp32), multiplied with fp32 accumulation (oneDNN, else OpenBLAS),
 // and the scales, bias and rounding applied once per element afterwards, as the Tensor engine
 // applies them when it evacuates its fp32 PSUM accumulator.
 #include "kernels/matmul/scaled_gemm.h"
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "kernels/matmul/group_views.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
+#include "kernels/runtime/gemm_library.h"
 #include "kernels/runtime/parallel_views.h"
 
 namespace openneuron::kernels {
@@ -31,10 +34,30 @@ namespace {
 
 bool is_float8(DType dtype) { return dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2; }
 
-// Widens the float8 matrix src [R, C] into dense fp32: dst[r * C + c] = src[r, c], or, when
-// `transposed`, dst[c * R + r] (chosen so the reads run along src's unit stride).
-void widen(const TensorView& src, float* dst, bool transposed) {
-  const ByteValueTable& values = float8_byte_values(src.dtype == DType::Float8E5M2);
+// The 256 values of a float8 format as bf16 bit patterns: every float8 value is exact in bf16
+// (3 or 2 mantissa bits, exponents within bf16's), so its fp32 bits end in 16 zeros.
+const std::array<uint16_t, 256>& float8_bf16_bits(bool e5m2) {
+  const auto make = [](bool of_e5m2) {
+    std::array<uint16_t, 256> table;
+    const ByteValueTable& values = float8_byte_values(of_e5m2);
+    for (int bits = 0; bits < 256; ++bits) {
+      uint32_t word;
+      std::memcpy(&word, &values[static_cast<size_t>(bits)], sizeof(word));
+      table[static_cast<size_t>(bits)] = static_cast<uint16_t>(word >> 16);
+    }
+    return table;
+  };
+  static const std::array<uint16_t, 256> e4m3 = make(false);
+  static const std::array<uint16_t, 256> e5m2_table = make(true);
+  return e5m2 ? e5m2_table : e4m3;
+}
+
+// Widens the float8 matrix src [R, C] into a dense matrix of `table`'s element (fp32 values or
+// bf16 bits): dst[r * C + c] = src[r, c], or, when `transposed`, dst[c * R + r] (chosen so the
+// reads run along src's unit stride).
+template <typename Element>
+void widen(const TensorView& src, Element* dst, bool transposed,
+           const std::array<Element, 256>& table) {
   const auto* bytes = static_cast<const uint8_t*>(src.data);
   const int64_t outer = transposed ? src.sizes[1] : src.sizes[0];
   const int64_t inner = transposed ? src.sizes[0] : src.sizes[1];
@@ -44,14 +67,48 @@ void widen(const TensorView& src, float* dst, bool transposed) {
   parallel_for(0, outer, grain, [&](int64_t first, int64_t last) {
     for (int64_t o = first; o < last; ++o) {
       const uint8_t* row = bytes + o * outer_stride;
-      float* out_row = dst + o * inner;
+      Element* out_row = dst + o * inner;
       if (inner_stride == 1) {
-        for (int64_t i = 0; i < inner; ++i) out_row[i] = values[row[i]];
+        for (int64_t i = 0; i < inner; ++i) out_row[i] = table[row[i]];
       } else {
-        for (int64_t i = 0; i < inner; ++i) out_row[i] = values[row[i * inner_stride]];
+        for (int64_t i = 0; i < inner; ++i) out_row[i] = table[row[i * inner_stride]];
       }
     }
   });
+}
+
+// A dense matrix view of `data` ([rows, cols] row-major, or its transpose when `transposed`).
+TensorView dense_operand(void* data, DType dtype, int64_t rows, int64_t cols, bool transposed) {
+  TensorView view;
+  view.data = data;
+  view.dtype = dtype;
+  view.ndim = 2;
+  view.sizes[0] = rows;
+  view.sizes[1] = cols;
+  view.strides[0] = transposed ? 1 : cols;
+  view.strides[1] = transposed ? rows : 1;
+  return view;
+}
+
+// The product as bf16 operands with an fp32 result, where oneDNN multiplies bf16 natively (the
+// same exact products and fp32 sums as the fp32 route, at the bf16 rate). False, having written
+// nothing, where it does not.
+bool accumulate_as_bf16(float* c, int64_t ldc, const TensorView& a, const TensorView& b,
+                        bool b_transposed) {
+  if (!gemm_allows_onednn_bf16()) return false;
+  const int64_t m = a.sizes[0];
+  const int64_t k = a.sizes[1];
+  const int64_t n = b.sizes[1];
+  auto* a16 = static_cast<uint16_t*>(
+      dnnl_thread_buffer(DnnlBuffer::kScaledLeftOperand, size_t(m * k) * sizeof(uint16_t)));
+  auto* b16 = static_cast<uint16_t*>(
+      dnnl_thread_buffer(DnnlBuffer::kScaledRightOperand, size_t(k * n) * sizeof(uint16_t)));
+  widen(a, a16, false, float8_bf16_bits(a.dtype == DType::Float8E5M2));
+  widen(b, b16, b_transposed, float8_bf16_bits(b.dtype == DType::Float8E5M2));
+  TensorView out = dense_operand(c, DType::Float32, m, n, false);
+  out.strides[0] = ldc;
+  return dnnl_gemm(out, dense_operand(a16, DType::BFloat16, m, k, false),
+                   dense_operand(b16, DType::BFloat16, k, n, b_transposed), nullptr, 1.0, 0.0);
 }
 
 // The n values of a 1-D view of 1 or n elements, as fp32 (one element repeats).
@@ -112,13 +169,14 @@ void accumulate(float* c, int64_t ldc, const TensorView& a, const TensorView& b)
   }
   // oneDNN wants the left operand row-major; the right one is widened in its own layout
   // (a CUDA-style column-major b becomes a transposed operand, read along its unit stride).
+  const bool b_transposed = n > 1 && b.strides[0] == 1 && b.strides[1] != 1;
+  if (accumulate_as_bf16(c, ldc, a, b, b_transposed)) return;
   auto* a32 = static_cast<float*>(
       dnnl_thread_buffer(DnnlBuffer::kScaledLeftOperand, size_t(m * k) * sizeof(float)));
   auto* b32 = static_cast<float*>(
       dnnl_thread_buffer(DnnlBuffer::kScaledRightOperand, size_t(k * n) * sizeof(float)));
-  const bool b_transposed = n > 1 && b.strides[0] == 1 && b.strides[1] != 1;
-  widen(a, a32, false);
-  widen(b, b32, b_transposed);
+  widen(a, a32, false, float8_byte_values(a.dtype == DType::Float8E5M2));
+  widen(b, b32, b_transposed, float8_byte_values(b.dtype == DType::Float8E5M2));
   const int64_t ldb = b_transposed ? k : n;
   if (!dense_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc)) {
     blas_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc);

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/runtime/gemm_library.h"
 #include "kernels/tests/test_util.h"
 
 namespace openneuron::kernels {
@@ -125,6 +126,28 @@ TEST(ScaledGemm, RowwiseScalesMixedFormatsColumnMajorRightOperandAndBias) {
   auto out = make_tensor(DType::BFloat16, {9, 33});
   scaled_gemm(out.view, a.view, b, ProductScales{scale_a.view, scale_b.view, &bias_tensor.view});
   EXPECT_LE(worst_error_ratio(out.view, a.view, b, sa, sb, bias), 1.0);
+}
+
+// Both routes of the product: float8 widened to bf16 for oneDNN's native bf16 kernels (where
+// the host has them) and widened to fp32 for any library. Each must meet the same bound.
+TEST(ScaledGemm, TheBf16AndFp32RoutesBothStayWithinTheRoundingBound) {
+  for (GemmLibrary library : {GemmLibrary::kOneDnn, GemmLibrary::kOpenBlas}) {
+    set_gemm_library_for_testing(library);
+    std::mt19937 rng(15);
+    auto a = random_float8(DType::Float8E5M2, {70, 300}, rng);
+    auto b_rows = random_float8(DType::Float8E4M3, {45, 300}, rng);
+    const TensorView b = testing::permute(b_rows.view, {1, 0});
+    const std::vector<double> sa = random_scales(rng, 70), sb = random_scales(rng, 45);
+    auto scale_a = vector_of(sa);
+    auto scale_b = vector_of(sb);
+    for (DType out_dtype : {DType::Float32, DType::BFloat16}) {
+      auto out = make_tensor(out_dtype, {70, 45});
+      scaled_gemm(out.view, a.view, b, ProductScales{scale_a.view, scale_b.view});
+      EXPECT_LE(worst_error_ratio(out.view, a.view, b, sa, sb, {}), 1.0)
+          << gemm_library_name(library) << " " << dtype_name(out_dtype);
+    }
+    reset_gemm_library_for_testing();
+  }
 }
 
 TEST(ScaledGemm, ExactlyRepresentableProductsComeOutExact) {
