@@ -3,9 +3,9 @@ and CPU eager, with cold compile times, in one process.
 
     make bench-compile    # or: .venv/bin/python bench/compile_bench.py [--quick] [--workloads a,b]
 
-Step times are medians of repeated training steps (forward passes for BERT), the five
-configurations interleaved step by step so that load on the machine falls on all alike; each
-step's wall time and the process's CPU time (`*_cpu_ms`, all threads) are both reported. Cold
+Step times are medians of repeated training steps (forward passes for BERT), the six
+configurations interleaved step by step so that load on the machine falls on all alike, each
+timed step after 25 ms of untimed steps of its own configuration; each step's wall time and the process's CPU time (`*_cpu_ms`, all threads) are both reported. Cold
 compile time is the first step's time less a steady step's, with empty caches (our disk cache
 and Inductor's in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both.
 Our backend's own share (lowering, passes, program building) is shown apart. Writes
@@ -31,7 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.run import format_value, machine, print_table, replace_section, sync  # noqa: E402
+from bench.run import (  # noqa: E402
+    SETTLE_SECONDS,
+    format_value,
+    machine,
+    print_table,
+    replace_section,
+    sync,
+)
 
 BEGIN = "<!-- torch.compile section: written by bench/compile_bench.py -->"
 END = "<!-- end of torch.compile section -->"
@@ -56,6 +63,16 @@ def timed_step(built, device: str, index: int) -> tuple[float, float]:
     built.step(index)
     sync(device)
     return time.perf_counter() - start, time.process_time() - cpu_start
+
+
+def settle(built, device: str, index: int) -> None:
+    """Untimed steps of this configuration for at least SETTLE_SECONDS (one at least) before
+    its timed one: the previous configuration's threads (PyTorch's OpenMP workers spin for
+    milliseconds after each parallel region) must not take the cores the timed step needs."""
+    settle_until = time.perf_counter() + SETTLE_SECONDS
+    while time.perf_counter() < settle_until:
+        built.step(index)
+        sync(device)
 
 
 def measure(workload, size: str, repeats: int) -> dict:
@@ -92,6 +109,7 @@ def measure(workload, size: str, repeats: int) -> dict:
             runs[label] = (built, device, [])
         for round_index in range(repeats):
             for built, device, samples in runs.values():
+                settle(built, device, 4 + round_index)
                 samples.append(timed_step(built, device, 4 + round_index))
         for label, (_, _, samples) in runs.items():
             row[f"{label}_ms"] = statistics.median(wall for wall, _ in samples) * 1e3
@@ -154,7 +172,8 @@ def markdown(results: dict, arguments: str) -> str:
         f"Measured {results['date']} with `.venv/bin/python bench/compile_bench.py "
         f"{arguments}` (`make bench-compile`). Step times in ms (medians over rounds that "
         "interleave the six configurations (`bitwise`: compiled with "
-        '`options={"bitwise": True}`); `*_cpu_ms` is the process CPU time over all '
+        '`options={"bitwise": True}`), each timed step after at least 25 ms of untimed '
+        "steps of its own configuration; `*_cpu_ms` is the process CPU time over all "
         "threads, less disturbed by load than wall time); load average at the start "
         f"{results.get('load', '?')}; cold compile in s "
         "(first step less a steady one, empty caches, Dynamo and AOTAutograd included); "

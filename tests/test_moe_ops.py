@@ -69,13 +69,23 @@ def test_grouped_mm_matches_a_float64_loop_natively(case, dtype):
     torch.testing.assert_close(on_device.cpu().double(), expected, **TOLERANCE[dtype])
 
 
+# (tokens, hidden, out features, group ends): a small layer, and one whose groups are longer
+# than the kernel's 256-row blocks (an empty one among them; 3 rows past the last end), so the
+# products and the weight gradient's sums are split into blocks across threads.
+GRADIENT_CASES = {
+    "small": (24, 16, 8, [6, 6, 15, 24]),
+    "groups_longer_than_a_block": (1100, 32, 24, [300, 300, 557, 1097]),
+}
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_grouped_mm_gradients_match_a_float64_loop(dtype):
+@pytest.mark.parametrize("case", list(GRADIENT_CASES))
+def test_grouped_mm_gradients_match_a_float64_loop(case, dtype):
+    tokens, hidden, features, ends = GRADIENT_CASES[case]
     torch.manual_seed(1)
-    a = torch.randn(24, 16).to(dtype)
-    b = torch.randn(4, 16, 8).to(dtype)
-    ends = [6, 6, 15, 24]
-    cotangent = torch.randn(24, 8).to(dtype)
+    a = torch.randn(tokens, hidden).to(dtype)
+    b = torch.randn(len(ends), hidden, features).to(dtype)
+    cotangent = torch.randn(tokens, features).to(dtype)
 
     a_dev = a.to("neuron").requires_grad_()
     b_dev = b.to("neuron").requires_grad_()

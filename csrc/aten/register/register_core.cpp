@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include "aten/fallback/fallback.h"
+#include "aten/ops/matmul/ops_matmul_out_dtype.h"
 #include "aten/ops/matmul/ops_matmul_vector.h"
 #include "aten/ops/matmul/ops_scaled_mm_v2.h"
 #include "aten/ops/ops.h"
@@ -86,6 +87,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("baddbmm", TORCH_FN(baddbmm));
   m.impl("baddbmm_", TORCH_FN(baddbmm_));
   m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  // CUDA's out_dtype overloads (the CPU has none).
+  m.impl("mm.dtype", TORCH_FN(mm_out_dtype));
+  m.impl("mm.dtype_out", TORCH_FN(mm_out_dtype_out));
+  m.impl("bmm.dtype", TORCH_FN(bmm_out_dtype));
+  m.impl("bmm.dtype_out", TORCH_FN(bmm_out_dtype_out));
+  m.impl("addmm.dtype", TORCH_FN(addmm_out_dtype));
+  m.impl("addmm.dtype_out", TORCH_FN(addmm_out_dtype_out));
+  m.impl("baddbmm.dtype", TORCH_FN(baddbmm_out_dtype));
+  m.impl("baddbmm.dtype_out", TORCH_FN(baddbmm_out_dtype_out));
   m.impl("addr", TORCH_FN(addr));
   m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("dot", TORCH_FN(dot));

@@ -178,9 +178,13 @@ void check_shapes(const TensorView& out, const TensorView& a, const TensorView& 
   // A 16-bit product may keep its fp32 accumulator (a widened out): nothing is rounded.
   const bool widened =
       out.dtype == DType::Float32 && (a.dtype == DType::BFloat16 || a.dtype == DType::Float16);
+  const bool bias_dtype_ok =
+      bias == nullptr || bias->dtype == a.dtype || (widened && bias->dtype == out.dtype);
   if (!is_floating(out.dtype) || (a.dtype != out.dtype && !widened) || b.dtype != a.dtype ||
-      (bias != nullptr && bias->dtype != a.dtype)) {
-    fail("needs all operands of one floating dtype (out may be fp32 for 16-bit operands)");
+      !bias_dtype_ok) {
+    fail(
+        "needs all operands of one floating dtype (out, and bias, may be fp32 for 16-bit "
+        "operands)");
   }
 }
 

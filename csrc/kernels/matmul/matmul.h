@@ -10,7 +10,8 @@ namespace openneuron::kernels {
 // (stride 0 broadcasts). bias is nullptr or has out's ndim with broadcast strides.
 // Floating dtypes only (all operands the same dtype); 16-bit inputs are widened to fp32,
 // multiplied with fp32 accumulation and rounded once on store. A float32 out with bf16/fp16
-// a, b (and bias) keeps the fp32 result unrounded. out must not alias inputs.
+// a, b keeps the fp32 result unrounded; its bias may be of a's dtype or fp32. out must not
+// alias inputs.
 void gemm(const TensorView& out, const TensorView& a, const TensorView& b_mat,
           const TensorView* bias, double alpha, double beta);
 

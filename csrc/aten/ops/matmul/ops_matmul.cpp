@@ -20,6 +20,7 @@
 #include "aten/core/op_tracking.h"
 #include "aten/core/tensor_views.h"
 #include "aten/fallback/fallback.h"
+#include "aten/ops/matmul/gemm_launch.h"
 #include "aten/ops/matmul/ops_matmul_vector.h"
 #include "aten/ops/ops.h"
 #include "kernels/matmul/integer_gemm.h"
@@ -55,7 +56,8 @@ void check_operands(const char* name, const at::Tensor& a, const at::Tensor& b, 
   }
 }
 
-// out = beta * bias + alpha * (a @ b), in stream order. `bias` may be undefined.
+}  // namespace
+
 void launch_gemm(const char* name, const at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
                  const at::Tensor& bias, const at::Scalar& beta_scalar,
                  const at::Scalar& alpha_scalar) {
@@ -89,8 +91,6 @@ void launch_gemm(const char* name, const at::Tensor& out, const at::Tensor& a, c
   });
   // Clones made above are freed on this stream, after the queued gemm in stream order.
 }
-
-}  // namespace
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   if (!matmul_is_native({&self, &mat2, &out})) return OPENNEURON_FALLBACK(mm_out, self, mat2, out);
