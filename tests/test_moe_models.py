@@ -159,7 +159,9 @@ def test_greedy_generation_gives_the_cpu_tokens_with_no_fallback(family):
 
 def test_compiled_moe_trains_like_the_cpu():
     """torch.compile(backend="neuron") on the data-dependent routing: graph breaks are allowed,
-    failures are not; loss and gradients as the CPU's."""
+    failures are not; loss and gradients as the CPU's. Under compile, transformers calls its own
+    grouped-product op for fp32 experts (a loop of mm per expert); on neuron it runs as the
+    one-kernel grouped product, forward and backward."""
     cpu_model = build("qwen3_moe")
     neuron_model = copy.deepcopy(cpu_model).to("neuron")
     compiled = torch.compile(neuron_model, backend="neuron")
@@ -168,6 +170,9 @@ def test_compiled_moe_trains_like_the_cpu():
     loss = compiled(input_ids=tokens.to("neuron"), labels=tokens.to("neuron")).loss
     loss.backward()
     assert openneuron.get_fallback_ops() == {}
+    # Two products per layer forward, and two grouped products for each in the backward.
+    layers = cpu_model.config.num_hidden_layers
+    assert openneuron.get_executed_ops().get("aten::_grouped_mm", 0) == 6 * layers
     expected = cpu_model(input_ids=tokens, labels=tokens).loss
     expected.backward()
     torch.testing.assert_close(loss.detach().cpu(), expected.detach(), **TOLERANCE)

@@ -61,7 +61,7 @@ void run_blocks(const std::vector<Block>& blocks, Run&& run) {
   for (const Block& block : blocks) total += block.work;
   const int64_t threads =
       std::min<int64_t>(kernel_thread_count(), static_cast<int64_t>(blocks.size()));
-  if (threads <= 1) {
+  if (threads <= 1 || total == 0) {  // nothing to share (an empty inner dimension: zeros)
     for (const Block& block : blocks) run(block);
     return;
   }

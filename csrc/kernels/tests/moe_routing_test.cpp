@@ -189,6 +189,19 @@ TEST(GroupedGemm, GroupsLargerThanABlockAreSplitAndSummedExactlyOnce) {
   }
 }
 
+TEST(GroupedGemm, AnEmptyInnerDimensionGivesZeros) {
+  std::mt19937 rng(8);
+  auto a = make_tensor(DType::Float32, {600, 0});
+  auto b = make_tensor(DType::Float32, {2, 0, 3});
+  auto out = make_tensor(DType::Float32, {600, 3});
+  testing::fill_random(out.view, rng, 100, 200);
+  auto offsets = offsets_of({300, 600});
+  grouped_gemm(out.view, a.view, b.view, &offsets.view);
+  for (int64_t i = 0; i < 600; ++i) {
+    for (int64_t j = 0; j < 3; ++j) ASSERT_EQ(get(out.view, {i, j}), 0.0) << i << "," << j;
+  }
+}
+
 TEST(Histc, IntegersArePlacedExactlyAndOutOfRangeIsDropped) {
   auto in = make_tensor(DType::Int32, {9});
   const int32_t values[9] = {0, 1, 2, 3, 4, 5, 6, 7, -1};

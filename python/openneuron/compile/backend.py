@@ -19,7 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
 
 from openneuron import _C
-from openneuron.compile import aot_cache, cache, metrics
+from openneuron.compile import aot_cache, cache, metrics, transformers_grouped_mm
 from openneuron.compile.decompositions import decomposition_table
 from openneuron.compile.lower import LoweringError, lower_graph
 from openneuron.compile.output_code import CompiledGraph, UncompiledGraph
@@ -156,6 +156,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs, mode=None, options=
     ``options`` keys are listed in ``KNOWN_OPTIONS``, others are warned about once and ignored.
     """
     options = _check_options(mode, options)
+    transformers_grouped_mm.register_if_loaded()
     compile_id = torch._guards.CompileContext.current_compile_id()
     if compile_id is not None and getattr(compile_id, "frame_compile_id", 0):
         metrics.record(recompiles=1)
