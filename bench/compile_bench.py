@@ -5,7 +5,8 @@ and CPU eager, with cold compile times, in one process.
 
 Step times are medians of repeated training steps (forward passes for BERT), the six
 configurations interleaved step by step so that load on the machine falls on all alike, each
-timed step after 25 ms of untimed steps of its own configuration; each step's wall time and the process's CPU time (`*_cpu_ms`, all threads) are both reported. Cold
+timed step after 25 ms of untimed steps of its own configuration; each step's wall time and the
+process's CPU time (`*_cpu_ms`, all threads) are both reported. Cold
 compile time is the first step's time less a steady step's, with empty caches (our disk cache
 and Inductor's in fresh directories): it includes Dynamo's and AOTAutograd's tracing for both.
 Our backend's own share (lowering, passes, program building) is shown apart. Writes
