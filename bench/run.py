@@ -360,32 +360,15 @@ PAGE_TITLE = "# Performance: `neuron` eager against PyTorch CPU eager"
 
 def write_markdown(path: Path, results: dict, arguments: str) -> None:
     """Writes this run's tables into `path` as the eager section for its ISA caps (native, or
-    the AVX2 cap), keeping the page's other eager section and bench/compile_bench.py's
-    torch.compile section as they were."""
+    the AVX2 cap) in place of that section's previous version; the rest of the page (the other
+    sections and the text written between them) is kept as it was."""
     label = "AVX2 cap" if results["machine"]["caps"] != "none" else "native ISA"
-    old = path.read_text() if path.exists() else ""
-
-    def block(name: str) -> str:
-        begin, end = f"<!-- eager section, {name} -->", f"<!-- end of eager section, {name} -->"
-        if name == label:
-            return f"{begin}\n{markdown_report(results, arguments, label)}{end}\n"
-        return old[old.index(begin) : old.index(end) + len(end)] + "\n" if begin in old else ""
-
-    kept = []  # the sections other benchmarks write, as they were
-    for begin, end in OTHER_SECTIONS:
-        if begin in old and end in old:
-            kept.append(old[old.index(begin) : old.index(end) + len(end)] + "\n")
-    parts = [PAGE_TITLE + "\n", block("native ISA"), block("AVX2 cap"), *kept]
-    path.write_text("\n".join(part for part in parts if part))
-
-
-# (start, end) markers of the sections bench/compile_bench.py, bench/adaptive_eager_bench.py and
-# bench/distributed.py write into docs/performance.md.
-OTHER_SECTIONS = [
-    ("<!-- torch.compile section", "<!-- end of torch.compile section -->"),
-    ("<!-- adaptive eager section", "<!-- end of adaptive eager section -->"),
-    ("<!-- distributed section", "<!-- end of distributed section -->"),
-]
+    begin, end = f"<!-- eager section, {label} -->", f"<!-- end of eager section, {label} -->"
+    if not path.exists():
+        path.write_text(PAGE_TITLE + "\n")
+    replace_section(
+        path, f"{begin}\n{markdown_report(results, arguments, label)}{end}\n", begin, end
+    )
 
 
 def replace_section(path: Path, section: str, begin: str, end: str) -> None:
