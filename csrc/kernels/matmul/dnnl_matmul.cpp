@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/core/dense_float.h"
+#include "kernels/matmul/matrix_view.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
 #include "kernels/runtime/gemm_library.h"
@@ -243,15 +244,7 @@ bool dense_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  int64_t ldc) {
   const auto matrix = [](const float* data, int64_t rows, int64_t cols, int64_t ld,
                          bool transposed) {
-    TensorView view;
-    view.data = const_cast<float*>(data);
-    view.dtype = DType::Float32;
-    view.ndim = 2;
-    view.sizes[0] = rows;
-    view.sizes[1] = cols;
-    view.strides[0] = transposed ? 1 : ld;
-    view.strides[1] = transposed ? ld : 1;
-    return view;
+    return matrix_view(const_cast<float*>(data), DType::Float32, rows, cols, ld, transposed);
   };
   const TensorView a_view = matrix(a, m, k, lda, trans_a);
   const TensorView b_view = matrix(b, k, n, ldb, trans_b);

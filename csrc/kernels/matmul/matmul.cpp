@@ -13,6 +13,7 @@
 #include "kernels/core/element_types.h"
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/dnnl_matmul.h"
+#include "kernels/matmul/matrix_view.h"
 #include "kernels/pointwise/cast.h"
 
 namespace openneuron::kernels {
@@ -28,15 +29,7 @@ constexpr DType dtype_of() {
 }
 
 TensorView dense_matrix(void* data, DType dtype, int64_t rows, int64_t cols) {
-  TensorView view;
-  view.data = data;
-  view.dtype = dtype;
-  view.ndim = 2;
-  view.sizes[0] = rows;
-  view.sizes[1] = cols;
-  view.strides[0] = cols;
-  view.strides[1] = 1;
-  return view;
+  return matrix_view(data, dtype, rows, cols, cols);
 }
 
 // The 2-D matrix of batch entry `batch` of a 3-D view (the view itself when 2-D).

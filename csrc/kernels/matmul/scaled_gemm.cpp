@@ -19,6 +19,7 @@
 #include "kernels/matmul/dnnl_matmul.h"
 #include "kernels/matmul/float8_byte_values.h"
 #include "kernels/matmul/group_views.h"
+#include "kernels/matmul/matrix_view.h"
 #include "kernels/pointwise/cast.h"
 #include "kernels/runtime/dnnl_runtime.h"
 #include "kernels/runtime/gemm_library.h"
@@ -77,19 +78,6 @@ void widen(const TensorView& src, Element* dst, bool transposed,
   });
 }
 
-// A dense matrix view of `data` ([rows, cols] row-major, or its transpose when `transposed`).
-TensorView dense_operand(void* data, DType dtype, int64_t rows, int64_t cols, bool transposed) {
-  TensorView view;
-  view.data = data;
-  view.dtype = dtype;
-  view.ndim = 2;
-  view.sizes[0] = rows;
-  view.sizes[1] = cols;
-  view.strides[0] = transposed ? 1 : cols;
-  view.strides[1] = transposed ? rows : 1;
-  return view;
-}
-
 // The product as bf16 operands with an fp32 result, where oneDNN multiplies bf16 natively (the
 // same exact products and fp32 sums as the fp32 route, at the bf16 rate). False, having written
 // nothing, where it does not.
@@ -105,10 +93,10 @@ bool accumulate_as_bf16(float* c, int64_t ldc, const TensorView& a, const Tensor
       dnnl_thread_buffer(DnnlBuffer::kScaledRightOperand, size_t(k * n) * sizeof(uint16_t)));
   widen(a, a16, false, float8_bf16_bits(a.dtype == DType::Float8E5M2));
   widen(b, b16, b_transposed, float8_bf16_bits(b.dtype == DType::Float8E5M2));
-  TensorView out = dense_operand(c, DType::Float32, m, n, false);
-  out.strides[0] = ldc;
-  return dnnl_gemm(out, dense_operand(a16, DType::BFloat16, m, k, false),
-                   dense_operand(b16, DType::BFloat16, k, n, b_transposed), nullptr, 1.0, 0.0);
+  const int64_t ldb = b_transposed ? k : n;
+  return dnnl_gemm(matrix_view(c, DType::Float32, m, n, ldc),
+                   matrix_view(a16, DType::BFloat16, m, k, k),
+                   matrix_view(b16, DType::BFloat16, k, n, ldb, b_transposed), nullptr, 1.0, 0.0);
 }
 
 // The n values of a 1-D view of 1 or n elements, as fp32 (one element repeats).
