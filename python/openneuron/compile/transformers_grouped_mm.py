@@ -14,6 +14,15 @@ import torch
 
 _registered = False
 
+# The ops as the transformers versions these kernels were written against define them; other
+# definitions are left to their own implementation.
+_SCHEMAS = {
+    "grouped_mm_fallback": "transformers::grouped_mm_fallback(Tensor input, Tensor weight, "
+    "Tensor offs) -> Tensor",
+    "grouped_mm_fallback_backward": "transformers::grouped_mm_fallback_backward(Tensor input, "
+    "Tensor weight, Tensor offs, Tensor grad_output) -> (Tensor, Tensor)",
+}
+
 
 def _forward(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
     return torch._grouped_mm(input, weight, offs.to(torch.int32))
@@ -29,14 +38,15 @@ def _backward(
 
 
 def register_if_loaded() -> bool:
-    """Gives the ops their ``neuron`` kernels, once, if transformers has defined them.
-    Returns whether they are registered."""
+    """Gives the ops their ``neuron`` kernels, once, if transformers has defined them as in
+    ``_SCHEMAS``. Returns whether they are registered."""
     global _registered
     if _registered:
         return True
-    namespace = getattr(torch.ops, "transformers", None)
-    if namespace is None or not hasattr(namespace, "grouped_mm_fallback_backward"):
-        return False
+    namespace = torch.ops.transformers
+    for name, schema in _SCHEMAS.items():
+        if not hasattr(namespace, name) or str(getattr(namespace, name).default._schema) != schema:
+            return False
     device = torch._C._get_privateuse1_backend_name()
     torch.library.register_kernel("transformers::grouped_mm_fallback", device, _forward)
     torch.library.register_kernel("transformers::grouped_mm_fallback_backward", device, _backward)
