@@ -127,3 +127,22 @@ def test_a_kernel_that_rounds_to_16_bits_is_caught():
         got = torch.mm(*on_device(a, b), out_dtype=torch.float32)
     with pytest.raises(AssertionError):
         torch.testing.assert_close(got.cpu().double(), a.double() @ b.double(), **WIDENED)
+
+
+def test_other_dtypes_are_the_plain_product_and_refusals_come_at_the_call():
+    a = torch.randint(-5, 5, (4, 6), dtype=torch.int32)
+    b = torch.randint(-5, 5, (6, 3), dtype=torch.int32)
+    got = run_native(torch.mm, *on_device(a, b), out_dtype=torch.int32)
+    assert got.dtype == torch.int32 and torch.equal(got.cpu(), a @ b)
+    got = torch.bmm(*on_device(a.unsqueeze(0), b.unsqueeze(0)), out_dtype=torch.int32)
+    assert torch.equal(got.cpu(), (a @ b).unsqueeze(0))
+    # float64 is the plain product too (on the host, as float64 runs; the CPU has no .dtype).
+    a64, b64 = a.double(), b.double()
+    torch.testing.assert_close(
+        torch.mm(*on_device(a64, b64), out_dtype=torch.float64).cpu(), a64 @ b64
+    )
+    # A dtype no matrix product takes is refused at the call, not at the next synchronize.
+    bools = on_device(a > 0, b > 0)
+    with pytest.raises(RuntimeError):
+        torch.mm(*bools, out_dtype=torch.bool)
+    torch.neuron.synchronize()

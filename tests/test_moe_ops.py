@@ -111,6 +111,9 @@ def test_grouped_mm_refuses_what_cuda_refuses_at_the_call():
     offs = torch.tensor([4, 8], dtype=torch.int32, device="neuron")
     with pytest.raises(RuntimeError, match="contraction dimension"):
         torch._grouped_mm(a, b.transpose(1, 2), offs)
+    # Both 2-D (the weight-gradient form): a shorter mat_b would be read past its end.
+    with pytest.raises(RuntimeError, match="contraction dimension"):
+        torch._grouped_mm(a.t(), torch.randn(6, 4, device="neuron"), offs)
     with pytest.raises(RuntimeError, match="Float32, BFloat16 or Float16"):
         torch._grouped_mm(a.double(), b.double(), offs)
     with pytest.raises(RuntimeError, match="same device"):

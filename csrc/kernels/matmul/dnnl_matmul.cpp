@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <dnnl.hpp>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -91,9 +92,11 @@ int64_t calling_thread_slot() {
 
 class PrimitiveCache {
  public:
-  // The primitive for this problem, created on first use. Returns nullptr if unsupported.
-  const Primitive* find_or_create(const TensorView& out, const TensorView& a, const TensorView& b,
-                                  double alpha, bool accumulate, double beta, int64_t piece) {
+  // The primitive for this problem, created on first use (check `optimised` before use). Shared:
+  // a caller keeps it alive while it runs, even if the cache is cleared meanwhile.
+  std::shared_ptr<const Primitive> find_or_create(const TensorView& out, const TensorView& a,
+                                                  const TensorView& b, double alpha,
+                                                  bool accumulate, double beta, int64_t piece) {
     ProblemKey key;
     key.reserve(24);
     append_key(key, out);
@@ -105,7 +108,7 @@ class PrimitiveCache {
     key.push_back(calling_thread_slot());
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = cache_.find(key);
-    if (found != cache_.end()) return &found->second;
+    if (found != cache_.end()) return found->second;
     if (cache_.size() > 4096) cache_.clear();  // shapes churn (e.g. dynamic batch): start over
     Primitive primitive{dnnl::matmul(), false};
     try {
@@ -127,12 +130,14 @@ class PrimitiveCache {
     } catch (const dnnl::error&) {
       primitive.optimised = false;
     }
-    return &cache_.emplace(key, std::move(primitive)).first->second;
+    auto shared = std::make_shared<const Primitive>(std::move(primitive));
+    cache_.emplace(key, shared);
+    return shared;
   }
 
  private:
   std::mutex mutex_;
-  std::unordered_map<ProblemKey, Primitive, ProblemKeyHash> cache_;
+  std::unordered_map<ProblemKey, std::shared_ptr<const Primitive>, ProblemKeyHash> cache_;
 };
 
 PrimitiveCache& cache() {
@@ -196,10 +201,10 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
   const int64_t chunk = (extent + parts - 1) / parts;
 
   // Every distinct piece shape must have an optimised primitive before anything is written.
-  std::vector<const Primitive*> primitives;
+  std::vector<std::shared_ptr<const Primitive>> primitives;
   for (int64_t begin = 0; begin < extent; begin += chunk) {
     const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
-    const Primitive* primitive = cache().find_or_create(
+    std::shared_ptr<const Primitive> primitive = cache().find_or_create(
         part.out, part.a, part.b, alpha, accumulate, beta, static_cast<int64_t>(primitives.size()));
     if (!primitive->optimised) return false;
     primitives.push_back(primitive);

@@ -31,9 +31,9 @@ void check_grouped_mm(const at::Tensor& a, const at::Tensor& b,
   TORCH_CHECK(b.dim() == 2 || b.dim() == 3, "mat_b has to be 2 or 3d");
   const bool a_is_2d = a.dim() == 2;
   const bool b_is_2d = b.dim() == 2;
-  if (!a_is_2d || !b_is_2d) {
-    TORCH_CHECK(a.size(-1) == b.size(-2), "contraction dimension of mat_a and mat_b must match");
-  }
+  // Both 2-D: the grouped dimension is the contraction (CUDA does not check it, and reads past
+  // mat_b's end when it is shorter).
+  TORCH_CHECK(a.size(-1) == b.size(-2), "contraction dimension of mat_a and mat_b must match");
   TORCH_CHECK(offs.has_value() == (a_is_2d || b_is_2d),
               "Have to provide offsets if there is a 2d matrix, or no offset if both matrices "
               "are 3d");

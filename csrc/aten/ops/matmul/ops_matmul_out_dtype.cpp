@@ -5,7 +5,11 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/baddbmm.h>
+#include <ATen/ops/bmm.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/mm.h>
 #include <c10/core/DeviceGuard.h>
 
 #include <vector>
@@ -22,6 +26,13 @@ void check_out_dtype(at::ScalarType operands, at::ScalarType out_dtype) {
   TORCH_CHECK(out_dtype == operands ||
                   (out_dtype == at::kFloat && (operands == at::kHalf || operands == at::kBFloat16)),
               "out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs");
+}
+
+// fp32 and 16-bit floats go to the fp32-accumulating GEMM here; any other dtype (then equal to
+// out_dtype) is the plain product, run as the op without out_dtype runs it (integers natively,
+// float64 on the host, and dtypes no kernel takes refused at the call).
+bool is_float_gemm_dtype(at::ScalarType type) {
+  return type == at::kFloat || type == at::kBFloat16 || type == at::kHalf;
 }
 
 void check_given_out(const at::Tensor& out, at::ScalarType out_dtype) {
@@ -60,12 +71,13 @@ void check_batches(const at::Tensor& batch1, const at::Tensor& batch2, at::Scala
 
 at::Tensor& mm_out_dtype_out(const at::Tensor& self, const at::Tensor& mat2,
                              at::ScalarType out_dtype, at::Tensor& out) {
-  OPENNEURON_NATIVE_OP("aten::mm.dtype_out");
   const c10::Device device = check_same_device("aten::mm", {&self, &mat2, &out});
   check_matrices(self, mat2, "self");
   check_given_out(out, out_dtype);
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "input dtypes must be the same");
   check_out_dtype(self.scalar_type(), out_dtype);
+  if (!is_float_gemm_dtype(self.scalar_type())) return at::mm_out(out, self, mat2);
+  OPENNEURON_NATIVE_OP("aten::mm.dtype_out");
   const c10::DeviceGuard guard(device);
   at::native::resize_output(out, {self.size(0), mat2.size(1)});
   launch_gemm("aten::mm.dtype", out, self, mat2, at::Tensor(), 0, 1);
@@ -80,10 +92,11 @@ at::Tensor mm_out_dtype(const at::Tensor& self, const at::Tensor& mat2, at::Scal
 
 at::Tensor& bmm_out_dtype_out(const at::Tensor& self, const at::Tensor& mat2,
                               at::ScalarType out_dtype, at::Tensor& out) {
-  OPENNEURON_NATIVE_OP("aten::bmm.dtype_out");
   const c10::Device device = check_same_device("aten::bmm", {&self, &mat2, &out});
   check_batches(self, mat2, out_dtype, nullptr);
   check_given_out(out, out_dtype);
+  if (!is_float_gemm_dtype(self.scalar_type())) return at::bmm_out(out, self, mat2);
+  OPENNEURON_NATIVE_OP("aten::bmm.dtype_out");
   const c10::DeviceGuard guard(device);
   at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
   launch_gemm("aten::bmm.dtype", out, self, mat2, at::Tensor(), 0, 1);
@@ -99,7 +112,6 @@ at::Tensor bmm_out_dtype(const at::Tensor& self, const at::Tensor& mat2, at::Sca
 at::Tensor& addmm_out_dtype_out(const at::Tensor& self, const at::Tensor& mat1,
                                 const at::Tensor& mat2, at::ScalarType out_dtype,
                                 const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
-  OPENNEURON_NATIVE_OP("aten::addmm.dtype_out");
   const c10::Device device = check_same_device("aten::addmm", {&self, &mat1, &mat2, &out});
   TORCH_CHECK(self.scalar_type() == mat2.scalar_type(),
               "self and mat2 must have the same dtype, but got ", self.scalar_type(), " and ",
@@ -113,6 +125,10 @@ at::Tensor& addmm_out_dtype_out(const at::Tensor& self, const at::Tensor& mat1,
   const std::vector<int64_t> shape = {mat1.size(0), mat2.size(1)};
   TORCH_CHECK(at::is_expandable_to(self.sizes(), shape), "addmm: self of shape ", self.sizes(),
               " cannot be broadcast to ", c10::IntArrayRef(shape));
+  if (!is_float_gemm_dtype(mat1.scalar_type())) {
+    return at::addmm_out(out, self, mat1, mat2, beta, alpha);
+  }
+  OPENNEURON_NATIVE_OP("aten::addmm.dtype_out");
   const c10::DeviceGuard guard(device);
   at::native::resize_output(out, shape);
   launch_gemm("aten::addmm.dtype", out, mat1, mat2, self, beta, alpha);
@@ -131,10 +147,13 @@ at::Tensor& baddbmm_out_dtype_out(const at::Tensor& self, const at::Tensor& batc
                                   const at::Tensor& batch2, at::ScalarType out_dtype,
                                   const at::Scalar& beta, const at::Scalar& alpha,
                                   at::Tensor& out) {
-  OPENNEURON_NATIVE_OP("aten::baddbmm.dtype_out");
   const c10::Device device = check_same_device("aten::baddbmm", {&self, &batch1, &batch2, &out});
   check_batches(batch1, batch2, out_dtype, &self);
   check_given_out(out, out_dtype);
+  if (!is_float_gemm_dtype(batch1.scalar_type())) {
+    return at::baddbmm_out(out, self, batch1, batch2, beta, alpha);
+  }
+  OPENNEURON_NATIVE_OP("aten::baddbmm.dtype_out");
   const c10::DeviceGuard guard(device);
   at::native::resize_output(out, self.sizes());
   // The added term is read at out_dtype, as CUDA converts it before the product.
