@@ -33,11 +33,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.run import (  # noqa: E402
-    SETTLE_SECONDS,
     format_value,
     machine,
     print_table,
     replace_section,
+    settle,
     sync,
 )
 
@@ -64,16 +64,6 @@ def timed_step(built, device: str, index: int) -> tuple[float, float]:
     built.step(index)
     sync(device)
     return time.perf_counter() - start, time.process_time() - cpu_start
-
-
-def settle(built, device: str, index: int) -> None:
-    """Untimed steps of this configuration for at least SETTLE_SECONDS (one at least) before
-    its timed one: the previous configuration's threads (PyTorch's OpenMP workers spin for
-    milliseconds after each parallel region) must not take the cores the timed step needs."""
-    settle_until = time.perf_counter() + SETTLE_SECONDS
-    while time.perf_counter() < settle_until:
-        built.step(index)
-        sync(device)
 
 
 def measure(workload, size: str, repeats: int) -> dict:
@@ -110,7 +100,8 @@ def measure(workload, size: str, repeats: int) -> dict:
             runs[label] = (built, device, [])
         for round_index in range(repeats):
             for built, device, samples in runs.values():
-                settle(built, device, 4 + round_index)
+                # The previous configuration's threads must not take this step's cores.
+                settle(lambda b=built, i=4 + round_index: b.step(i), device)
                 samples.append(timed_step(built, device, 4 + round_index))
         for label, (_, _, samples) in runs.items():
             row[f"{label}_ms"] = statistics.median(wall for wall, _ in samples) * 1e3

@@ -57,6 +57,14 @@ def median_seconds(
 SETTLE_SECONDS = 0.025
 
 
+def settle(fn: Callable[[], None], device: str) -> None:
+    """Runs fn (and waits for it) for at least SETTLE_SECONDS, at least once, untimed."""
+    settle_until = time.perf_counter() + SETTLE_SECONDS
+    while time.perf_counter() < settle_until:
+        fn()
+        sync(device)
+
+
 def side_by_side_seconds(
     fns: dict[str, Callable[[], None]], repeats: int, warmup: int = 2, budget: float = 40.0
 ) -> dict[str, float]:
@@ -75,10 +83,7 @@ def side_by_side_seconds(
     samples: dict[str, list[float]] = {device: [] for device in fns}
     for _ in range(repeats):
         for device, fn in fns.items():
-            settle_until = time.perf_counter() + SETTLE_SECONDS
-            while time.perf_counter() < settle_until:
-                fn()
-                sync(device)
+            settle(fn, device)
             start = time.perf_counter()
             fn()
             sync(device)

@@ -243,8 +243,8 @@ void Stream::wait_idle() {
 
 void Stream::spin_until_idle() const {
   // A synchronize after a short op (e.g. reading a loss) would otherwise always pay a
-  // sleep/wake round trip through the kernel. The spin is short and bounded by time (a pause
-  // lasts 10 to 150 cycles, by CPU): past it the caller sleeps, because while the work runs
+  // sleep/wake round trip through the kernel. The spin is short and bounded by time (a pause's
+  // length differs between CPUs): past it the caller sleeps, because while the work runs
   // on every core a spinning (or yielding) caller takes a share of a core from it.
   const auto deadline = std::chrono::steady_clock::now() + kSynchronizeSpin;
   for (int i = 1;; ++i) {

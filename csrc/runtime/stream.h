@@ -134,8 +134,8 @@ class Stream {
     uint64_t correlation;
     bool traced;  // tracing was on when it was queued
   };
-  // How long an idle worker spins for the next op before sleeping (by time: a pause lasts
-  // from 10 to 150 cycles depending on the CPU).
+  // How long an idle worker spins for the next op before sleeping (by time: a pause's length
+  // differs between CPUs).
   static constexpr std::chrono::microseconds kWorkerSpin{30};
   // How long a synchronizing caller spins before sleeping: long enough for the short ops a
   // sync usually waits for (a loss, a flag), short against the work it would slow down.

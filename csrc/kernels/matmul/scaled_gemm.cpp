@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/core/dense_float.h"
 #include "kernels/core/element_types.h"
+#include "kernels/core/float_conversions.h"
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/dnnl_matmul.h"
 #include "kernels/matmul/float8_byte_values.h"
@@ -35,17 +36,12 @@ namespace {
 
 bool is_float8(DType dtype) { return dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2; }
 
-// The 256 values of a float8 format as bf16 bit patterns: every float8 value is exact in bf16
-// (3 or 2 mantissa bits, exponents within bf16's), so its fp32 bits end in 16 zeros.
+// The 256 values of a float8 format as bf16 bit patterns (every float8 value is exact in bf16).
 const std::array<uint16_t, 256>& float8_bf16_bits(bool e5m2) {
   const auto make = [](bool of_e5m2) {
     std::array<uint16_t, 256> table;
     const ByteValueTable& values = float8_byte_values(of_e5m2);
-    for (int bits = 0; bits < 256; ++bits) {
-      uint32_t word;
-      std::memcpy(&word, &values[static_cast<size_t>(bits)], sizeof(word));
-      table[static_cast<size_t>(bits)] = static_cast<uint16_t>(word >> 16);
-    }
+    for (size_t bits = 0; bits < 256; ++bits) table[bits] = float_to_bfloat16_bits(values[bits]);
     return table;
   };
   static const std::array<uint16_t, 256> e4m3 = make(false);
@@ -78,25 +74,34 @@ void widen(const TensorView& src, Element* dst, bool transposed,
   });
 }
 
+// a and b widened through `table_of(is_e5m2)` into this thread's operand buffers (b in its
+// own layout when `b_transposed`).
+template <typename Element, typename TableOf>
+std::pair<Element*, Element*> widen_operands(const TensorView& a, const TensorView& b,
+                                             bool b_transposed, TableOf&& table_of) {
+  auto* a_wide = static_cast<Element*>(dnnl_thread_buffer(
+      DnnlBuffer::kScaledLeftOperand, static_cast<size_t>(a.numel()) * sizeof(Element)));
+  auto* b_wide = static_cast<Element*>(dnnl_thread_buffer(
+      DnnlBuffer::kScaledRightOperand, static_cast<size_t>(b.numel()) * sizeof(Element)));
+  widen(a, a_wide, false, table_of(a.dtype == DType::Float8E5M2));
+  widen(b, b_wide, b_transposed, table_of(b.dtype == DType::Float8E5M2));
+  return {a_wide, b_wide};
+}
+
 // The product as bf16 operands with an fp32 result, where oneDNN multiplies bf16 natively (the
-// same exact products and fp32 sums as the fp32 route, at the bf16 rate). False, having written
-// nothing, where it does not.
+// same exact products and fp32 sums as the fp32 route, at the bf16 rate). False where it does
+// not (then c is untouched).
 bool accumulate_as_bf16(float* c, int64_t ldc, const TensorView& a, const TensorView& b,
                         bool b_transposed) {
   if (!gemm_allows_onednn_bf16()) return false;
   const int64_t m = a.sizes[0];
   const int64_t k = a.sizes[1];
   const int64_t n = b.sizes[1];
-  auto* a16 = static_cast<uint16_t*>(
-      dnnl_thread_buffer(DnnlBuffer::kScaledLeftOperand, size_t(m * k) * sizeof(uint16_t)));
-  auto* b16 = static_cast<uint16_t*>(
-      dnnl_thread_buffer(DnnlBuffer::kScaledRightOperand, size_t(k * n) * sizeof(uint16_t)));
-  widen(a, a16, false, float8_bf16_bits(a.dtype == DType::Float8E5M2));
-  widen(b, b16, b_transposed, float8_bf16_bits(b.dtype == DType::Float8E5M2));
-  const int64_t ldb = b_transposed ? k : n;
+  const auto [a16, b16] = widen_operands<uint16_t>(a, b, b_transposed, float8_bf16_bits);
   return dnnl_gemm(matrix_view(c, DType::Float32, m, n, ldc),
                    matrix_view(a16, DType::BFloat16, m, k, k),
-                   matrix_view(b16, DType::BFloat16, k, n, ldb, b_transposed), nullptr, 1.0, 0.0);
+                   matrix_view(b16, DType::BFloat16, k, n, b_transposed ? k : n, b_transposed),
+                   nullptr, 1.0, 0.0);
 }
 
 // The n values of a 1-D view of 1 or n elements, as fp32 (one element repeats).
@@ -159,12 +164,7 @@ void accumulate(float* c, int64_t ldc, const TensorView& a, const TensorView& b)
   // (a CUDA-style column-major b becomes a transposed operand, read along its unit stride).
   const bool b_transposed = n > 1 && b.strides[0] == 1 && b.strides[1] != 1;
   if (accumulate_as_bf16(c, ldc, a, b, b_transposed)) return;
-  auto* a32 = static_cast<float*>(
-      dnnl_thread_buffer(DnnlBuffer::kScaledLeftOperand, size_t(m * k) * sizeof(float)));
-  auto* b32 = static_cast<float*>(
-      dnnl_thread_buffer(DnnlBuffer::kScaledRightOperand, size_t(k * n) * sizeof(float)));
-  widen(a, a32, false, float8_byte_values(a.dtype == DType::Float8E5M2));
-  widen(b, b32, b_transposed, float8_byte_values(b.dtype == DType::Float8E5M2));
+  const auto [a32, b32] = widen_operands<float>(a, b, b_transposed, float8_byte_values);
   const int64_t ldb = b_transposed ? k : n;
   if (!dense_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc)) {
     blas_sgemm(false, b_transposed, m, n, k, 1.0f, a32, k, b32, ldb, 0.0f, c, ldc);
