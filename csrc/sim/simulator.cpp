@@ -1,14 +1,31 @@
 #include "sim/simulator.h"
 
+#include "sim/errors.h"
 #include "sim/indirect.h"
 #include "sim/interpreter.h"
 #include "sim/rules.h"
 
 namespace openneuron::sim {
 
+namespace {
+
+// The next-fit layout timing uses, or the packed first-fit one when next-fit finds no gap:
+// next-fit scatters small long-lived buffers around the ring, so a kernel whose live buffers
+// fit may still find no gap wide enough; the capacity rule holds if any placement fits.
+Layout timing_layout(const Program& program, const CoreProfile& profile) {
+  try {
+    return plan_layout(program, profile);
+  } catch (const SimError& error) {
+    if (error.rule != rule::kSbufCapacity && error.rule != rule::kPsumCapacity) throw;
+    return plan_layout(program, profile, /*next_fit=*/false);
+  }
+}
+
+}  // namespace
+
 Simulator::Simulator(Program program, const CoreProfile& profile)
     : program_(std::move(program)), profile_(profile) {
-  layout_ = plan_layout(program_, profile_);
+  layout_ = timing_layout(program_, profile_);
   check_rules(program_, profile_, layout_);
   execution_layout_ = plan_layout(program_, profile_, /*next_fit=*/false);
 }

@@ -153,6 +153,23 @@ TEST(Rules, BuffersWhoseLivesDoNotOverlapShareMemory) {
   EXPECT_NO_THROW(Simulator(b.program(), core_profile("trn2")));
 }
 
+// Next-fit placement scatters small long-lived tiles around SBUF (each lands after the
+// short-lived one before it); a tile wider than the gaps left still fits once they are packed.
+TEST(Rules, TilesThatFitPackedAreNotRefusedForNextFitGaps) {
+  ProgramBuilder b;
+  std::vector<int32_t> small_tiles;
+  for (int i = 0; i < 55; ++i) {
+    small_tiles.push_back(b.tile("small", Memory::kSbuf, DType::kFloat32, 128, 16));
+    b.add(Opcode::kMemset, b.ap(small_tiles.back(), {128, 16}), {});
+    const int32_t passing = b.tile("passing", Memory::kSbuf, DType::kFloat32, 128, 1024);
+    b.add(Opcode::kMemset, b.ap(passing, {128, 1024}), {});
+  }
+  const int32_t wide = b.tile("wide", Memory::kSbuf, DType::kFloat32, 128, 2048);
+  b.add(Opcode::kMemset, b.ap(wide, {128, 2048}), {});
+  for (int32_t tile : small_tiles) b.add(Opcode::kMemset, b.ap(tile, {128, 16}), {});
+  EXPECT_NO_THROW(Simulator(b.program(), core_profile("trn2")));
+}
+
 TEST(Rules, PsumCapacityIsEightBanks) {
   expect_rule(
       rule::kPsumCapacity,

@@ -195,13 +195,15 @@ class _MGrid:
     def __getitem__(self, key):
         if not isinstance(key, tuple):
             key = (key,)
-        grids = []
+        steps, starts, extents = {}, {}, {}
         for axis, k in enumerate(key):
-            start = 0 if k.start is None else int(k.start)
-            step = 1 if k.step is None else int(k.step)
-            extent = len(range(start, int(k.stop), step))
-            grids.append(GridExpr(len(key), {axis: step}, {axis: extent}, start))
-        return _Grids(grids)
+            starts[axis] = 0 if k.start is None else int(k.start)
+            steps[axis] = 1 if k.step is None else int(k.step)
+            extents[axis] = len(range(starts[axis], int(k.stop), steps[axis]))
+        # Dense, as NumPy's mgrid: each component spans the whole grid (its own axis varies).
+        return _Grids(
+            GridExpr(len(key), {axis: steps[axis]}, extents, starts[axis]) for axis in extents
+        )
 
 
 class _Grids(tuple):

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from openneuron.nki import trace as tr
+from openneuron.nki.copy_forwarding import forward_copies
 from openneuron.nki.dtypes import as_dtype
 from openneuron.nki.errors import KernelRuleError, KernelTraceError
 from openneuron.nki.tensor import NkiTensor
@@ -328,6 +329,7 @@ class CompiledLaunch:
                             "HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm))",
                         )
             self.sample_inputs = arrays
+            forward_copies(recording)
             self.programs.append(_Program(recording, indices, concurrent=len(program_ids) > 1))
         self.written_inputs = set().union(*(p.written_inputs for p in self.programs))
         self._simulators = {}

@@ -5,6 +5,7 @@ hardware would use (Scalar engine for activations, Vector engine for two-input m
 reductions, Tensor engine for matmul and transpose).
 """
 
+import builtins
 import dataclasses
 import functools
 import numbers
@@ -433,7 +434,7 @@ def _assign(view, value):
     elif value.shape != view.shape and value.size == view.size:
         nisa.tensor_copy(view, value.reshape(view.shape) if value._is_contiguous() else value)
     else:
-        nisa.tensor_copy(view, value)
+        tr.current().assignment_copies.append(nisa.tensor_copy(view, value))
 
 
 def _same_view(a, b):
@@ -539,13 +540,15 @@ def _binary(op, a, b, dtype=None):
         a_tile = False
         reference = b
     out_dtype = dtype or _result_dtype(a, b)
+    if dtype is None and op.__name__ == "divide" and not out_dtype.is_float:
+        out_dtype = float32  # true division, as in NumPy: integers give a float quotient
     shape = reference.shape
     if a_tile and b_tile and a.shape != b.shape and a.ndim == b.ndim and a.size != b.size:
-        shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+        shape = tuple(builtins.max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
     result = ndarray(shape, out_dtype, sbuf)
     if a_tile and b_tile:
         if a.shape != b.shape:
-            broadcastable = a.ndim == b.ndim and all(
+            broadcastable = a.ndim == b.ndim and builtins.all(
                 x == y or 1 in (x, y) for x, y in zip(a.shape[1:], b.shape[1:], strict=True)
             )
             if a.partitions != b.partitions or (a.free_size != b.free_size and not broadcastable):

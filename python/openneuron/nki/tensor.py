@@ -5,6 +5,8 @@ moves the start partition. HBM tensors are flat row-major memory. Slicing, integ
 ``reshape`` and ``ap`` make new views without moving data.
 """
 
+import builtins
+
 from openneuron.nki import arguments as _arguments
 from openneuron.nki import index_grid
 from openneuron.nki import trace as tr
@@ -114,6 +116,9 @@ class NkiTensor:
         return NkiTensor(self.buffer, dtype or self.dtype, shape, strides, offset, start_partition)
 
     def __getitem__(self, key):
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, NkiTensor) for k in keys):
+            return self._gathered(keys)
         if index_grid.is_grid_key(key):
             return index_grid.view_of(self, key)  # the older API's nl.arange / nl.mgrid
         if not isinstance(key, tuple):
@@ -270,6 +275,26 @@ class NkiTensor:
                 )
         view = self._view(tuple(shape), tuple(strides), offset, start, dtype)
         view.indirect = indirect
+        return view
+
+    def _gathered(self, keys):
+        """The older API's indirect index, ``hbm[b, index_tile, grid]``: row i of the view
+        starts at ``index_tile[i]`` along the tile's dimension (a DMA gather, or a scatter as
+        a destination); the other indices are grids, integers or full slices."""
+        dims = [d for d, k in enumerate(keys) if isinstance(k, NkiTensor)]
+        if len(dims) != 1:
+            tr.fail("unsupported", f"{len(dims)} index tiles in one index of {self!r} (one is)")
+        dim, tile = dims[0], keys[dims[0]]
+        if not tile.on_chip or tile.free_size != 1:
+            tr.fail(
+                "bad-operand",
+                f"an index tile is an on-chip [P, 1] tile of integers, got {tile!r}",
+            )
+        grids = [k for k in keys if isinstance(k, index_grid.GridExpr)]
+        ndim = builtins.max([2] + [g.ndim for g in grids])
+        rows = index_grid.GridExpr(ndim, {}, {0: tile.partitions}, 0)
+        view = index_grid.view_of(self, keys[:dim] + (rows,) + keys[dim + 1 :])
+        view.indirect = self._indirect(None, tile, dim, self.dtype)
         return view
 
     def _indirect(self, scalar_offset, vector_offset, indirect_dim, dtype):

@@ -129,6 +129,8 @@ class Trace:
         self.constants = {}  # HBM buffer index -> host array (nl.shared_constant)
         # On-chip buffer index -> the box a masked older-API call wrote (the rest is unwritten).
         self.valid_boxes = {}
+        # Instructions that copy a tile assignment's value into place (copy_forwarding.py).
+        self.assignment_copies = []
 
     def new_buffer(self, name, memory, dtype, shape, initialized=False):
         line = kernel_line()

@@ -21,6 +21,17 @@ def _out(shape, dtype, buffer=sbuf):
     return ndarray(shape, dtype, buffer)
 
 
+def _in_sbuf(tile):
+    """`tile`, or an SBUF copy of it (Vector engine) when it is in PSUM: kernels of this
+    generation pass a matmul's or a transpose's result straight to engines that read SBUF
+    only (the Tensor engine's operands, GpSimd), and AWS's compiler stages it."""
+    if tile.memory != _tr.PSUM:
+        return tile
+    staged = _out(tile.shape, tile.dtype)
+    _current.tensor_copy(staged, tile)
+    return staged
+
+
 def _nc_matmul(
     stationary,
     moving,
@@ -33,6 +44,7 @@ def _nc_matmul(
     """stationary[K, M].T @ moving[K, N] into a new fp32 PSUM tile [M, N]."""
     if is_transpose:
         return _nc_transpose(stationary)
+    stationary, moving = _in_sbuf(stationary), _in_sbuf(moving)
     result = _out((stationary.free_size, moving.free_size), float32, psum)
     index = _current.nc_matmul(result, stationary, moving, accumulate=False)
     result.pending_matmul = index
@@ -175,12 +187,7 @@ def _affine_select(pred, on_true_tile, on_false_value, dtype=None, **_ignored):
     difference = pred.left - pred.right if isinstance(pred.left, GridExpr) else None
     if difference is None:
         _tr.fail("bad-operand", "affine_select's predicate must have an index grid on its left")
-    if on_true_tile.memory == _tr.PSUM:
-        # The GpSimd engine cannot read PSUM; kernels of this generation pass a matmul's result
-        # straight in, so it is staged through SBUF by a Vector-engine copy first.
-        staged = _out(on_true_tile.shape, on_true_tile.dtype)
-        _current.tensor_copy(staged, on_true_tile)
-        on_true_tile = staged
+    on_true_tile = _in_sbuf(on_true_tile)  # the GpSimd engine cannot read PSUM
     shape = on_true_tile.shape
     result = _out(shape, dtype or on_true_tile.dtype)
     pattern = [[difference.terms.get(a, 0), shape[a]] for a in range(1, len(shape))]

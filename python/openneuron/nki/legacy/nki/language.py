@@ -64,10 +64,13 @@ def mask_box(mask, shape):
     if not isinstance(mask, Mask):
         _tr.fail("bad-operand", f"mask= takes a comparison of index grids, got {mask!r}")
     own = mask.shape()
-    full = tuple(np.broadcast_shapes(own, tuple(shape[: len(own)])))
-    values = np.broadcast_to(mask.values(own), full)
+    values = _clipped(mask.values(own), shape)
+    clipped = values.shape != tuple(own)
+    full = tuple(np.broadcast_shapes(values.shape, tuple(shape[: len(own)])))
+    values = np.broadcast_to(values, full)
     if values.all():
-        return None
+        # Whole, unless the tile was cut short: then the other operand is cut to it too.
+        return tuple(slice(0, extent) for extent in full) if clipped else None
     if not values.any():
         return "empty"
     box = []
@@ -78,6 +81,21 @@ def mask_box(mask, shape):
     if not values[tuple(box)].all():
         _tr.fail("unsupported", "a mask= whose true elements do not form a box")
     return tuple(box)
+
+
+def _clipped(values, shape):
+    """Mask values cut to a tile that a slice past a tensor's end made shorter
+    (``out[256:384]`` of 288 rows is 32 rows): what is cut must be masked off."""
+    for axis in range(builtins.min(values.ndim, len(shape))):
+        extent = shape[axis]
+        if values.shape[axis] <= extent:
+            continue
+        if np.take(values, range(extent, values.shape[axis]), axis=axis).any():
+            if extent == 1:
+                continue  # a unit axis of the tile: the mask broadcasts over it
+            _tr.fail("out-of-bounds", "a mask= lets an access reach past the tensor's end")
+        values = np.take(values, range(extent), axis=axis)
+    return values
 
 
 def restrict(value, box):
@@ -91,7 +109,27 @@ def restrict(value, box):
         key.append(
             part if value.shape[axis] >= part.stop and whole != value.shape[axis] else slice(None)
         )
+    if value.indirect is not None:
+        return _restrict_gather(value, key)
     return value[tuple(key)]
+
+
+def _restrict_gather(value, key):
+    """A gathered view (an index tile's rows) cut to `key`: its rows take the matching
+    rows of the index tile."""
+    shape, offset = [], value.offset
+    for axis, part in enumerate(key):
+        start, stop, _ = part.indices(value.shape[axis])
+        shape.append(stop - start)
+        offset += start * value.strides[axis]
+    kind, index, stride, bound = value.indirect
+    rows = key[0].indices(value.shape[0])
+    if kind == 2 and rows[:2] != (0, value.shape[0]):
+        index = index[rows[0] : rows[1]]
+    view = _Tensor(value.buffer, value.dtype, tuple(shape), value.strides, offset,
+                   value.start_partition)  # fmt: skip
+    view.indirect = (kind, index, stride, bound)
+    return view
 
 
 def masked(function, result_buffer=sbuf):
