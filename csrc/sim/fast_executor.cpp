@@ -956,6 +956,7 @@ bool streams(const CoreState& state, const Instruction& ins) {
   for (const auto& src : ins.src) {
     if (overlaps(state, ins.dst, src)) return false;
   }
+  if (ins.opcode == Opcode::kTensorScalar && ins.dst2.valid()) return false;  // fused reduce
   if (ins.opcode == Opcode::kActivation && ins.dst2.valid() &&
       (overlaps(state, ins.dst2, ins.src[0]) || ins.dst2.buffer == ins.dst.buffer))
     return false;
@@ -967,7 +968,8 @@ bool streams(const CoreState& state, const Instruction& ins) {
 void execute_fast(CoreState& state, const Instruction& ins) {
   if (ins.opcode == Opcode::kMatmul && matmul_in_place(state, ins)) return;
   if (ins.opcode == Opcode::kTranspose && transpose_in_place(state, ins)) return;
-  if ((ins.opcode == Opcode::kTensorTensor || ins.opcode == Opcode::kTensorScalar ||
+  if ((ins.opcode == Opcode::kTensorTensor ||
+       (ins.opcode == Opcode::kTensorScalar && !ins.dst2.valid()) ||
        ins.opcode == Opcode::kTensorCopy) &&
       column_in_place(state, ins))
     return;

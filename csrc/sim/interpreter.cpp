@@ -350,16 +350,20 @@ void execute(CoreState& state, const Instruction& ins) {
       const int64_t p = a.partitions(), f = a.free_size();
       const auto s0 = per_partition<Access>(state, ins, b, ins.imm0, p);
       const auto s1 = per_partition<Access>(state, ins, c, ins.imm1, p);
+      const bool reduce = ins.dst2.valid();  // alu1 then reduces each row instead
+      std::vector<float> reduced(static_cast<size_t>(p));
       for (int64_t i = 0; i < p; ++i) {
         for (int64_t j = 0; j < f; ++j) {
           float& v = x[i * f + j];
           v = ins.reverse0 ? apply_alu(ins.alu0, s0[i], v) : apply_alu(ins.alu0, v, s0[i]);
-          if (ins.alu1 != AluOp::kBypass) {
+          if (ins.alu1 != AluOp::kBypass && !reduce) {
             v = ins.reverse1 ? apply_alu(ins.alu1, s1[i], v) : apply_alu(ins.alu1, v, s1[i]);
           }
         }
+        if (reduce) reduced[i] = reduce_row(ins.alu1, x.data() + i * f, f);
       }
       Access::write(state, dst, x.data());
+      if (reduce) Access::write(state, ins.dst2, reduced.data());
       return;
     }
     case Opcode::kTensorReduce: {

@@ -29,7 +29,9 @@
 //   kTensorTensor   dst = a alu0 b, elementwise; a and b not both in PSUM.
 //   kTensorScalar   dst = (a alu0 s0) alu1 s1 where s0/s1 are b[p,0] / c[p,0] when given (one
 //                   value per partition) else imm0 / imm1; reverse0/reverse1 swap the operands;
-//                   alu1 = kBypass ends after the first operation.
+//                   alu1 = kBypass ends after the first operation. With dst2 (tensor_scalar_
+//                   reduce), alu1 instead reduces each row of the result: dst2[p,0], as
+//                   kActivation's reduction does; one instruction, timed as kTensorScalar.
 //   kTensorReduce   dst[P, kept...] = reduction with alu0 of a over its last `reduce_dims` free
 //                   dimensions (never the partition dimension); negate flips the result's sign.
 //                   Reductions whose op has an identity fold in eight lanes (alu.h reduce_row):
@@ -258,7 +260,7 @@ struct Instruction {
   Opcode opcode = Opcode::kTensorCopy;
   Engine engine = Engine::kVector;
   AccessPattern dst;
-  AccessPattern dst2;  // kActivation's reduce result
+  AccessPattern dst2;  // kActivation's and kTensorScalar's reduce result
   AccessPattern src[3];
   AluOp alu0 = AluOp::kBypass;
   AluOp alu1 = AluOp::kBypass;

@@ -66,6 +66,11 @@ class Checker {
         per_partition(instruction.src[2], instruction.src[0], "operand1");
         check_bitwise(instruction.alu0, instruction);
         check_bitwise(instruction.alu1, instruction);
+        if (instruction.dst2.valid()) {  // tensor_scalar_reduce: alu1 reduces each row
+          if (instruction.alu1 == AluOp::kBypass || instruction.src[2].valid())
+            fail(rule::kBadOperand, "tensor_scalar_reduce takes one operator and a reduce_op");
+          per_partition(instruction.dst2, instruction.src[0], "reduce_res");
+        }
         break;
       case Opcode::kTensorReduce:
         check_reduce(instruction);

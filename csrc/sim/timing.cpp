@@ -322,6 +322,10 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
       cycles = std::max(floor_cycles, free_elements(a)) + fixed +
                (ins.alu1 != AluOp::kBypass ? profile.activation_reduce_cycles : 0);
       break;
+    case Opcode::kTensorScalar:  // a fused row reduction costs what activation's does
+      cycles = std::max(floor_cycles, free_elements(a)) + fixed +
+               (ins.dst2.valid() ? profile.activation_reduce_cycles : 0);
+      break;
     case Opcode::kIota:
     case Opcode::kAffineSelect:
       cycles = profile.iota_fixed_cycles + free_elements(ins.dst);

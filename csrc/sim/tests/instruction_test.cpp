@@ -219,6 +219,40 @@ TEST(Instructions, ActivationWithScaleBiasAndReduce) {
   }
 }
 
+// tensor_scalar_reduce: one kTensorScalar whose alu1 reduces each row into dst2 (the second
+// operator is not applied then).
+TEST(Instructions, TensorScalarWithRowReduction) {
+  ProgramBuilder b;
+  const int32_t in = b.hbm("x", DType::kFloat32, 4 * 40, true);
+  const int32_t out = b.hbm("out", DType::kFloat32, 4 * 40, false);
+  const int32_t maxima = b.hbm("maxima", DType::kFloat32, 4, false);
+  const auto x = load(b, in, DType::kFloat32, 4, 40);
+  const int32_t r = b.tile("r", Memory::kSbuf, DType::kFloat32, 4, 40);
+  const int32_t m = b.tile("m", Memory::kSbuf, DType::kFloat32, 4, 1);
+  Instruction& ins = b.add(Opcode::kTensorScalar, b.ap(r, {4, 40}), {x});
+  ins.alu0 = AluOp::kMultiply;
+  ins.imm0 = -3.0f;
+  ins.alu1 = AluOp::kMax;
+  ins.dst2 = b.ap(m, {4, 1});
+  store(b, out, b.ap(r, {4, 40}), 4, 40);
+  store(b, maxima, b.ap(m, {4, 1}), 4, 1);
+  const auto xs = random_floats(160, 12);
+  const auto got = run_both(b, {{in, xs}}, out);
+  Simulator simulator(b.program(), trn2());
+  testing::set_floats(simulator, in, xs);
+  simulator.run();
+  const auto got_maxima = testing::read_floats(simulator, maxima);
+  for (int p = 0; p < 4; ++p) {
+    float largest = -INFINITY;
+    for (int f = 0; f < 40; ++f) {
+      const float expected = xs[p * 40 + f] * -3.0f;
+      EXPECT_EQ(got[p * 40 + f], expected);
+      largest = std::max(largest, expected);
+    }
+    EXPECT_EQ(got_maxima[p], largest);
+  }
+}
+
 TEST(Instructions, SelectScanAndStatistics) {
   ProgramBuilder b;
   const int64_t p = 8, f = 64;

@@ -705,10 +705,22 @@ def nc_find_index8(dst, data, vals, name=None, **_ignored):
 def tensor_scalar_reduce(
     dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, name=None, **_ignored
 ):
-    """dst = data op0 operand0, and reduce_res[p] = reduction of that row: two Vector
-    instructions."""
-    tensor_scalar(dst, data, op0, operand0, reverse0=reverse0)
-    return tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)))
+    """dst = data op0 operand0, and reduce_res[p] = reduce_op over that row (of the fp32
+    values, before dst's rounding): one Vector instruction, as on the hardware."""
+    _tensor(dst, "dst"), _tensor(data, "data")
+    fields = dict(
+        dst=dst,
+        dst2=_tensor(reduce_res, "reduce_res"),
+        src0=data,
+        alu0=alu_code(op0),
+        alu1=alu_code(reduce_op),
+        flags=2 if reverse0 else 0,
+    )
+    if isinstance(operand0, NkiTensor):
+        fields["src1"] = operand0
+    else:
+        fields["imm0"] = float(operand0)
+    return emit(tr.TENSOR_SCALAR, tr.VECTOR, **fields)
 
 
 def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **_ignored):
