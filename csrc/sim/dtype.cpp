@@ -16,10 +16,14 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kInfo[] = {
-    {"bool", 1, false},       {"int8", 1, false},   {"int16", 2, false},   {"int32", 4, false},
-    {"uint8", 1, false},      {"uint16", 2, false}, {"uint32", 4, false},  {"float16", 2, true},
-    {"bfloat16", 2, true},    {"float32", 4, true}, {"tfloat32", 4, true}, {"float8_e4m3", 1, true},
-    {"float8_e5m2", 1, true},
+    {"bool", 1, false},           {"int8", 1, false},
+    {"int16", 2, false},          {"int32", 4, false},
+    {"uint8", 1, false},          {"uint16", 2, false},
+    {"uint32", 4, false},         {"float16", 2, true},
+    {"bfloat16", 2, true},        {"float32", 4, true},
+    {"tfloat32", 4, true},        {"float8_e4m3", 1, true},
+    {"float8_e5m2", 1, true},     {"float8_e4m3fn_x4", 4, false},
+    {"float8_e5m2_x4", 4, false}, {"float4_e2m1fn_x4", 2, false},
 };
 static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == static_cast<size_t>(DType::kCount));
 
@@ -186,6 +190,11 @@ float load_element(DType dtype, const void* ptr) {
       return decode(kE4M3, read<uint8_t>(ptr));
     case DType::kFloat8E5M2:
       return decode(kE5M2, read<uint8_t>(ptr));
+    case DType::kFloat8E4M3x4:
+    case DType::kFloat8E5M2x4:  // opaque: the rules let only bit moves and kMatmulMx read them
+      return static_cast<float>(read<uint32_t>(ptr));
+    case DType::kFloat4E2M1x4:
+      return read<uint16_t>(ptr);
     case DType::kCount:
       break;
   }
@@ -233,9 +242,21 @@ void store_element(DType dtype, void* ptr, float value) {
     case DType::kFloat8E5M2:
       write(ptr, static_cast<uint8_t>(encode(kE5M2, value)));
       return;
+    case DType::kFloat8E4M3x4:
+    case DType::kFloat8E5M2x4:
+      write(ptr, saturate<uint32_t>(value));
+      return;
+    case DType::kFloat4E2M1x4:
+      write(ptr, saturate<uint16_t>(value));
+      return;
     case DType::kCount:
       return;
   }
+}
+
+bool is_packed_mx(DType dtype) {
+  return dtype == DType::kFloat8E4M3x4 || dtype == DType::kFloat8E5M2x4 ||
+         dtype == DType::kFloat4E2M1x4;
 }
 
 float round_to(DType dtype, float value) {

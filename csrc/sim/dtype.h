@@ -20,8 +20,16 @@ enum class DType : uint8_t {
   kTFloat32,  // stored as 32 bits; tensor-engine reads keep 10 mantissa bits
   kFloat8E4M3,
   kFloat8E5M2,
+  // Microscaling data (trn3): four values packed in one element, moved as opaque bits and read
+  // only by kMatmulMx (fp8: one byte a value; fp4: a nibble, the low one first).
+  kFloat8E4M3x4,
+  kFloat8E5M2x4,
+  kFloat4E2M1x4,
   kCount
 };
+
+// Whether `dtype` is one of the packed microscaling types.
+bool is_packed_mx(DType dtype);
 
 // Bytes one element occupies.
 int dtype_size(DType dtype);

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "sim/alu.h"
+#include "sim/element_walk.h"
 #include "sim/errors.h"
 #include "sim/matmul_kernel.h"
+#include "sim/mx.h"
 
 namespace openneuron::sim {
 
@@ -24,25 +26,6 @@ namespace {
                      "' (created at line " + std::to_string(program.buffers[ap.buffer].line) +
                      "), which was never written",
                  program.source, instruction.line);
-}
-
-// Calls visit(element address, position) for every element of `ap` in row-major order.
-template <typename Visit>
-void for_each_element(const CoreState& state, const AccessPattern& ap, Visit&& visit) {
-  const bool on_chip = state.program().buffers[ap.buffer].memory != Memory::kHbm;
-  const int64_t size = dtype_size(ap.dtype);
-  const int first_free = on_chip ? 1 : 0;
-  int64_t index[kMaxDims] = {0, 0, 0, 0, 0};
-  const int64_t total = ap.elements();
-  for (int64_t n = 0; n < total; ++n) {
-    int64_t offset = ap.offset;
-    for (int d = first_free; d < ap.rank; ++d) offset += index[d] * ap.dims[d].stride;
-    visit(state.row(ap, on_chip ? index[0] : 0) + offset * size, n);
-    for (int d = ap.rank - 1; d >= 0; --d) {
-      if (++index[d] < ap.dims[d].size) break;
-      index[d] = 0;
-    }
-  }
 }
 
 // Moves operands element by element through their access patterns; every element read is
@@ -680,6 +663,12 @@ void execute(CoreState& state, const Instruction& ins) {
       return;
     case Opcode::kTensorCopyPredicated:
       copy_predicated(state, ins);
+      return;
+    case Opcode::kQuantizeMx:
+      execute_quantize_mx(state, ins);
+      return;
+    case Opcode::kMatmulMx:
+      execute_matmul_mx(state, ins);
       return;
     case Opcode::kCount:
       return;

@@ -48,7 +48,9 @@ const char* opcode_name(Opcode opcode) {
                                        "core_barrier",
                                        "dma_compute",
                                        "nc_n_gather",
-                                       "tensor_copy_predicated"};
+                                       "tensor_copy_predicated",
+                                       "quantize_mx",
+                                       "nc_matmul_mx"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Opcode::kCount));
   return lookup(kNames, opcode);
 }
@@ -113,6 +115,7 @@ Engine default_engine(Opcode opcode) {
   switch (opcode) {
     case Opcode::kMatmul:
     case Opcode::kTranspose:
+    case Opcode::kMatmulMx:
       return Engine::kTensor;
     case Opcode::kActivation:
       return Engine::kScalar;

@@ -89,6 +89,17 @@
 //   kTensorCopyPredicated  where (b != 0) != reverse0: dst = a (bits unchanged, same dtype), or
 //                   imm0 rounded to dst's dtype when a is absent; elsewhere dst keeps what it
 //                   held (including never written). b is an unsigned integer predicate.
+//   Microscaling (NeuronCore-v4, trn3)
+//   kQuantizeMx     dst [P, F/4] (an fp8 _x4 type: 4 values an element) = a [P, F] (bf16/fp16)
+//                   in groups of 8 partitions × 4 elements: each group's scale is the largest
+//                   fp32 exponent field in it minus the format's largest exponent (uint8,
+//                   wrapping), written to dst2 (uint8) at partition 32·(g/4) + g%4 of group row
+//                   g, column = the group's column; values are divided by 2^(scale − 127),
+//                   clipped to the format's largest value and rounded to nearest even.
+//   kMatmulMx       dst [M, N] (PSUM, fp32 or bf16) (+)= Σ over K partitions and the 4 values
+//                   of each _x4 element of a [K, M] · b [K, N], each value times 2^(scale − 127)
+//                   of its group (scales c for a, src[3] for b, laid out as kQuantizeMx writes
+//                   them). a and b are fp8/fp4 _x4 types; accumulation in fp32.
 //   Launch
 //   kCoreBarrier    no operands, no work: the cores of a launch wait for one another here.
 //                   Simulator::run executes a program in segments that end at each barrier, so
@@ -151,6 +162,8 @@ enum class Opcode : uint8_t {
   kDmaCompute,
   kNGather,
   kTensorCopyPredicated,
+  kQuantizeMx,
+  kMatmulMx,
   kCount
 };
 
@@ -260,8 +273,8 @@ struct Instruction {
   Opcode opcode = Opcode::kTensorCopy;
   Engine engine = Engine::kVector;
   AccessPattern dst;
-  AccessPattern dst2;  // kActivation's and kTensorScalar's reduce result
-  AccessPattern src[3];
+  AccessPattern dst2;    // kActivation's and kTensorScalar's reduce result
+  AccessPattern src[4];  // src[3]: kMatmulMx's moving scale only
   AluOp alu0 = AluOp::kBypass;
   AluOp alu1 = AluOp::kBypass;
   ActivationFunction function = ActivationFunction::kCopy;

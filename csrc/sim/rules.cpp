@@ -33,10 +33,11 @@ class Checker {
     const bool moves_src = indirect.active() && !indirect.on_dst;
     check_operand(moves_dst ? at_index(instruction, 0) : instruction.dst, "dst");
     check_operand(instruction.dst2, "reduce_res");
-    for (int s = 0; s < 3; ++s) {
+    for (int s = 0; s < 4; ++s) {
       check_operand(s == 0 && moves_src ? at_index(instruction, 0) : instruction.src[s],
                     source_slot(s));
     }
+    check_packed_mx_use(instruction);
     if (indirect.active()) check_indirect(instruction);
     check_engine_access(instruction);
     switch (instruction.opcode) {
@@ -174,6 +175,12 @@ class Checker {
       case Opcode::kTensorCopyPredicated:
         check_copy_predicated(instruction);
         break;
+      case Opcode::kQuantizeMx:
+        check_quantize_mx(instruction);
+        break;
+      case Opcode::kMatmulMx:
+        check_matmul_mx(instruction);
+        break;
       case Opcode::kCount:
         fail(rule::kBadOperand, "unknown opcode");
     }
@@ -181,7 +188,7 @@ class Checker {
 
  private:
   static const char* source_slot(int s) {
-    static const char* const kNames[] = {"src0", "src1", "src2"};
+    static const char* const kNames[] = {"src0", "src1", "src2", "src3"};
     return kNames[s];
   }
 
@@ -589,6 +596,110 @@ class Checker {
       fail(rule::kDtype, std::string("matmul accumulates into a float32 PSUM tile, got ") +
                              dtype_name(instruction.dst.dtype));
     }
+    check_single_bank(instruction.dst);
+  }
+
+  // Packed MX data is opaque: moved bit for bit (same type both sides) or read by kMatmulMx.
+  void check_packed_mx_use(const Instruction& instruction) {
+    const bool moves_bits =
+        (instruction.opcode == Opcode::kDmaCopy || instruction.opcode == Opcode::kTensorCopy) &&
+        instruction.src[0].dtype == instruction.dst.dtype;
+    for (int s = 0; s < 4; ++s) {
+      const AccessPattern& src = instruction.src[s];
+      if (!src.valid() || !is_packed_mx(src.dtype) || moves_bits) continue;
+      if (instruction.opcode == Opcode::kMatmulMx && s < 2) continue;
+      fail(rule::kDtype, std::string(dtype_name(src.dtype)) +
+                             " holds packed MX values: only nc_matmul_mx reads them, and copies "
+                             "move them to the same type");
+    }
+    const AccessPattern& dst = instruction.dst;
+    if (dst.valid() && is_packed_mx(dst.dtype) && !moves_bits &&
+        instruction.opcode != Opcode::kQuantizeMx) {
+      fail(rule::kDtype, std::string(dtype_name(dst.dtype)) +
+                             " holds packed MX values: only quantize_mx and same-type copies "
+                             "write them");
+    }
+  }
+
+  // MX instructions exist on NeuronCore-v4 (trn3) and newer.
+  void require_mx_profile() {
+    if (profile_.name == "trn2") {
+      fail(rule::kBadOperand, std::string(opcode_name(current_->opcode)) +
+                                  " needs NeuronCore-v4 (trn3); this launch targets trn2");
+    }
+  }
+
+  // Scales of a data operand [P, F]: uint8 in SBUF, one column per packed column, and a
+  // partition for each group row as mx_scale_partition places them.
+  void check_mx_scales(const AccessPattern& scales, const AccessPattern& data, const char* name) {
+    const int64_t groups = data.partitions() / 8;
+    const int64_t needed = groups ? (groups - 1) / 4 * 32 + (groups - 1) % 4 + 1 : 0;
+    if (scales.dtype != DType::kUInt8 || scales.rank != 2 || scales.partitions() < needed ||
+        scales.free_size() < data.free_size()) {
+      fail(rule::kShapeMismatch, std::string(name) + " of " + shape_text(data) +
+                                     " is a uint8 tile of at least [" + std::to_string(needed) +
+                                     ", " + std::to_string(data.free_size()) + "], got " +
+                                     dtype_name(scales.dtype) + " " + shape_text(scales));
+    }
+  }
+
+  void check_quantize_mx(const Instruction& instruction) {
+    require_mx_profile();
+    require_inputs(instruction, 1);
+    const AccessPattern& src = instruction.src[0];
+    const AccessPattern& dst = instruction.dst;
+    if (src.dtype != DType::kBFloat16 && src.dtype != DType::kFloat16) {
+      fail(rule::kDtype,
+           std::string("quantize_mx reads bfloat16 or float16, got ") + dtype_name(src.dtype));
+    }
+    if (dst.dtype != DType::kFloat8E4M3x4 && dst.dtype != DType::kFloat8E5M2x4) {
+      fail(rule::kDtype, std::string("quantize_mx writes float8_e4m3fn_x4 or float8_e5m2_x4, "
+                                     "got ") +
+                             dtype_name(dst.dtype));
+    }
+    if (src.partitions() % 8 || src.free_size() % 4 || dst.partitions() != src.partitions() ||
+        dst.free_size() * 4 != src.free_size()) {
+      fail(rule::kShapeMismatch, "quantize_mx of " + shape_text(src) +
+                                     " (partitions a multiple of 8, free size of 4) writes [P, "
+                                     "F/4], got " +
+                                     shape_text(dst));
+    }
+    if (!instruction.dst2.valid()) fail(rule::kBadOperand, "quantize_mx needs dst_scale");
+    check_mx_scales(instruction.dst2, dst, "dst_scale");
+  }
+
+  void check_matmul_mx(const Instruction& instruction) {
+    require_mx_profile();
+    require_inputs(instruction, 4);
+    const AccessPattern& stationary = instruction.src[0];
+    const AccessPattern& moving = instruction.src[1];
+    for (const auto* ap : {&stationary, &moving}) {
+      if (!is_packed_mx(ap->dtype)) {
+        fail(rule::kDtype,
+             std::string("nc_matmul_mx operands are MX _x4 types, got ") + dtype_name(ap->dtype));
+      }
+    }
+    const int64_t k = stationary.partitions(), m = stationary.free_size();
+    const int64_t n = moving.free_size();
+    if (moving.partitions() != k || k % 32 || k > profile_.matmul_max_k ||
+        m > profile_.matmul_max_m || n > profile_.matmul_max_n) {
+      fail(rule::kMatmulLimits, "nc_matmul_mx of stationary " + shape_text(stationary) +
+                                    " and moving " + shape_text(moving) +
+                                    ": the same K (a multiple of 32, at most " +
+                                    std::to_string(profile_.matmul_max_k) +
+                                    "), M <= " + std::to_string(profile_.matmul_max_m) +
+                                    ", N <= " + std::to_string(profile_.matmul_max_n));
+    }
+    if (instruction.dst.partitions() != m || instruction.dst.free_size() != n) {
+      fail(rule::kShapeMismatch, "result " + shape_text(instruction.dst) + " must be [M=" +
+                                     std::to_string(m) + ", N=" + std::to_string(n) + "]");
+    }
+    if (instruction.dst.dtype != DType::kFloat32 && instruction.dst.dtype != DType::kBFloat16) {
+      fail(rule::kDtype, std::string("nc_matmul_mx writes float32 or bfloat16 PSUM, got ") +
+                             dtype_name(instruction.dst.dtype));
+    }
+    check_mx_scales(instruction.src[2], stationary, "stationary_scale");
+    check_mx_scales(instruction.src[3], moving, "moving_scale");
     check_single_bank(instruction.dst);
   }
 

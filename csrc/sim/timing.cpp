@@ -266,6 +266,17 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
       if (a.dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
       break;
     }
+    case Opcode::kMatmulMx: {
+      // One pass at the bf16 rate, four values per element: 4x bf16's flops, as NeuronCore-v4's
+      // published 315 MXFP8/MXFP4 TFLOPS against 84 BF16 TFLOPS a core (671 / 8) gives.
+      const int64_t m = a.free_size(), n = ins.src[1].free_size();
+      cycles = std::max(std::min(profile.matmul_min_stationary, m), n);
+      break;
+    }
+    case Opcode::kQuantizeMx:
+      // No published cost: a Vector pass over the input, as tensor_scalar with a reduction.
+      cycles = std::max(floor_cycles, free_elements(a)) + fixed + profile.activation_reduce_cycles;
+      break;
     case Opcode::kTranspose: {
       cycles = std::max(a.partitions(), std::min<int64_t>(64, a.free_size()));
       if (a.dtype == DType::kFloat32) cycles *= profile.fp32_matmul_factor;
@@ -389,7 +400,7 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
     consider(dst_reach, true);
     consider(ins.dst2, true);
     consider(src_reach, false);
-    for (int s = 1; s < 3; ++s) consider(ins.src[s], false);
+    for (int s = 1; s < 4; ++s) consider(ins.src[s], false);
     consider(ins.indirect.index, false);
     double start = std::max(engine_was_free, ready);
     // The dependent-instruction overhead is work of the waiting engine: the part of it that
@@ -401,7 +412,7 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
     const double cost = instruction_cost_ns(program, ins, profile);
     double end = start + cost;
     EngineSummary& summary = timeline.engines[engine];
-    if (ins.opcode == Opcode::kMatmul) {
+    if (ins.opcode == Opcode::kMatmul || ins.opcode == Opcode::kMatmulMx) {
       // LoadStationary, then MultiplyMoving. The array takes the next stationary tensor while
       // the current moving one streams, so a matmul whose operands are resident loads during
       // the previous one; one that waits for its operands (one semaphore wait per instruction,
@@ -431,12 +442,14 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
     }
     if (ins.opcode == Opcode::kMatmul) {
       timeline.matmul_flops += 2 * ins.src[0].elements() * ins.src[1].free_size();
+    } else if (ins.opcode == Opcode::kMatmulMx) {  // four values an element
+      timeline.matmul_flops += 8 * ins.src[0].elements() * ins.src[1].free_size();
     }
     summary.instructions += 1;
     tracker.record(dst_reach, true, ins.engine, end);
     tracker.record(ins.dst2, true, ins.engine, end);
     tracker.record(src_reach, false, ins.engine, end);
-    for (int s = 1; s < 3; ++s) tracker.record(ins.src[s], false, ins.engine, end);
+    for (int s = 1; s < 4; ++s) tracker.record(ins.src[s], false, ins.engine, end);
     tracker.record(ins.indirect.index, false, ins.engine, end);
     timeline.instructions[i] = {start, end};
     timeline.total_ns = std::max(timeline.total_ns, end);

@@ -20,13 +20,16 @@ namespace {
 namespace py = pybind11;
 using namespace openneuron::sim;
 
-// Layout of one encoded instruction (int64 words), shared with openneuron/nki/encoding.py.
+// Layout of one encoded instruction (int64 words), shared with encode() in
+// openneuron/nki/kernel.py.
 constexpr int kHeaderWords = 12;
 constexpr int kPatternWords = 15;
 // Then a run-time offset: kind (0 none, 1 scalar, 2 vector), on_dst, skip out of bounds,
 // stride, bound, and the index pattern.
 constexpr int kIndirectWords = 5 + kPatternWords;
-constexpr int kInstructionWords = kHeaderWords + 5 * kPatternWords + kIndirectWords;
+// Patterns: dst, dst2, src[0..3].
+constexpr int kPatternSlots = 6;
+constexpr int kInstructionWords = kHeaderWords + kPatternSlots * kPatternWords + kIndirectWords;
 
 AccessPattern decode_pattern(const int64_t* words) {
   AccessPattern ap;
@@ -81,9 +84,9 @@ Program decode(const std::string& source, const py::list& buffers,
     for (int k = 0; k < 4; ++k) ins.pattern[k] = w[8 + k];
     ins.dst = decode_pattern(w + kHeaderWords);
     ins.dst2 = decode_pattern(w + kHeaderWords + kPatternWords);
-    for (int s = 0; s < 3; ++s)
+    for (int s = 0; s < 4; ++s)
       ins.src[s] = decode_pattern(w + kHeaderWords + (2 + s) * kPatternWords);
-    const int64_t* indirect = w + kHeaderWords + 5 * kPatternWords;
+    const int64_t* indirect = w + kHeaderWords + kPatternSlots * kPatternWords;
     ins.indirect.kind = static_cast<IndirectKind>(indirect[0]);
     ins.indirect.on_dst = indirect[1] != 0;
     ins.indirect.skip_out_of_bounds = indirect[2] != 0;

@@ -14,8 +14,8 @@ import bisect
 
 from openneuron.nki import trace as tr
 
-_SOURCE_SLOTS = ("src0", "src1", "src2")
-_ALL_SLOTS = ("dst", "dst2", "src0", "src1", "src2")
+_SOURCE_SLOTS = ("src0", "src1", "src2", "src3")
+_ALL_SLOTS = ("dst", "dst2", *_SOURCE_SLOTS)
 # Engines that may write each memory: the Tensor engine writes PSUM only, the DMA engines
 # SBUF (and HBM), GpSimd cannot reach PSUM.
 _WRITABLE = {

@@ -74,6 +74,11 @@ float32 = DType("float32", 9, 4, True, "float32")
 tfloat32 = DType("tfloat32", 10, 4, True, "float32")
 float8_e4m3 = DType("float8_e4m3", 11, 1, True, "float8_e4m3fn")
 float8_e5m2 = DType("float8_e5m2", 12, 1, True, "float8_e5m2")
+# Packed microscaling (MX) data of NeuronCore-v4: four values an element, opaque to every
+# instruction but quantize_mx / nc_matmul_mx and copies (host arrays: the packed bits).
+float8_e4m3fn_x4 = DType("float8_e4m3fn_x4", 13, 4, False, "uint32")
+float8_e5m2_x4 = DType("float8_e5m2_x4", 14, 4, False, "uint32")
+float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", 15, 2, False, "uint16")
 
 
 def _by_name(name):
@@ -81,7 +86,7 @@ def _by_name(name):
 
 
 ALL = [bool_, int8, int16, int32, uint8, uint16, uint32, float16, bfloat16, float32]
-ALL += [tfloat32, float8_e4m3, float8_e5m2]
+ALL += [tfloat32, float8_e4m3, float8_e5m2, float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4]
 # `import nki.dtype as nt; nt.float8_e4m3`: the class `nki.dtype` also names every type.
 for _type in ALL:
     setattr(DType, _type.name, _type)

@@ -211,6 +211,7 @@ def emit(
     src0=None,
     src1=None,
     src2=None,
+    src3=None,
     alu0=0,
     alu1=0,
     function=0,
@@ -222,9 +223,9 @@ def emit(
     imm2=0.0,
     indirect=None,
 ):
-    if opcode != tr.MATMUL:
-        _note_reads(src0, src1, src2)
-    for t in (dst, dst2, src0, src1, src2):
+    if opcode not in (tr.MATMUL, tr.MATMUL_MX):
+        _note_reads(src0, src1, src2, src3)
+    for t in (dst, dst2, src0, src1, src2, src3):
         if isinstance(t, NkiTensor) and t.indirect is not None and indirect is None:
             tr.fail(
                 "unsupported",
@@ -239,6 +240,7 @@ def emit(
         src0=src0,
         src1=src1,
         src2=src2,
+        src3=src3,
         alu0=alu0,
         alu1=alu1,
         function=function,
@@ -286,6 +288,53 @@ def nc_matmul(
     trace.matmul_written.add(key)
     return emit(
         tr.MATMUL, tr.TENSOR, dst=dst, src0=stationary, src1=moving, flags=1 if accumulate else 0
+    )
+
+
+def nc_matmul_mx(
+    dst,
+    stationary,
+    moving,
+    stationary_scale,
+    moving_scale,
+    tile_position=None,
+    tile_size=None,
+    accumulate=None,
+    name=None,
+    **_ignored,
+):
+    """dst[M,N] (+)= the MX product of stationary [K, M] and moving [K, N] (fp8/fp4 _x4 types,
+    four values an element), each value times 2^(scale - 127) of its group of 8 partitions x
+    4 values (uint8 scales, laid out as quantize_mx writes them). NeuronCore-v4 (trn3) only.
+    accumulate as nc_matmul's; tile_position/tile_size (row tiling) do not change the result."""
+    _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
+    trace = _trace()
+    key = (dst.buffer.index, dst.start_partition, dst.offset)
+    if accumulate is None:
+        accumulate = key in trace.matmul_written
+    trace.matmul_written.add(key)
+    return emit(
+        tr.MATMUL_MX,
+        tr.TENSOR,
+        dst=dst,
+        src0=stationary,
+        src1=moving,
+        src2=_tensor(stationary_scale, "stationary_scale"),
+        src3=_tensor(moving_scale, "moving_scale"),
+        flags=1 if accumulate else 0,
+    )
+
+
+def quantize_mx(dst, src, dst_scale, name=None, **_ignored):
+    """dst [P, F/4] (float8_e4m3fn_x4 / float8_e5m2_x4) = src [P, F] (bf16/fp16) quantized in
+    groups of 8 partitions x 4 values, each group's uint8 scale written to dst_scale at
+    partition 32*(g//4) + g%4 of group row g. NeuronCore-v4 (trn3) only."""
+    return emit(
+        tr.QUANTIZE_MX,
+        tr.VECTOR,
+        dst=_tensor(dst, "dst"),
+        dst2=_tensor(dst_scale, "dst_scale"),
+        src0=_tensor(src, "src"),
     )
 
 
@@ -864,8 +913,6 @@ def _not_simulated(name):
 # Named so kernels import; each raises a KernelTraceError naming itself when called.
 for _name in (
     "local_gather",
-    "nc_matmul_mx",
-    "quantize_mx",
     "register_alloc",
     "register_load",
     "sendrecv",

@@ -23,7 +23,7 @@ from openneuron.nki.errors import KernelRuleError, KernelTraceError
 from openneuron.nki.tensor import NkiTensor
 
 _EMPTY_PATTERN = [-1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
-_SLOTS = ("dst", "dst2", "src0", "src1", "src2")
+_SLOTS = ("dst", "dst2", "src0", "src1", "src2", "src3")
 _NO_INDIRECT = [0, 0, 0, 0, 0] + _EMPTY_PATTERN
 
 
@@ -38,7 +38,7 @@ def _sim():
 
 
 def encode(trace):
-    """The trace as the simulator's (buffers, int64 words [n, 107], float64 immediates [n, 3])."""
+    """The trace as the simulator's (buffers, int64 words [n, 122], float64 immediates [n, 3])."""
     rows, immediates = [], []
     for opcode, engine, f in trace.instructions:
         row = [
@@ -53,7 +53,7 @@ def encode(trace):
             *f["pattern"],
         ]
         for slot in _SLOTS:
-            tensor = f[slot]
+            tensor = f.get(slot)
             row += tensor.encode() if tensor is not None else _EMPTY_PATTERN
         indirect = f.get("indirect")
         if indirect is None:
@@ -66,7 +66,7 @@ def encode(trace):
     for row in rows:
         if row[1] == -1:
             row[1] = tr.VECTOR
-    words = np.array(rows, dtype=np.int64).reshape(len(rows), 12 + 5 * 15 + 20)
+    words = np.array(rows, dtype=np.int64).reshape(len(rows), 12 + len(_SLOTS) * 15 + 20)
     imms = np.array(immediates, dtype=np.float64).reshape(len(rows), 3)
     return [b.encode() for b in trace.buffers], words, imms
 
@@ -500,11 +500,18 @@ def launch(kernel, args, kwargs, profile=None, execute=True, reference=False, tr
     """Traces and runs `kernel` once per program id of its grid; returns a LaunchResult.
     Array arguments the kernel wrote are updated in place."""
     kernel = _as_kernel(kernel)
-    compiled = CompiledLaunch(kernel, args, kwargs, profile or default_profile())
+    profile = profile or _target_profile(kernel) or default_profile()
+    compiled = CompiledLaunch(kernel, args, kwargs, profile)
     result, arrays = compiled.run(compiled.sample_inputs, execute, reference, trace)
     if execute and compiled.written_inputs:
         _write_back(flat_arrays(args, kwargs), arrays, compiled.written_inputs)
     return result
+
+
+def _target_profile(kernel):
+    """The profile ``@nki.jit(platform_target="trn3")`` names, if it is one simulated here."""
+    target = kernel.options.get("platform_target")
+    return target if target in ("trn2", "trn3") else None
 
 
 def _write_back(originals, arrays, positions):

@@ -21,8 +21,11 @@ from openneuron.nki.dtypes import (  # noqa: F401  (re-exported as nl.<dtype>)
     as_dtype,
     bfloat16,
     bool_,
+    float4_e2m1fn_x4,
     float8_e4m3,
+    float8_e4m3fn_x4,
     float8_e5m2,
+    float8_e5m2_x4,
     float16,
     float32,
     int8,
@@ -40,10 +43,6 @@ bool = bool_  # noqa: A001  (NKI's name)
 dtype = DType
 tensor = NkiTensor
 range = range  # noqa: A001
-# Packed MX formats of NeuronCore-v4: named so kernels import, refused when allocated.
-float8_e4m3fn_x4 = DType("float8_e4m3fn_x4", -1, 4, True, "uint32")
-float8_e5m2_x4 = DType("float8_e5m2_x4", -1, 4, True, "uint32")
-float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", -1, 2, True, "uint16")
 
 
 class _Memory:
@@ -288,8 +287,6 @@ def ndarray(shape, dtype=float32, buffer=None, name=None, address=None, **_ignor
         shape = (shape,)
     shape = tuple(s if isinstance(s, ParDim) else int(s) for s in shape)
     dtype = as_dtype(dtype)
-    if dtype.code < 0:
-        tr.fail("unsupported", f"{dtype.name} (packed MX) tensors are not simulated yet")
     memory = _memory(buffer)
     if memory != tr.HBM and len(shape) < 2:
         shape = shape + (1,)

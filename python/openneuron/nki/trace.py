@@ -44,7 +44,9 @@ TENSOR, VECTOR, SCALAR, GPSIMD, DMA = 0, 1, 2, 3, 4
     DMA_COMPUTE,
     N_GATHER,
     TENSOR_COPY_PREDICATED,
-) = range(26)
+    QUANTIZE_MX,
+    MATMUL_MX,
+) = range(28)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()
