@@ -8,7 +8,7 @@ import pytest
 import openneuron.nki as nki
 from openneuron.nki import isa as nisa
 from openneuron.nki import language as nl
-from openneuron.nki.errors import KernelRuleError
+from openneuron.nki.errors import KernelRuleError, KernelTraceError
 
 
 @nki.jit
@@ -91,3 +91,46 @@ def test_latency_is_the_slower_core():
     result = nki.kernel.launch(swap_halves_through_hbm[2], (x,), {})
     assert len(result.cores) == 2
     assert result.latency_ns == max(c["timing"]["total_ns"] for c in result.cores) > 0
+
+
+@nki.jit
+def exchange_partial_sums(x):
+    """Each core sums its half of the columns and swaps the partial sums with the other core
+    through nisa.sendrecv; only the first 8 of the 16 columns of the exchanged tile are
+    written (the rest is never written and never used)."""
+    rows, cols = x.shape
+    half = cols // 2
+    pid = nl.program_id(0)
+    out = nl.ndarray((2, rows, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    mine = nl.ndarray((rows, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[:, nl.ds(pid * half, half)])
+    partial = nl.ndarray((rows, 16), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=partial[:, 0:1], op=nl.add, data=mine, axis=1)
+    theirs = nl.ndarray((rows, 16), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=partial, dst=theirs, send_to_rank=1 - pid, recv_from_rank=1 - pid)
+    total = nl.ndarray((rows, 1), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=total, data1=partial[:, 0:1], data2=theirs[:, 0:1], op=nl.add)
+    nisa.dma_copy(dst=out[pid], src=total)
+    return out
+
+
+def test_sendrecv_swaps_tiles_between_the_cores():
+    x = np.random.default_rng(3).standard_normal((64, 32), dtype=np.float32)
+    out = nki.simulate(exchange_partial_sums[2])(x)
+    expected = x[:, :16].sum(axis=1) + x[:, 16:].sum(axis=1)
+    np.testing.assert_allclose(out[0, :, 0], expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_sendrecv_names_a_rank_the_launch_does_not_have():
+    @nki.jit
+    def to_nowhere(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = nl.load(x)
+        received = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=tile, dst=received, send_to_rank=2, recv_from_rank=2)
+        nl.store(out, received)
+        return out
+
+    with pytest.raises(KernelTraceError, match="send_to_rank=2"):
+        nki.simulate(to_nowhere[2])(np.zeros((8, 8), np.float32))

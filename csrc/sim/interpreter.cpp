@@ -684,7 +684,10 @@ void execute_reference(CoreState& state, const Instruction& instruction) {
 bool execute_move_carrying_unwritten(CoreState& state, const Instruction& instruction,
                                      bool reference) {
   const Opcode opcode = instruction.opcode;
-  if (opcode != Opcode::kTranspose && opcode != Opcode::kTensorCopy) return false;
+  const bool carrying_dma = opcode == Opcode::kDmaCopy && instruction.carries_unwritten &&
+                            !instruction.indirect.active() &&
+                            instruction.src[0].dtype == instruction.dst.dtype;
+  if (opcode != Opcode::kTranspose && opcode != Opcode::kTensorCopy && !carrying_dma) return false;
   const AccessPattern& src = instruction.src[0];
   const AccessPattern& dst = instruction.dst;
   // In place, marks of source and destination would mix: the strict check applies.

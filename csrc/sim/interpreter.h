@@ -20,7 +20,8 @@ void execute_fast(CoreState& state, const Instruction& instruction);
 // executor's general path.
 void execute_rows(CoreState& state, const Instruction& instruction);
 
-// Transposes and tensor copies carry never-written source elements along, as the hardware
+// Transposes, tensor copies and DMAs marked carries_unwritten (same dtype, no run-time offset)
+// carry never-written source elements along, as the hardware
 // moves whatever bits are there: the matching destination elements stay never written, and
 // whatever reads them later is reported. Runs `instruction` (on the reference interpreter or
 // the fast executor) and returns true when it is such a move and reads an unwritten element of

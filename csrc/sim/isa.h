@@ -282,6 +282,9 @@ struct Instruction {
   bool reverse0 = false;
   bool reverse1 = false;
   bool negate = false;
+  // kDmaCopy: never-written source bytes arrive never written instead of failing the read (a
+  // core-to-core move, which carries whatever the tile holds).
+  bool carries_unwritten = false;
   int32_t reduce_dims = 1;
   float imm0 = 0.0f;
   float imm1 = 0.0f;

@@ -4,6 +4,7 @@
 #include "sim/indirect.h"
 #include "sim/interpreter.h"
 #include "sim/rules.h"
+#include "sim/unwritten_flow.h"
 
 namespace openneuron::sim {
 
@@ -59,7 +60,8 @@ bool Simulator::run(bool reference) {
         for (const Instruction& plain : resolve_indirect(core, instruction)) {
           reference ? execute_reference(core, plain) : execute_fast(core, plain);
         }
-      } else if (execute_move_carrying_unwritten(core, instruction, reference)) {
+      } else if (execute_move_carrying_unwritten(core, instruction, reference) ||
+                 execute_computing_on_unwritten(core, instruction, reference)) {
         continue;
       } else if (reference) {
         execute_reference(core, instruction);

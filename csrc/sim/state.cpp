@@ -163,6 +163,11 @@ std::vector<int64_t> CoreState::unwritten_elements(const AccessPattern& ap) {
   return positions;
 }
 
+std::pair<int64_t, int64_t> CoreState::element_address(const AccessPattern& ap,
+                                                       int64_t index) const {
+  return element_place(program_, ap, index);
+}
+
 void CoreState::mark_element_unwritten(const AccessPattern& ap, int64_t index) {
   WrittenMap* map = written_[ap.buffer].get();
   if (map == nullptr) return;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "sim/isa.h"
@@ -68,6 +69,8 @@ class CoreState {
   std::vector<int64_t> unwritten_elements(const AccessPattern& ap);
   // Marks element `index` of `ap` never written again (a move carried an unwritten element).
   void mark_element_unwritten(const AccessPattern& ap, int64_t index);
+  // Where element `index` (row-major over `ap`) lives: (partition, byte in it); HBM: (0, byte).
+  std::pair<int64_t, int64_t> element_address(const AccessPattern& ap, int64_t index) const;
 
   const Program& program() const { return program_; }
 

@@ -79,6 +79,7 @@ Program decode(const std::string& source, const py::list& buffers,
     ins.reverse0 = w[5] & 2;
     ins.reverse1 = w[5] & 4;
     ins.negate = w[5] & 8;
+    ins.carries_unwritten = w[5] & 16;
     ins.reduce_dims = static_cast<int32_t>(w[6]);
     ins.line = static_cast<int32_t>(w[7]);
     for (int k = 0; k < 4; ++k) ins.pattern[k] = w[8 + k];

@@ -811,6 +811,44 @@ def core_barrier(data=None, cores=None, name=None, **_ignored):
         emit(tr.CORE_BARRIER, tr.GPSIMD)
 
 
+# Instruction flag: a DMA that moves never-written bytes along instead of failing on them.
+_CARRIES_UNWRITTEN = 16
+
+
+def sendrecv(
+    src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None, name=None, **_ignored
+):
+    """Exchanges tiles between the programs (cores) of a launch: `src` goes to program
+    `send_to_rank`, `dst` receives what program `recv_from_rank` sent. Carried through HBM the
+    programs share: each writes `src` to its own slot of a tensor every program creates at
+    this call (they are matched by creation order), waits at a barrier, then reads the
+    sender's slot into `dst`; timed as those two DMAs and the barrier (the hardware moves the
+    tile once, core to core, so this overstates the cost). pipe_id and dma_engine choose the
+    hardware's queue and engine; they do not change the result."""
+    _tensor(src, "src"), _tensor(dst, "dst")
+    trace = _trace()
+    programs, rank = 1, 0
+    for extent, index in zip(trace.num_programs, trace.program_id, strict=True):
+        programs, rank = programs * extent, rank * extent + index
+    for role, value in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
+        if not isinstance(value, numbers.Integral) or not 0 <= int(value) < programs:
+            tr.fail(
+                "bad-operand", f"sendrecv {role}={value!r}: the launch has {programs} program(s)"
+            )
+    if tuple(src.shape) != tuple(dst.shape):
+        tr.fail("shape-mismatch", f"sendrecv moves {list(src.shape)} into {list(dst.shape)}")
+    slots = NkiTensor(
+        trace.new_buffer(name and f"{name}_exchange", tr.HBM, src.dtype, (programs, *src.shape))
+    )
+    # The move carries what the tile holds: bytes never written arrive never written.
+    sent = dma_copy(slots[rank], src)
+    trace.instructions[sent][2]["flags"] |= _CARRIES_UNWRITTEN
+    core_barrier()
+    received = dma_copy(dst, slots[int(recv_from_rank)])
+    trace.instructions[received][2]["flags"] |= _CARRIES_UNWRITTEN
+    return received
+
+
 def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None, **_ignored):
     """dst = data with the first element equal to each of the 8 values vals[p, :] replaced
     by imm, the values taken last to first (duplicates pair with successive matches, the
@@ -915,7 +953,6 @@ for _name in (
     "local_gather",
     "register_alloc",
     "register_load",
-    "sendrecv",
 ):
     globals()[_name] = _not_simulated(_name)
 del _name
