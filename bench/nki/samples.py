@@ -332,13 +332,19 @@ def pytest_sessionfinish(session):
 """
 
 
-def run_unit_tests(snapshot: Path, only: str | None, timeout: float):
+def has_unit_tests(snapshot: Path) -> bool:
+    """Whether the snapshot still holds test/unit and the reference kernels (to 8370e11)."""
     unit = snapshot / "test" / "unit"
-    if not unit.is_dir() or not (snapshot / "src" / "nki_samples" / "reference").is_dir():
-        return []  # no reference kernels in this snapshot
-    outcomes = []
+    return unit.is_dir() and (snapshot / "src" / "nki_samples" / "reference").is_dir()
+
+
+def run_unit_test_files(snapshot, plugin_source, pytest_args, only, timeout):
+    """Runs each of the snapshot's test/unit files in its own pytest child with a results
+    plug-in (`plugin_source`, which appends JSON lines to $SAMPLES_RESULTS); returns those
+    records, plus one per file a time limit cut short."""
+    records = []
     with tempfile.TemporaryDirectory() as scratch:
-        Path(scratch, "samples_results_plugin.py").write_text(_PLUGIN)
+        Path(scratch, "samples_results_plugin.py").write_text(plugin_source)
         results = Path(scratch, "results.jsonl")
         env = dict(os.environ)
         # The child uses the openneuron this process imported (a source tree or an install).
@@ -346,21 +352,28 @@ def run_unit_tests(snapshot: Path, only: str | None, timeout: float):
         paths = [str(snapshot / "src"), scratch, str(package_root), str(ROOT)]
         env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
         env["SAMPLES_RESULTS"] = str(results)
-        for test_file in sorted(unit.glob("test_*.py")):
+        for test_file in sorted((snapshot / "test" / "unit").glob("test_*.py")):
             if only and only not in test_file.name:
                 continue
-            command = [sys.executable, "-m", "pytest", str(test_file), "--simulation-only",
-                       "-q", "-p", "samples_results_plugin", "-p", "no:cacheprovider"]  # fmt: skip
+            command = [sys.executable, "-m", "pytest", str(test_file), *pytest_args, "-q",
+                       "-p", "samples_results_plugin", "-p", "no:cacheprovider"]  # fmt: skip
             start = time.perf_counter()
             try:
                 subprocess.run(command, cwd=scratch, env=env, timeout=timeout, capture_output=True)
             except subprocess.TimeoutExpired:
                 reason = f"cases left after the {timeout:.0f} s limit"
-                outcomes.append({"test": f"{test_file.name}::(rest)", "when": "call",
-                                 "outcome": "failed", "reason": reason})  # fmt: skip
+                records.append({"test": f"{test_file.name}::(rest)", "when": "call",
+                                "outcome": "failed", "reason": reason})  # fmt: skip
             print(f"  ran {test_file.name} ({time.perf_counter() - start:.0f} s)", flush=True)
         if results.exists():
-            outcomes += [json.loads(line) for line in results.read_text().splitlines() if line]
+            records += [json.loads(line) for line in results.read_text().splitlines() if line]
+    return records
+
+
+def run_unit_tests(snapshot: Path, only: str | None, timeout: float):
+    if not has_unit_tests(snapshot):
+        return []  # no reference kernels in this snapshot
+    outcomes = run_unit_test_files(snapshot, _PLUGIN, ["--simulation-only"], only, timeout)
     by_function = {}
     for outcome in outcomes:
         test = outcome["test"]

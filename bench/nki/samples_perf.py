@@ -14,17 +14,10 @@ states otherwise (see docs/nki.md). Not part of `make test`: it needs the checko
 
 import argparse
 import json
-import os
 import platform
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-import openneuron.nki as nki
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from bench.nki.samples import has_unit_tests, run_unit_test_files
 
 _PLUGIN = """
 import json, os, time
@@ -68,39 +61,16 @@ def pytest_runtest_makereport(item, call):
               "reason": reason[:300], "bound": bound,
               "estimate_us": _measured[-1] if _measured else None,
               "wall_s": round(time.perf_counter() - getattr(item, "_started", 0.0), 1)}
-    with open(os.environ["SAMPLES_PERF_RESULTS"], "a") as handle:
+    with open(os.environ["SAMPLES_RESULTS"], "a") as handle:
         handle.write(json.dumps(record) + "\\n")
 """
 
 
 def run_snapshot(snapshot: Path, only: str | None, timeout: float):
-    unit = snapshot / "test" / "unit"
-    if not unit.is_dir() or not (snapshot / "src" / "nki_samples" / "reference").is_dir():
+    if not has_unit_tests(snapshot):
         print(f"  {snapshot}: no test/unit with reference kernels (removed after 8370e11)")
         return []
-    rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        Path(scratch, "samples_perf_plugin.py").write_text(_PLUGIN)
-        results = Path(scratch, "results.jsonl")
-        env = dict(os.environ)
-        package_root = Path(nki.__file__).resolve().parent.parent.parent
-        paths = [str(snapshot / "src"), scratch, str(package_root), str(ROOT)]
-        env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
-        env["SAMPLES_PERF_RESULTS"] = str(results)
-        for test_file in sorted(unit.glob("test_*.py")):
-            if only and only not in test_file.name:
-                continue
-            command = [sys.executable, "-m", "pytest", str(test_file), "-m", "not simulation",
-                       "-q", "-p", "samples_perf_plugin", "-p", "no:cacheprovider"]  # fmt: skip
-            start = time.perf_counter()
-            try:
-                subprocess.run(command, cwd=scratch, env=env, timeout=timeout, capture_output=True)
-            except subprocess.TimeoutExpired:
-                rows.append({"test": f"{test_file.name}::(rest)", "outcome": "failed",
-                             "reason": f"cases left after the {timeout:.0f} s limit"})  # fmt: skip
-            print(f"  ran {test_file.name} ({time.perf_counter() - start:.0f} s)", flush=True)
-        if results.exists():
-            rows += [json.loads(line) for line in results.read_text().splitlines() if line]
+    rows = run_unit_test_files(snapshot, _PLUGIN, ["-m", "not simulation"], only, timeout)
     for row in rows:
         estimate, bound = row.get("estimate_us"), row.get("bound")
         if estimate is not None and bound:

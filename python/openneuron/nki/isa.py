@@ -281,14 +281,19 @@ def nc_matmul(
         # accumulating passes; the hardware's one double-rate pass is faster than this costs.
         nc_matmul(dst, stationary[:, 0, :], moving[:, 0, :], accumulate=accumulate)
         return nc_matmul(dst, stationary[:, 1, :], moving[:, 1, :], accumulate=True)
+    flags = 1 if _accumulates(dst, accumulate) else 0
+    return emit(tr.MATMUL, tr.TENSOR, dst=dst, src0=stationary, src1=moving, flags=flags)
+
+
+def _accumulates(dst, accumulate):
+    """Whether a matmul into `dst` adds to it: `accumulate`, or when None, whether an earlier
+    matmul wrote the same PSUM tile (and no other engine has read it since)."""
     trace = _trace()
     key = (dst.buffer.index, dst.start_partition, dst.offset)
     if accumulate is None:
         accumulate = key in trace.matmul_written
     trace.matmul_written.add(key)
-    return emit(
-        tr.MATMUL, tr.TENSOR, dst=dst, src0=stationary, src1=moving, flags=1 if accumulate else 0
-    )
+    return accumulate
 
 
 def nc_matmul_mx(
@@ -308,11 +313,7 @@ def nc_matmul_mx(
     4 values (uint8 scales, laid out as quantize_mx writes them). NeuronCore-v4 (trn3) only.
     accumulate as nc_matmul's; tile_position/tile_size (row tiling) do not change the result."""
     _tensor(dst, "dst"), _tensor(stationary, "stationary"), _tensor(moving, "moving")
-    trace = _trace()
-    key = (dst.buffer.index, dst.start_partition, dst.offset)
-    if accumulate is None:
-        accumulate = key in trace.matmul_written
-    trace.matmul_written.add(key)
+    accumulate = _accumulates(dst, accumulate)
     return emit(
         tr.MATMUL_MX,
         tr.TENSOR,
