@@ -118,3 +118,29 @@ def test_a_transpose_in_psum_feeds_a_matmul():
     a = rng.standard_normal((32, 64), dtype=np.float32)  # [M, K]
     b = rng.standard_normal((64, 48), dtype=np.float32)  # [K, N]
     np.testing.assert_allclose(nki.simulate_kernel(product, a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_one_partition_tile_spreads_over_the_other_operands_partitions():
+    @nki.jit
+    def shifted(x, shift):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        scalar = nl.load(shift)  # [1, 1] in SBUF, as flash attention's sink term
+        plane = nl.add(nl.zeros((nl.par_dim(x.shape[0]), 1), dtype=x.dtype), scalar)
+        nl.store(out, value=nl.multiply(nl.load(x), plane))
+        return out
+
+    x = rng.standard_normal((128, 1), dtype=np.float32)
+    got = nki.simulate_kernel(shifted, x, np.array([[2.5]], np.float32))
+    np.testing.assert_array_equal(got, x * np.float32(2.5))
+
+
+def test_tensor_partition_reduce_returns_a_one_partition_tile():
+    @nki.jit
+    def column_sums(x):
+        out = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.tensor_partition_reduce(np.add, nl.load(x)))
+        return out
+
+    x = rng.standard_normal((64, 8), dtype=np.float32)
+    got = nki.simulate_kernel(column_sums, x)
+    np.testing.assert_allclose(got[0], x.sum(axis=0), rtol=1e-5, atol=1e-5)

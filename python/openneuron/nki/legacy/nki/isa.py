@@ -93,6 +93,13 @@ def _tensor_scalar(
     return result
 
 
+def _tensor_partition_reduce(op, data, dtype=None, **_ignored):
+    """data [P, F...] reduced across its partitions into a new [1, F...] tile (GpSimd)."""
+    result = _out((1, *data.shape[1:]), dtype or data.dtype)
+    _current.tensor_partition_reduce(result, op, _in_sbuf(data))
+    return result
+
+
 def _tensor_reduce(op, data, axis, dtype=None, negate=False, keepdims=False, **_ignored):
     from openneuron.nki import language as nl
 
@@ -210,6 +217,7 @@ activation_reduce = masked(_activation_reduce)
 tensor_tensor = masked(_tensor_tensor)
 tensor_scalar = masked(_tensor_scalar)
 tensor_reduce = masked(_tensor_reduce)
+tensor_partition_reduce = masked(_tensor_partition_reduce)
 tensor_copy = masked(_tensor_copy)
 reciprocal = masked(_reciprocal)
 tensor_tensor_scan = masked(_tensor_tensor_scan)
@@ -246,11 +254,14 @@ def _dst_first(name):
 
 
 def _takes_dst(name, args):
-    # tensor_copy(dst, src) vs tensor_copy(src): two leading tiles mean dst-first.
+    # tensor_copy(dst, src) vs tensor_copy(src): two leading tiles mean dst-first;
+    # tensor_partition_reduce(dst, op, data) vs (op, data): a leading tile does.
+    if name == "tensor_partition_reduce":
+        return len(args) >= 1 and isinstance(args[0], NkiTensor)
     return name == "tensor_copy" and len(args) >= 2 and isinstance(args[1], NkiTensor)
 
 
 for _name in ("tensor_copy", "tensor_tensor", "activation", "tensor_scalar", "nc_transpose",
-              "scalar_tensor_tensor"):  # fmt: skip
+              "scalar_tensor_tensor", "tensor_partition_reduce"):  # fmt: skip
     globals()[_name] = _dst_first(_name)
 del _name

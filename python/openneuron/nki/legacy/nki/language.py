@@ -14,6 +14,7 @@ What differs from the current ``nki.language`` (everything else is shared):
 """
 
 import builtins
+import functools
 
 import numpy as np
 
@@ -308,6 +309,30 @@ def spmd_dim(*dims):
 
 
 # ---------------------------------------------------------------- math under masks
+def _spreading(function):
+    """A two-operand call of this generation: a one-partition tile meeting a tile of more
+    partitions is spread over them first (broadcast_to: the Tensor engine copies it to each
+    partition), as the compiler does for the SBUF scalars these kernels pass."""
+
+    @functools.wraps(function)
+    def call(x, y, *args, **kwargs):
+        if isinstance(x, _Tensor) and isinstance(y, _Tensor) and x.on_chip and y.on_chip:
+            if x.partitions == 1 < y.partitions and x.free_size == y.free_size:
+                x = x.broadcast_to((y.partitions, *x.shape[1:]))
+            elif y.partitions == 1 < x.partitions and y.free_size == x.free_size:
+                y = y.broadcast_to((x.partitions, *y.shape[1:]))
+        return function(x, y, *args, **kwargs)
+
+    return call
+
+
+_TWO_OPERANDS = {
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "fmod",
+    "abs_max", "equal", "not_equal", "greater_equal", "greater", "less_equal", "less",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+}  # fmt: skip
+
+
 def _wrap_math():
     names = [
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "fmod",
@@ -322,6 +347,8 @@ def _wrap_math():
     namespace = globals()
     for name in names:
         function = getattr(_current, name)
+        if name in _TWO_OPERANDS:
+            function = _spreading(function)
         buffer = psum if name in ("matmul", "transpose") else sbuf
         namespace[name] = masked(function, buffer)
 
