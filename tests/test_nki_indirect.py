@@ -144,3 +144,22 @@ def test_misuse_is_rejected():
         nki.simulate(on_compute)(table, np.zeros(4, np.int32))
     with pytest.raises(KernelRuleError, match=r"\[dtype\].*run-time offsets are integers"):
         nki.simulate(float_index)(table, np.zeros(4, np.float32))
+
+
+def test_a_scalar_offset_without_indirect_dim_indexes_the_first_dimension():
+    """As the NKI Library's MoE kernels read one expert id from a [blocks, 1] table."""
+
+    @nki.jit
+    def pick_row(table, which):
+        out = nl.ndarray((1, table.shape[1]), dtype=table.dtype, buffer=nl.shared_hbm)
+        index = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=index, src=which)
+        row = nl.ndarray((1, table.shape[1]), dtype=table.dtype, buffer=nl.sbuf)
+        view = table.ap([[table.shape[1], 1], [1, table.shape[1]]], scalar_offset=index)
+        nisa.dma_copy(dst=row, src=view)
+        nisa.dma_copy(dst=out, src=row)
+        return out
+
+    table = np.arange(24, dtype=np.int32).reshape(6, 4)
+    got = nki.simulate(pick_row)(table, np.array([[4]], np.int32))
+    np.testing.assert_array_equal(got, table[4:5])

@@ -78,7 +78,13 @@ class _SimulatedLaunch:
 
     def __call__(self, *args, **kwargs):
         profile = _profile()
-        result = on_kernel.launch(self.kernel[self.grid], args, kwargs, profile=profile)
+        trace_dir = os.environ.get("NKI_LIBRARY_TRACE_DIR")  # a Perfetto trace per launch
+        result = on_kernel.launch(
+            self.kernel[self.grid], args, kwargs, profile=profile, trace=trace_dir is not None
+        )
+        if trace_dir:
+            name = f"{self.kernel.func.__name__}-{len(os.listdir(trace_dir))}.json"
+            result.save_trace(os.path.join(trace_dir, name))
         _current["latency_ns"] = result.latency_ns
         _current["profile"] = profile
         return result.outputs

@@ -239,7 +239,7 @@ class NkiTensor:
         NKI does, partition-major: the first pair's step is a multiple of the partition pitch
         (the buffer's elements per partition).
 
-        A run-time offset indexes dimension ``indirect_dim`` of this (HBM) view by values read
+        A run-time offset indexes dimension ``indirect_dim`` (default 0) of this (HBM) view by values read
         from SBUF when a ``dma_copy`` runs: ``scalar_offset`` (one integer, a [1, 1] tile) adds
         value × that dimension's stride; ``vector_offset`` (a [P, 1] tile) gives row i of the
         pattern's first dimension the start value[i] × stride. Values must lie in
@@ -302,7 +302,9 @@ class NkiTensor:
         if scalar_offset is not None and vector_offset is not None:
             tr.fail("bad-view", "an access pattern takes scalar_offset or vector_offset, not both")
         if indirect_dim is None:
-            tr.fail("bad-view", "a run-time offset needs indirect_dim (the dimension it indexes)")
+            # Not stated by the API reference we have; every call in AWS's NKI Library that
+            # names it passes 0, and the one that omits it indexes a [n, 1] table by row.
+            indirect_dim = 0
         if self.on_chip:
             tr.fail(
                 "unsupported",
