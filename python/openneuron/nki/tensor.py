@@ -239,8 +239,9 @@ class NkiTensor:
         NKI does, partition-major: the first pair's step is a multiple of the partition pitch
         (the buffer's elements per partition).
 
-        A run-time offset indexes dimension ``indirect_dim`` (default 0) of this (HBM) view by values read
-        from SBUF when a ``dma_copy`` runs: ``scalar_offset`` (one integer, a [1, 1] tile) adds
+        A run-time offset indexes dimension ``indirect_dim`` (default 0) of this (HBM) view by
+        values read from SBUF when a ``dma_copy`` runs: ``scalar_offset`` (one integer, a [1, 1]
+        tile) adds
         value × that dimension's stride; ``vector_offset`` (a [P, 1] tile) gives row i of the
         pattern's first dimension the start value[i] × stride. Values must lie in
         [0, shape[indirect_dim])."""
