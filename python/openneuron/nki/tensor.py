@@ -241,10 +241,9 @@ class NkiTensor:
 
         A run-time offset indexes dimension ``indirect_dim`` (default 0) of this (HBM) view by
         values read from SBUF when a ``dma_copy`` runs: ``scalar_offset`` (one integer, a [1, 1]
-        tile) adds
-        value × that dimension's stride; ``vector_offset`` (a [P, 1] tile) gives row i of the
-        pattern's first dimension the start value[i] × stride. Values must lie in
-        [0, shape[indirect_dim])."""
+        tile) adds value × that dimension's stride; ``vector_offset`` (a [P, 1] tile) gives
+        row i of the pattern's first dimension the start value[i] × stride. Values must lie
+        in [0, shape[indirect_dim])."""
         dtype = as_dtype(dtype) if dtype is not None else self.dtype
         indirect = None
         if scalar_offset is not None or vector_offset is not None:
