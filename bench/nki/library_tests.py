@@ -36,7 +36,9 @@ def test_files(checkout, selection):
     return [f.relative_to(checkout) for f in files]
 
 
-def run_file(checkout, test_file, sample, timeout, lines, all_sizes=False, keyword=None):
+def run_file(
+    checkout, test_file, sample, timeout, lines, all_sizes=False, keyword=None, platform=None
+):
     """One child pytest on one file; returns its rows (a crash leaves the test it was in)."""
     command = [sys.executable, "-m", "pytest", "-p", "bench.nki.nki_library_plugin"]
     command += ["-p", "no:cacheprovider", "--test-mode", "simulation", "-q", "--no-header"]
@@ -45,6 +47,8 @@ def run_file(checkout, test_file, sample, timeout, lines, all_sizes=False, keywo
     command += ["--openneuron-sample", str(sample), str(test_file)]
     if keyword:
         command += ["-k", keyword]
+    if platform:
+        command += ["--platform-target", platform]  # the suite's own option (trn2 by default)
     env = dict(os.environ)
     if all_sizes:
         env["NKILIB_SIMULATION_RUN_ALL"] = "1"  # the suite's own switch: keep large shapes
@@ -140,6 +144,9 @@ def main():
         help="run the large-shape cases the simulation mode skips (its NKILIB_SIMULATION_RUN_ALL)",
     )
     parser.add_argument("-k", dest="keyword", help="pytest -k expression selecting cases")
+    parser.add_argument(
+        "--platform-target", help="the suite's target (trn2, trn3: MX kernels run on trn3 only)"
+    )
     parser.add_argument("selection", nargs="*", help="test files or folders in the checkout")
     args = parser.parse_intermixed_args()
     checkout = args.checkout.resolve()
@@ -150,7 +157,14 @@ def main():
         lines = Path(scratch) / "rows.jsonl"
         for test_file in test_files(checkout, args.selection):
             file_rows = run_file(
-                checkout, test_file, args.sample, args.timeout, lines, args.all_sizes, args.keyword
+                checkout,
+                test_file,
+                args.sample,
+                args.timeout,
+                lines,
+                args.all_sizes,
+                args.keyword,
+                args.platform_target,
             )
             passed = sum(r["outcome"] == "passed" for r in file_rows)
             print(f"{test_file}: {passed} of {len(file_rows)} passed", flush=True)
