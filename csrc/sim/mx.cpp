@@ -50,8 +50,7 @@ float packed_value(DType packed, const uint8_t* element, int q) {
     const float magnitude = kMagnitudes[nibble & 7];
     return (nibble & 8) ? -magnitude : magnitude;
   }
-  const DType value_type = packed == DType::kFloat8E4M3x4 ? DType::kFloat8E4M3 : DType::kFloat8E5M2;
-  return load_element(value_type, element + q);
+  return load_element(mx_format(packed).value_type, element + q);
 }
 
 // The scale byte of scaling group (group row of partition k, column) of a data operand.
@@ -85,25 +84,14 @@ std::vector<float> dequantized(CoreState& state, const Instruction& instruction,
 
 }  // namespace
 
-float mx_max_value(DType packed) {
+MxFormat mx_format(DType packed) {
   switch (packed) {
     case DType::kFloat8E4M3x4:
-      return 448.0f;
+      return {DType::kFloat8E4M3, 448.0f, 8};
     case DType::kFloat8E5M2x4:
-      return 57344.0f;
-    default:
-      return 6.0f;
-  }
-}
-
-int mx_max_exponent(DType packed) {
-  switch (packed) {
-    case DType::kFloat8E4M3x4:
-      return 8;
-    case DType::kFloat8E5M2x4:
-      return 15;
-    default:
-      return 2;
+      return {DType::kFloat8E5M2, 57344.0f, 15};
+    default:  // fp4 e2m1: decoded by table (packed_value)
+      return {DType::kCount, 6.0f, 2};
   }
 }
 
@@ -120,9 +108,7 @@ void execute_quantize_mx(CoreState& state, const Instruction& instruction) {
     for (int64_t n = 0; n < src.elements(); ++n)
       values[n] = load_element(src.dtype, bytes.data() + n * size);
   }
-  const DType value_type =
-      dst.dtype == DType::kFloat8E4M3x4 ? DType::kFloat8E4M3 : DType::kFloat8E5M2;
-  const float limit = mx_max_value(dst.dtype);
+  const MxFormat format = mx_format(dst.dtype);
   std::vector<uint8_t> packed(static_cast<size_t>(p_size * f_size));
   std::vector<uint8_t> scale_rows(static_cast<size_t>(p_size / kGroupPartitions * columns));
   for (int64_t group = 0; group < p_size / kGroupPartitions; ++group) {
@@ -136,14 +122,14 @@ void execute_quantize_mx(CoreState& state, const Instruction& instruction) {
           largest = std::max(largest, static_cast<int>((bits >> 23) & 0xFF));
         }
       }
-      const auto scale = static_cast<uint8_t>(largest - mx_max_exponent(dst.dtype));  // wraps
+      const auto scale = static_cast<uint8_t>(largest - format.max_exponent);  // wraps
       scale_rows[group * columns + column] = scale;
       for (int64_t i = 0; i < kGroupPartitions; ++i) {
         for (int q = 0; q < kGroupValues; ++q) {
           const int64_t n = (group * kGroupPartitions + i) * f_size + column * 4 + q;
           double x = std::ldexp(static_cast<double>(values[n]), 127 - scale);
-          x = std::fmax(-limit, std::fmin(limit, x));  // OCP saturation
-          store_element(value_type, &packed[n], static_cast<float>(x));
+          x = std::fmax(-format.max_value, std::fmin(format.max_value, x));  // OCP saturation
+          store_element(format.value_type, &packed[n], static_cast<float>(x));
         }
       }
     }

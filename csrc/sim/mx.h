@@ -15,9 +15,14 @@ namespace openneuron::sim {
 // the data): rows of four groups fill the first four partitions of each quadrant of 32.
 inline int64_t mx_scale_partition(int64_t group) { return (group / 4) * 32 + group % 4; }
 
-// Largest finite value and largest unbiased exponent of the values an MX type packs.
-float mx_max_value(DType packed);
-int mx_max_exponent(DType packed);
+// What the values an MX type packs are: their own element type (fp8; fp4 has none here),
+// largest finite value and largest unbiased exponent.
+struct MxFormat {
+  DType value_type;
+  float max_value;
+  int max_exponent;
+};
+MxFormat mx_format(DType packed);
 
 void execute_quantize_mx(CoreState& state, const Instruction& instruction);
 void execute_matmul_mx(CoreState& state, const Instruction& instruction);

@@ -10,15 +10,15 @@ namespace openneuron::sim {
 
 namespace {
 
-// The next-fit layout timing uses, or the packed first-fit one when next-fit finds no gap:
+// The next-fit layout timing uses, or `packed` (first-fit) when next-fit finds no gap:
 // next-fit scatters small long-lived buffers around the ring, so a kernel whose live buffers
 // fit may still find no gap wide enough; the capacity rule holds if any placement fits.
-Layout timing_layout(const Program& program, const CoreProfile& profile) {
+Layout timing_layout(const Program& program, const CoreProfile& profile, const Layout& packed) {
   try {
     return plan_layout(program, profile);
   } catch (const SimError& error) {
     if (error.rule != rule::kSbufCapacity && error.rule != rule::kPsumCapacity) throw;
-    return plan_layout(program, profile, /*next_fit=*/false);
+    return packed;
   }
 }
 
@@ -26,9 +26,10 @@ Layout timing_layout(const Program& program, const CoreProfile& profile) {
 
 Simulator::Simulator(Program program, const CoreProfile& profile)
     : program_(std::move(program)), profile_(profile) {
-  layout_ = timing_layout(program_, profile_);
-  check_rules(program_, profile_, layout_);
+  // The packed placement first: when even it does not fit, its capacity error is the one raised.
   execution_layout_ = plan_layout(program_, profile_, /*next_fit=*/false);
+  layout_ = timing_layout(program_, profile_, execution_layout_);
+  check_rules(program_, profile_, layout_);
 }
 
 void Simulator::set_input(int32_t buffer, const void* data, size_t bytes) {

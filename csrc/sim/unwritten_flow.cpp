@@ -71,12 +71,19 @@ bool execute_computing_on_unwritten(CoreState& state, const Instruction& ins, bo
     any = any || !unwritten[s].empty();
   }
   if (!any) return false;
-  // Where the results land: a source element there takes the result's mark, not its own.
+  auto shares_an_output = [&](const AccessPattern& src) {
+    return src.buffer == dst.buffer || (ins.dst2.valid() && src.buffer == ins.dst2.buffer);
+  };
+  // Where the results land (only when a source shares their buffer): a source element there
+  // takes the result's mark, not its own.
   std::set<std::pair<int64_t, int64_t>> written_places;
-  for (const AccessPattern* out : {&dst, &ins.dst2}) {
-    if (!out->valid()) continue;
-    for (int64_t n = 0; n < out->elements(); ++n)
-      written_places.insert(state.element_address(*out, n));
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (unwritten[s].empty() || !shares_an_output(*sources[s]) || !written_places.empty()) continue;
+    for (const AccessPattern* out : {&dst, &ins.dst2}) {
+      if (!out->valid()) continue;
+      for (int64_t n = 0; n < out->elements(); ++n)
+        written_places.insert(state.element_address(*out, n));
+    }
   }
   for (size_t s = 0; s < sources.size(); ++s) {
     if (!unwritten[s].empty()) state.mark_written(*sources[s]);
@@ -94,8 +101,7 @@ bool execute_computing_on_unwritten(CoreState& state, const Instruction& ins, bo
   }
   for (size_t s = 0; s < sources.size(); ++s) {
     const AccessPattern& src = *sources[s];
-    const bool shares =
-        src.buffer == dst.buffer || (ins.dst2.valid() && src.buffer == ins.dst2.buffer);
+    const bool shares = shares_an_output(src);
     for (const int64_t n : unwritten[s]) {
       if (!shares || !written_places.count(state.element_address(src, n)))
         state.mark_element_unwritten(src, n);
