@@ -12,12 +12,17 @@
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "runtime/host_sampler.h"
+#include "runtime/profile_settings.h"
 #include "runtime/runtime.h"
 #include "runtime/tracer.h"
 
@@ -28,11 +33,25 @@ namespace {
 using libkineto::ActivityType;
 using runtime::Activity;
 using runtime::ActivityKind;
+using runtime::HostSample;
+using runtime::ProfileSettings;
 
-// The last finished session's activities, for Python (torch keeps Kineto metadata such as a
-// copy's bytes only in the exported trace).
+// The last finished session's activities and host samples, for Python (torch keeps Kineto
+// metadata such as a copy's bytes only in the exported trace).
 std::mutex g_last_mutex;
 std::vector<Activity> g_last_activities;
+std::vector<HostSample> g_last_samples;
+
+// Device memory in use over every device, for the host-memory samples.
+int64_t device_allocated_bytes() {
+  if (!runtime::Runtime::is_initialized()) return 0;
+  auto& rt = runtime::Runtime::get();
+  int64_t total = 0;
+  for (int d = 0; d < rt.device_count(); ++d) {
+    total += rt.device(d).allocator().stats().allocated_bytes[runtime::kAllPools].current;
+  }
+  return total;
+}
 
 const char* kind_name(ActivityKind kind) {
   switch (kind) {
@@ -71,8 +90,13 @@ const char* copy_name(ActivityKind kind) {
 
 class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
  public:
+  explicit NeuronProfilerSession(ProfileSettings settings) : settings_(std::move(settings)) {}
+
   void start() override {
-    runtime::tracer::start();
+    if (settings_.records_activities()) runtime::tracer::start();
+    if (settings_.cpu_util || settings_.host_memory) {
+      sampler_.start(std::chrono::milliseconds(settings_.sample_period_ms), device_allocated_bytes);
+    }
     status_ = libkineto::TraceStatus::RECORDING;
   }
 
@@ -83,10 +107,14 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
       auto& rt = runtime::Runtime::get();
       for (int d = 0; d < rt.device_count(); ++d) rt.device(d).wait_idle();
     }
-    activities_ = runtime::tracer::stop();
+    if (settings_.records_activities()) {
+      activities_ = runtime::select_activities(runtime::tracer::stop(), settings_);
+    }
+    std::vector<HostSample> samples = sampler_.stop();
     {
       std::lock_guard<std::mutex> lock(g_last_mutex);
       g_last_activities = activities_;
+      g_last_samples = std::move(samples);
     }
     t_open_ops.clear();
     runtime::tracer::set_correlation(0);
@@ -164,6 +192,8 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
   }
 
  private:
+  ProfileSettings settings_;
+  runtime::HostSampler sampler_;
   std::vector<Activity> activities_;
   std::vector<std::string> errors_;
   std::unique_ptr<libkineto::TraceSpan> span_;
@@ -175,13 +205,16 @@ class NeuronActivityProfiler final : public libkineto::IActivityProfiler {
 
   const std::set<ActivityType>& availableActivities() const override { return activities_; }
 
+  // The session's settings come from the profiler config's custom string (TorchNeuron's
+  // NeuronConfig writes one); one that cannot be read raises at the profile's start.
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
-      const std::set<ActivityType>& requested, const libkineto::Config&) override {
+      const std::set<ActivityType>& requested, const libkineto::Config& config) override {
     if (!requested.count(ActivityType::CONCURRENT_KERNEL) &&
         !requested.count(ActivityType::GPU_MEMCPY)) {
       return nullptr;  // a CPU-only profile: leave the device untraced
     }
-    return std::make_unique<NeuronProfilerSession>();
+    return std::make_unique<NeuronProfilerSession>(
+        runtime::parse_profile_settings(config.getCustomConfig()));
   }
 
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
@@ -221,6 +254,42 @@ void register_profiler_bindings(pybind11::module& module) {
     }
     return result;
   });
+  module.def("_last_host_samples", [] {
+    std::vector<HostSample> samples;
+    {
+      std::lock_guard<std::mutex> lock(g_last_mutex);
+      samples = g_last_samples;
+    }
+    pybind11::list result;
+    for (const HostSample& s : samples) {
+      pybind11::dict entry;
+      entry["time_ns"] = s.time_ns;
+      entry["process_cpu_percent"] = s.process_cpu_percent;
+      entry["system_cpu_percent"] = s.system_cpu_percent;
+      entry["resident_bytes"] = s.resident_bytes;
+      entry["device_allocated_bytes"] = s.device_allocated_bytes;
+      result.append(entry);
+    }
+    return result;
+  });
+  module.def(
+      "_parse_profile_settings",
+      [](const std::string& text) {
+        ProfileSettings s = runtime::parse_profile_settings(text);
+        pybind11::dict entry;
+        entry["device"] = s.device;
+        entry["runtime"] = s.runtime;
+        entry["cpu_util"] = s.cpu_util;
+        entry["host_memory"] = s.host_memory;
+        entry["max_events_per_nc"] = s.max_events_per_core;
+        entry["capture_enabled_for_nc"] = std::vector<int>(s.cores.begin(), s.cores.end());
+        entry["profile_output_dir"] = s.output_dir;
+        entry["neff_cache_dir"] = s.neff_cache_dir;
+        entry["precache_node_info"] = s.precache_node_info;
+        entry["sample_period_ms"] = s.sample_period_ms;
+        return entry;
+      },
+      "The settings a profiler config string asks for (ValueError for one that cannot be read).");
 }
 
 }  // namespace openneuron::bridge
