@@ -336,3 +336,33 @@ def test_nonzero_refuses_a_cpu_out(dtype):
     for out in (torch.empty([], dtype=torch.long), torch.empty(3, 1, dtype=torch.long)):
         with pytest.raises(RuntimeError, match="on the same device"):
             torch.nonzero(values, out=out)
+
+
+# ---- fill_ and zero_ of complex128, overlapping targets included (test_torch) ------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.complex64, torch.uint32], ids=str)
+@pytest.mark.parametrize("stride", [(3, 1), (0, 1), (1, 0)])
+@pytest.mark.parametrize("value", [0, 1.5, -2 + 0.25j, True])
+def test_fill_writes_every_element_as_the_cpu_even_when_they_overlap(dtype, stride, value):
+    # fill_ skips the overlap check on the CPU and CUDA (one value, so any order); complex128
+    # fills on the device as two 8-byte halves.
+    if isinstance(value, complex) and not dtype.is_complex:
+        pytest.skip("a complex value does not fit an integer tensor (the CPU raises)")
+    openneuron.clear_op_tracking()
+    results = {}
+    for device in ("cpu", DEV):
+        target = torch.empty_strided((2, 3), stride, dtype=dtype, device=device)
+        results[device] = target.fill_(value).cpu()
+    assert torch.equal(results[DEV], results["cpu"])
+    assert openneuron.get_fallback_ops() == {}
+
+
+def test_zero_of_complex128_runs_on_the_device():
+    openneuron.clear_op_tracking()
+    target = torch.full((3, 2), 5 - 1j, dtype=torch.complex128, device=DEV)
+    target[1:].zero_()
+    expected = torch.full((3, 2), 5 - 1j, dtype=torch.complex128)
+    expected[1:] = 0
+    assert torch.equal(target.cpu(), expected)
+    assert openneuron.get_fallback_ops() == {}

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include "aten/core/memory_history.h"
 #include "aten/core/runtime_errors.h"
@@ -15,13 +18,38 @@ namespace {
 
 using runtime::Runtime;
 
-// The deleter needs the device; DataPtr gives it one context pointer.
+// What the deleter needs beyond the pointer. DataPtrs carry the data pointer as their context
+// (a "simple" DataPtr, as CUDA's allocator makes), which copy-on-write lazy clones require, so
+// the rest is looked up by pointer.
 struct Allocation {
-  void* ptr;
   int device;
   size_t bytes;
   int64_t stream;
 };
+
+std::mutex g_allocations_mutex;
+std::unordered_map<void*, Allocation> g_allocations;
+
+void remember_allocation(void* ptr, const Allocation& allocation) {
+  std::lock_guard<std::mutex> lock(g_allocations_mutex);
+  g_allocations.emplace(ptr, allocation);
+}
+
+std::optional<Allocation> find_allocation(void* ptr) {
+  std::lock_guard<std::mutex> lock(g_allocations_mutex);
+  auto found = g_allocations.find(ptr);
+  if (found == g_allocations.end()) return std::nullopt;
+  return found->second;
+}
+
+std::optional<Allocation> forget_allocation(void* ptr) {
+  std::lock_guard<std::mutex> lock(g_allocations_mutex);
+  auto found = g_allocations.find(ptr);
+  if (found == g_allocations.end()) return std::nullopt;
+  Allocation allocation = found->second;
+  g_allocations.erase(found);
+  return allocation;
+}
 
 // torch.profiler's memory events (profile_memory=True): the change and the device's totals.
 void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t delta,
@@ -33,23 +61,22 @@ void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t
       c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
 }
 
-void free_allocation(void* context) {
-  auto* allocation = static_cast<Allocation*>(context);
+void free_allocation(void* ptr) {
+  std::optional<Allocation> allocation = forget_allocation(ptr);
+  if (!allocation) return;  // nullptr, or not ours
   try {
     auto& allocator = Runtime::get().device(allocation->device).allocator();
-    allocator.free(allocation->ptr);
+    allocator.free(ptr);
     if (memory_history_enabled()) {
-      memory_history_on_free(allocation->device, allocation->ptr, allocation->bytes,
-                             allocation->stream);
+      memory_history_on_free(allocation->device, ptr, allocation->bytes, allocation->stream);
     }
     if (c10::memoryProfilingEnabled()) {
-      report_to_profiler(allocator, allocation->ptr, -static_cast<int64_t>(allocation->bytes),
+      report_to_profiler(allocator, ptr, -static_cast<int64_t>(allocation->bytes),
                          allocation->device);
     }
   } catch (const ::openneuron::runtime::Error&) {
     // In a forked child the runtime is gone; its memory went with the parent's threads.
   }
-  delete allocation;
 }
 
 c10::CachingAllocator::StatArray to_c10(const runtime::StatArray& stats) {
@@ -87,11 +114,11 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
       }
     });
     c10::Device where(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
-    if (!ptr) return c10::DataPtr(nullptr, nullptr, &free_allocation, where);
-    return c10::DataPtr(ptr, new Allocation{ptr, device, bytes, stream}, &free_allocation, where);
+    if (ptr) remember_allocation(ptr, Allocation{device, bytes, stream});
+    return c10::DataPtr(ptr, ptr, &free_allocation, where);
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_allocation; }
 
   // Storage copies (e.g. clone of a storage) run in order on the current stream.
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -112,11 +139,11 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
   }
 
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
-    auto* allocation = static_cast<Allocation*>(data.get_context());
+    std::optional<Allocation> allocation = find_allocation(data.get());
     if (!allocation) return;
     OPENNEURON_RUNTIME_CALL({
       auto& device = Runtime::get().device(allocation->device);
-      device.allocator().record_stream(allocation->ptr, device.stream(stream.id()));
+      device.allocator().record_stream(data.get(), device.stream(stream.id()));
     });
   }
 

@@ -83,7 +83,8 @@ kernels::TensorView broadcast_view(const at::Tensor& tensor, at::IntArrayRef sha
   TORCH_CHECK(static_cast<int64_t>(shape.size()) <= kernels::kMaxDims, "only tensors with up to ",
               kernels::kMaxDims, " dims are supported (neuron kernels; got ", shape.size(), ")");
   kernels::TensorView view;
-  view.data = tensor.data_ptr();
+  // Read only: a copy-on-write input stays shared (data_ptr() would copy it first).
+  view.data = const_cast<void*>(tensor.const_data_ptr());
   view.dtype = kernel_dtype(tensor.scalar_type());
   view.ndim = static_cast<int>(shape.size());
   const int64_t lead = view.ndim - tensor.dim();

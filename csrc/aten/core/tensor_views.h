@@ -29,7 +29,8 @@ kernels::TensorView view_of(const at::Tensor& tensor);
 // order stays), so a tensor of more dims with at most kMaxDims non-1 sizes still runs.
 kernels::TensorView elementwise_view_of(const at::Tensor& tensor);
 
-// The tensor broadcast to `shape` (leading dims added, stride 0 where expanded).
+// The tensor broadcast to `shape` (leading dims added, stride 0 where expanded), for reading
+// only: a copy-on-write tensor is not copied, so a kernel must never write through it.
 kernels::TensorView broadcast_view(const at::Tensor& tensor, at::IntArrayRef shape);
 
 // The calling thread's current stream on the tensor's device.

@@ -10,7 +10,10 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/threshold_backward.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
+
+#include <cstring>
 
 #include "aten/adaptive/adaptive_recording.h"
 #include "aten/core/op_helpers.h"
@@ -157,6 +160,20 @@ at::Tensor& fill_scalar_(at::Tensor& self, const at::Scalar& value) {
   if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
     // Formats the kernels do not compute in: the CPU converts the value once, and its bits
     // fill the device tensor (a value the CPU cannot convert falls back and raises there).
+    if (self.scalar_type() == at::kComplexDouble) {
+      // Two 8-byte halves, each filled with its double's bits (views keep any strides, even
+      // overlapping ones, which fill_ accepts as CUDA's and the CPU's do).
+      const at::Tensor halves = at::view_as_real(self);
+      const c10::complex<double> complex_value = value.toComplexDouble();
+      for (int part = 0; part < 2; ++part) {
+        const double half = part == 0 ? complex_value.real() : complex_value.imag();
+        int64_t half_bits = 0;
+        std::memcpy(&half_bits, &half, sizeof(half_bits));
+        at::Tensor half_view = same_width_bits(halves.select(-1, part));
+        fill_scalar_(half_view, half_bits);
+      }
+      return self;
+    }
     at::Tensor bits = same_width_bits(self);
     if (!bits.defined() || self.scalar_type() == at::kFloat4_e2m1fn_x2) {
       return OPENNEURON_FALLBACK(fill__Scalar, self, value);

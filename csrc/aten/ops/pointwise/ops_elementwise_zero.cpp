@@ -1,4 +1,5 @@
 // zero_: fill with 0 on the device (optimizers create their states with zeros_like -> zero_).
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/zero.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -15,7 +16,9 @@ namespace openneuron::bridge {
 at::Tensor& zero_(at::Tensor& self) {
   if (!all_native_dtypes({&self}) && self.scalar_type() != at::kDouble) {
     // Zero is all bits clear in every format the device stores (fp8, e8m0, fp4, complex).
-    at::Tensor bits = same_width_bits(self);
+    // complex128 as its two 8-byte halves.
+    at::Tensor bits =
+        same_width_bits(self.scalar_type() == at::kComplexDouble ? at::view_as_real(self) : self);
     if (!bits.defined()) return OPENNEURON_FALLBACK(zero_, self);
     bridge::zero_(bits);
     return self;

@@ -109,42 +109,42 @@ void copy_on_device(const at::Tensor& src, const at::Tensor& dst) {
 void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   auto& stream = stream_for(dst);
   if (byte_copyable(src, dst)) {
-    OPENNEURON_RUNTIME_CALL(runtime::copy_host_to_device(stream, dst.data_ptr(), src.data_ptr(),
-                                                         dst.nbytes(), non_blocking));
+    OPENNEURON_RUNTIME_CALL(runtime::copy_host_to_device(
+        stream, dst.data_ptr(), src.const_data_ptr(), dst.nbytes(), non_blocking));
     return;
   }
   // Convert and lay out on the host, then move the bytes in one copy.
   at::Tensor staged = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
   if (is_dense_row_major(dst)) {
-    OPENNEURON_RUNTIME_CALL(runtime::copy_host_to_device(stream, dst.data_ptr(), staged.data_ptr(),
-                                                         dst.nbytes(), /*non_blocking=*/false));
+    OPENNEURON_RUNTIME_CALL(runtime::copy_host_to_device(
+        stream, dst.data_ptr(), staged.const_data_ptr(), dst.nbytes(), /*non_blocking=*/false));
     return;
   }
   at::Tensor dense = at::empty(dst.sizes(), dst.options());
-  OPENNEURON_RUNTIME_CALL(runtime::copy_host_to_device(stream, dense.data_ptr(), staged.data_ptr(),
-                                                       dense.nbytes(), /*non_blocking=*/false));
+  OPENNEURON_RUNTIME_CALL(runtime::copy_host_to_device(
+      stream, dense.data_ptr(), staged.const_data_ptr(), dense.nbytes(), /*non_blocking=*/false));
   copy_on_device(dense, dst);
 }
 
 void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   auto& stream = stream_for(src);
   if (byte_copyable(src, dst)) {
-    OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(stream, dst.data_ptr(), src.data_ptr(),
-                                                         dst.nbytes(), non_blocking));
+    OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(
+        stream, dst.data_ptr(), src.const_data_ptr(), dst.nbytes(), non_blocking));
     return;
   }
   // Convert and lay out on the device, then move the bytes in one copy.
   at::Tensor dense = at::empty(dst.sizes(), src.options().dtype(dst.scalar_type()));
   copy_on_device(src, dense);
   if (is_dense_row_major(dst)) {
-    OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(stream, dst.data_ptr(), dense.data_ptr(),
-                                                         dst.nbytes(), /*non_blocking=*/false));
+    OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(
+        stream, dst.data_ptr(), dense.const_data_ptr(), dst.nbytes(), /*non_blocking=*/false));
     return;
   }
   at::Tensor host =
       at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
-  OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(stream, host.data_ptr(), dense.data_ptr(),
-                                                       host.nbytes(), /*non_blocking=*/false));
+  OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(
+      stream, host.data_ptr(), dense.const_data_ptr(), host.nbytes(), /*non_blocking=*/false));
   dst.copy_(host);
 }
 
@@ -159,8 +159,8 @@ void copy_between_devices(const at::Tensor& src, const at::Tensor& dst) {
   const c10::DeviceGuard guard(dst.device());
   at::Tensor dense_dst = is_dense_row_major(dst) ? dst : at::empty(dst.sizes(), dst.options());
   OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_device(
-      stream_for(dense_dst), dense_dst.data_ptr(), stream_for(dense_src), dense_src.data_ptr(),
-      dense_dst.nbytes()));
+      stream_for(dense_dst), dense_dst.data_ptr(), stream_for(dense_src),
+      dense_src.const_data_ptr(), dense_dst.nbytes()));
   if (!dense_dst.is_same(dst)) copy_on_device(dense_dst, dst);
 }
 
@@ -243,7 +243,7 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   const c10::DeviceGuard guard(self.device());
   at::Tensor host = at::empty({}, self.options().device(at::kCPU));
   OPENNEURON_RUNTIME_CALL(runtime::copy_device_to_host(stream_for(self), host.data_ptr(),
-                                                       self.data_ptr(), self.element_size(),
+                                                       self.const_data_ptr(), self.element_size(),
                                                        /*non_blocking=*/false));
   return host.item();
 }
