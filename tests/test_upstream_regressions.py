@@ -366,3 +366,24 @@ def test_zero_of_complex128_runs_on_the_device():
     expected[1:] = 0
     assert torch.equal(target.cpu(), expected)
     assert openneuron.get_fallback_ops() == {}
+
+
+# ---- index_reduce of 16-bit floats rounds after every contribution (test_torch) ---------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_of_16bit_floats_equals_the_cpu_bit_for_bit(dtype, reduce, include_self):
+    # The CPU's index_reduce rounds to the 16-bit dtype at each step (scatter_reduce, by
+    # contrast, accumulates in fp32); summing in fp32 drifted by an ulp on repeated indices.
+    generator = torch.Generator().manual_seed(5)
+    for _ in range(20):
+        dest = (torch.randn(3, 4, 5, generator=generator) * 3).to(dtype)
+        source = (torch.randn(9, 4, 5, generator=generator) * 3).to(dtype)
+        index = torch.randint(0, 3, (9,), generator=generator)
+        expected = dest.clone().index_reduce_(0, index, source, reduce, include_self=include_self)
+        on_device = dest.to(DEV).index_reduce_(
+            0, index.to(DEV), source.to(DEV), reduce, include_self=include_self
+        )
+        assert torch.equal(on_device.cpu(), expected)

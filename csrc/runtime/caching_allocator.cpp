@@ -173,21 +173,27 @@ void* CachingAllocator::allocate(size_t bytes, Stream& stream) {
 
 void CachingAllocator::free(void* ptr) {
   if (!ptr) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = live_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (found == live_.end()) {
+  if (!release(ptr)) {
     throw Error("neuron:" + std::to_string(device_) +
                 " allocator asked to free a pointer it does not own");
   }
+}
+
+bool CachingAllocator::release(void* ptr, Freed* freed) {
+  if (!ptr) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (found == live_.end()) return false;
   Block* block = found->second;
   live_.erase(found);
+  if (freed) *freed = Freed{block->requested, block->stream->id()};
   const int pool = pool_of(block->size);
   update_stat(&MemoryStats::allocation, pool, -1);
   update_stat(&MemoryStats::allocated_bytes, pool, -static_cast<int64_t>(block->size));
   update_stat(&MemoryStats::requested_bytes, pool, -static_cast<int64_t>(block->requested));
   if (block->other_streams.empty()) {
     cache_block(block);
-    return;
+    return true;
   }
   PendingFree pending{block, {}};
   for (Stream* other : block->other_streams) {
@@ -195,6 +201,7 @@ void CachingAllocator::free(void* ptr) {
     pending.events.back()->record(*other);
   }
   pending_.push_back(std::move(pending));
+  return true;
 }
 
 void CachingAllocator::record_stream(void* ptr, Stream& stream) {

@@ -32,8 +32,18 @@ class CachingAllocator {
   void* allocate(size_t bytes, Stream& stream);
 
   // Returns a block from allocate() to the cache. If the block was used on other streams
-  // (record_stream), it is reused only once their work queued so far has completed.
+  // (record_stream), it is reused only once their work queued so far has completed. Throws
+  // for a pointer this allocator did not hand out.
   void free(void* ptr);
+
+  // What release() freed: the size the caller asked for and the id of the block's stream.
+  struct Freed {
+    size_t requested = 0;
+    int64_t stream = 0;
+  };
+  // As free(), but returns false (and frees nothing) for a pointer this allocator did not
+  // hand out, so a caller holding only the pointer can offer it to each device in turn.
+  bool release(void* ptr, Freed* freed = nullptr);
 
   // Declares that `ptr`'s block is also used by work on `stream`.
   void record_stream(void* ptr, Stream& stream);

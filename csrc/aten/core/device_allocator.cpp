@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <optional>
-#include <unordered_map>
 
 #include "aten/core/memory_history.h"
 #include "aten/core/runtime_errors.h"
@@ -18,39 +15,6 @@ namespace {
 
 using runtime::Runtime;
 
-// What the deleter needs beyond the pointer. DataPtrs carry the data pointer as their context
-// (a "simple" DataPtr, as CUDA's allocator makes), which copy-on-write lazy clones require, so
-// the rest is looked up by pointer.
-struct Allocation {
-  int device;
-  size_t bytes;
-  int64_t stream;
-};
-
-std::mutex g_allocations_mutex;
-std::unordered_map<void*, Allocation> g_allocations;
-
-void remember_allocation(void* ptr, const Allocation& allocation) {
-  std::lock_guard<std::mutex> lock(g_allocations_mutex);
-  g_allocations.emplace(ptr, allocation);
-}
-
-std::optional<Allocation> find_allocation(void* ptr) {
-  std::lock_guard<std::mutex> lock(g_allocations_mutex);
-  auto found = g_allocations.find(ptr);
-  if (found == g_allocations.end()) return std::nullopt;
-  return found->second;
-}
-
-std::optional<Allocation> forget_allocation(void* ptr) {
-  std::lock_guard<std::mutex> lock(g_allocations_mutex);
-  auto found = g_allocations.find(ptr);
-  if (found == g_allocations.end()) return std::nullopt;
-  Allocation allocation = found->second;
-  g_allocations.erase(found);
-  return allocation;
-}
-
 // torch.profiler's memory events (profile_memory=True): the change and the device's totals.
 void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t delta,
                         int device) {
@@ -61,18 +25,28 @@ void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t
       c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
 }
 
-void free_allocation(void* ptr) {
-  std::optional<Allocation> allocation = forget_allocation(ptr);
-  if (!allocation) return;  // nullptr, or not ours
+// DataPtrs carry the data pointer as their context (a "simple" DataPtr, as CUDA's allocator
+// makes), which copy-on-write lazy clones require; the deleter gets only that pointer, so it
+// offers it to each device's allocator, the one that last freed on this thread first.
+void free_device_memory(void* ptr) {
+  if (!ptr) return;
+  thread_local int last_device = 0;
   try {
-    auto& allocator = Runtime::get().device(allocation->device).allocator();
-    allocator.free(ptr);
-    if (memory_history_enabled()) {
-      memory_history_on_free(allocation->device, ptr, allocation->bytes, allocation->stream);
-    }
-    if (c10::memoryProfilingEnabled()) {
-      report_to_profiler(allocator, ptr, -static_cast<int64_t>(allocation->bytes),
-                         allocation->device);
+    auto& rt = Runtime::get();
+    const int count = rt.device_count();
+    for (int i = 0; i < count; ++i) {
+      const int device = (last_device + i) % count;
+      auto& allocator = rt.device(device).allocator();
+      runtime::CachingAllocator::Freed freed;
+      if (!allocator.release(ptr, &freed)) continue;
+      last_device = device;
+      if (memory_history_enabled()) {
+        memory_history_on_free(device, ptr, freed.requested, freed.stream);
+      }
+      if (c10::memoryProfilingEnabled()) {
+        report_to_profiler(allocator, ptr, -static_cast<int64_t>(freed.requested), device);
+      }
+      return;
     }
   } catch (const ::openneuron::runtime::Error&) {
     // In a forked child the runtime is gone; its memory went with the parent's threads.
@@ -114,11 +88,10 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
       }
     });
     c10::Device where(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
-    if (ptr) remember_allocation(ptr, Allocation{device, bytes, stream});
-    return c10::DataPtr(ptr, ptr, &free_allocation, where);
+    return c10::DataPtr(ptr, ptr, &free_device_memory, where);
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return &free_allocation; }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_device_memory; }
 
   // Storage copies (e.g. clone of a storage) run in order on the current stream.
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -139,10 +112,11 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
   }
 
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
-    std::optional<Allocation> allocation = find_allocation(data.get());
-    if (!allocation) return;
+    // By pointer on the stream's device (the tensor's): a copy-on-write DataPtr's context is
+    // PyTorch's wrapper, not ours.
+    if (!data.get()) return;
     OPENNEURON_RUNTIME_CALL({
-      auto& device = Runtime::get().device(allocation->device);
+      auto& device = Runtime::get().device(stream.device_index());
       device.allocator().record_stream(data.get(), device.stream(stream.id()));
     });
   }

@@ -9,6 +9,14 @@
 
 namespace openneuron::bridge {
 
+at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
+  TORCH_CHECK(out.device() == result.device(), "Expected out tensor to have device ",
+              result.device(), ", but got ", out.device(), " instead");
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 at::Tensor unaliased_input(const at::Tensor& input,
                            std::initializer_list<const at::Tensor*> outputs) {
   for (const at::Tensor* output : outputs) {

@@ -19,6 +19,11 @@ namespace openneuron::bridge {
 // Returns the neuron device.
 c10::Device check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors);
 
+// Writes a computed result into a caller's out= (resized as resize_output does), refusing an
+// out= on another device as CUDA's structured kernels do ("Expected out tensor to have device
+// ...") instead of copying across devices.
+at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result);
+
 // What a kernel that writes `outputs` while it reads `input` should read: input itself, or a
 // copy of it when an output shares its memory (sort(y, out=(y, i)) sorts a copy).
 at::Tensor unaliased_input(const at::Tensor& input,

@@ -592,6 +592,16 @@ void scatter(ScatterReduce op, bool include_self, const TensorView& self, int di
   });
 }
 
+void scatter_rounding_each_step(ScatterReduce op, bool include_self, const TensorView& self,
+                                int dim, const TensorView& index, const TensorView& src,
+                                Scalar value) {
+  check_index_dtype(index);
+  if (index.numel() == 0) return;
+  visit_dtype(self.dtype, [&](auto tag) {
+    scatter_typed<typename decltype(tag)::type>(op, include_self, self, dim, index, src, value);
+  });
+}
+
 namespace {
 
 template <typename T>

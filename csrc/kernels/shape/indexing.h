@@ -41,6 +41,12 @@ enum class ScatterReduce { Assign, Add, Prod, Mean, Max, Min };
 void scatter(ScatterReduce op, bool include_self, const TensorView& self, int dim,
              const TensorView& index, const TensorView& src, Scalar value);
 
+// As scatter, but 16-bit sums, products and means round to self's dtype after every
+// contribution, as the CPU's index_reduce does (its scatter_reduce accumulates in fp32).
+void scatter_rounding_each_step(ScatterReduce op, bool include_self, const TensorView& self,
+                                int dim, const TensorView& index, const TensorView& src,
+                                Scalar value);
+
 // Finds the first value of `index` (int64 or int32, any strides), in row-major order, that
 // lies outside [lo, hi) and is not *skip (when skip is given); stores it in *found and returns
 // true, or returns false when every value is in range. Lets callers raise before queuing.

@@ -95,6 +95,23 @@ TEST_F(CachingAllocatorTest, ZeroBytesGiveNullAndChangeNothing) {
   EXPECT_EQ(stats.num_device_alloc, 0);
 }
 
+TEST_F(CachingAllocatorTest, ReleaseFreesOnlyItsOwnPointersAndSaysWhatItFreed) {
+  CachingAllocator mine(0, kGiB), other(1, kGiB);
+  void* block = mine.allocate(1000, stream_b_);
+  int64_t inside = 0;
+  EXPECT_FALSE(other.release(block)) << "another device's pointer";
+  EXPECT_FALSE(mine.release(static_cast<char*>(block) + 64)) << "an interior pointer";
+  EXPECT_FALSE(mine.release(&inside)) << "host memory";
+  EXPECT_FALSE(mine.release(nullptr));
+  CachingAllocator::Freed freed;
+  ASSERT_TRUE(mine.release(block, &freed));
+  EXPECT_EQ(freed.requested, 1000u);
+  EXPECT_EQ(freed.stream, stream_b_.id());
+  EXPECT_FALSE(mine.release(block)) << "already freed";
+  expect_nothing_live(mine.stats());
+  expect_pools_add_up(mine.stats());
+}
+
 TEST_F(CachingAllocatorTest, FreedBlockIsReusedOnTheSameStream) {
   CachingAllocator allocator(0, kGiB);
   void* first = allocator.allocate(1000, stream_a_);

@@ -137,13 +137,6 @@ at::Tensor backward_result_for_fallback(const Upsample& op, const at::Tensor& gr
                    grad_output.options().memory_format(format));
 }
 
-// Copies a freshly computed result into an out= tensor.
-at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 constexpr Upsample kNearest1d{"aten::upsample_nearest1d", 1, false};
 constexpr Upsample kNearest1dBackward{"aten::upsample_nearest1d_backward", 1, false};
 constexpr Upsample kNearest2d{"aten::upsample_nearest2d", 2, true};

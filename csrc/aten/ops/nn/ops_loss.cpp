@@ -20,12 +20,6 @@ namespace {
 
 using nn::opt;
 
-at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 // self as [N, C, M] and target as [N, M] (M = 1 for nll_loss, H*W for nll_loss2d).
 struct NllViews {
   kernels::TensorView input, target;

@@ -106,12 +106,6 @@ at::Tensor backward(const at::Tensor& grad_output, const at::Tensor& self, const
   return grad_input;
 }
 
-at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 }  // namespace
 
 at::Tensor multi_margin_loss(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,

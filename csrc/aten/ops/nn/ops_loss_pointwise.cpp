@@ -45,12 +45,6 @@ bool loss_is_native(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 void check_param(PointwiseLoss loss, double param) {
   if (loss == PointwiseLoss::Huber) {
     TORCH_CHECK(param > 0, "huber_loss does not support non-positive values for delta.");

@@ -91,13 +91,6 @@ at::MemoryFormat pooled_format(const at::Tensor& self) {
   return self.dim() == 4 ? self.suggest_memory_format() : at::MemoryFormat::Contiguous;
 }
 
-// Copies a freshly computed result into an out= tensor.
-at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(

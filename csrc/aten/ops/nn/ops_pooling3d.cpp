@@ -87,12 +87,6 @@ kernels::TensorView as_5d(const at::Tensor& t) {
   return t.dim() == 4 ? nn::with_unit_dim(view, 0) : view;
 }
 
-at::Tensor& assign_out(at::Tensor& out, const at::Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(

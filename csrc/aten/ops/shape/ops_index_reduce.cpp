@@ -88,8 +88,10 @@ at::Tensor& index_reduce_into(const at::Tensor& self, int64_t dim, const at::Ten
   const kernels::TensorView source_view = view_of(values);
   const kernels::ScatterReduce op = *index_reduction(reduce);
   const int d = static_cast<int>(wrapped);
+  // The CPU's index_reduce rounds a 16-bit result after every contribution.
   stream_for(out).enqueue("aten::index_reduce", [=] {
-    kernels::scatter(op, include_self, self_view, d, index_view, source_view, kernels::Scalar{});
+    kernels::scatter_rounding_each_step(op, include_self, self_view, d, index_view, source_view,
+                                        kernels::Scalar{});
   });
   return out;
 }
