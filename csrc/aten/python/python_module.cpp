@@ -11,6 +11,7 @@
 #include "aten/core/runtime_errors.h"
 #include "aten/distributed/distributed_bindings.h"
 #include "aten/fallback/fallback.h"
+#include "aten/fallback/sparse_fallback.h"
 #include "aten/ops/shape/index_bounds.h"
 #include "aten/sim/sim_binding.h"
 #include "kernels/runtime/cpu_isa.h"
@@ -83,6 +84,7 @@ void register_adaptive_bindings(pybind11::module& m);
 PYBIND11_MODULE(_C, m) {
   // Before the runtime's first use registers its exit handler (see the function's contract).
   kernels::initialize_dnnl_process_state();
+  register_sparse_host_kernels();
   register_compiler_bindings(m);
   register_adaptive_bindings(m);
   m.doc() = "OpenNeuron native extension: the neuron runtime as the Python device module sees it";

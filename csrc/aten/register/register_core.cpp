@@ -17,6 +17,7 @@
 #include <torch/library.h>
 
 #include "aten/fallback/fallback.h"
+#include "aten/fallback/sparse_fallback.h"
 #include "aten/ops/matmul/ops_matmul_out_dtype.h"
 #include "aten/ops/matmul/ops_matmul_vector.h"
 #include "aten/ops/matmul/ops_scaled_mm_v2.h"
@@ -142,7 +143,7 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
 
 // A sparse COO tensor whose indices and values are device tensors: PyTorch's own
 // device-generic constructor and accessors (metadata only, the parts alias). No sparse
-// kernels: other ops on it raise NotImplementedError naming the op and the sparse key.
+// kernels: every other sparse op runs on the host (sparse_host_fallback).
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("_sparse_coo_tensor_with_dims_and_tensors",
          TORCH_FN(at::native::new_with_dims_and_tensor_sparse_symint));
@@ -159,6 +160,11 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+}
+
+// Sparse ops other than the accessors above run on the host (indices and values moved over).
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_host_fallback>());
 }
 
 }  // namespace openneuron::bridge
