@@ -50,7 +50,12 @@ def test_sparse_ops_run_on_the_host_with_the_cpus_results(name):
 
 @pytest.mark.parametrize(
     "update",
-    [lambda s, o: s.add_(o), lambda s, o: s.mul_(3), lambda s, o: s.zero_(), lambda s, o: s.copy_(o)],
+    [
+        lambda s, o: s.add_(o),
+        lambda s, o: s.mul_(3),
+        lambda s, o: s.zero_(),
+        lambda s, o: s.copy_(o),
+    ],
     ids=["add_", "mul_", "zero_", "copy_"],
 )
 def test_in_place_sparse_ops_update_the_callers_tensor(update):
