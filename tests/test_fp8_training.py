@@ -100,3 +100,33 @@ def test_mxfp8_training_runs_natively_with_the_cpus_losses():
     # The same e8m0 scales and fp8 elements on both; measured equal to 1e-8 relative.
     assert on_device == pytest.approx(train_mxfp8("cpu"), rel=1e-5)
     assert on_device[-1] < on_device[0] / 2  # it trains
+
+
+def mxfp8_grouped_products(device):
+    """Output and gradients of torchao's MXFP8 grouped product (the MoE experts' path of its
+    MXFP8 training recipe), emulated: four experts of 32 tokens, K 64, N 96."""
+    from torchao.prototype.moe_training.mxfp8_grouped_mm import _to_mxfp8_then_scaled_grouped_mm
+    from torchao.quantization.quantize_.common import KernelPreference
+
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randn(128, 64, generator=generator).to(device, torch.bfloat16)
+    tokens.requires_grad_()
+    # (experts, K, N) in each expert's column-major layout, as torchao requires.
+    weights = torch.randn(4, 96, 64, generator=generator).to(device, torch.bfloat16)
+    weights = weights.transpose(-2, -1).detach().requires_grad_()
+    offsets = torch.tensor([32, 64, 96, 128], dtype=torch.int32, device=device)
+    out = _to_mxfp8_then_scaled_grouped_mm(
+        tokens, weights, offsets, kernel_preference=KernelPreference.EMULATED
+    )
+    out.float().pow(2).sum().backward()
+    return [out.detach().cpu(), tokens.grad.cpu(), weights.grad.cpu()]
+
+
+def test_mxfp8_grouped_products_for_moe_training_run_natively_as_on_the_cpu():
+    openneuron.clear_op_tracking()
+    on_device = mxfp8_grouped_products("neuron")
+    assert openneuron.get_fallback_ops() == {}
+    # Same quantisation, grouped products over exact fp8 elements: bit-equal on this AVX-512
+    # host; the tolerance leaves room for another summation order of the products elsewhere.
+    for got, expected in zip(on_device, mxfp8_grouped_products("cpu")):
+        torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)
