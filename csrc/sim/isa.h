@@ -285,6 +285,9 @@ struct Instruction {
   // kDmaCopy: never-written source bytes arrive never written instead of failing the read (a
   // core-to-core move, which carries whatever the tile holds).
   bool carries_unwritten = false;
+  // kDmaCopy: part of a dma_transpose, whose DMA engines reorder the elements themselves (the
+  // cost model reads descriptors off the contiguous side and spreads it over every engine).
+  bool dma_transpose = false;
   int32_t reduce_dims = 1;
   float imm0 = 0.0f;
   float imm1 = 0.0f;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <map>
@@ -43,6 +44,17 @@ int64_t contiguous_bytes(const Program& program, const AccessPattern& ap) {
   return run * size;
 }
 
+// As contiguous_bytes, with the dimensions taken in the order of their strides rather than
+// the order the pattern walks them: the run a transposing DMA engine reads or writes, since it
+// reorders the elements itself.
+int64_t contiguous_bytes_in_memory_order(const Program& program, const AccessPattern& ap) {
+  AccessPattern sorted = ap;
+  const int first = program.buffers[ap.buffer].memory != Memory::kHbm ? 1 : 0;
+  std::sort(sorted.dims + first, sorted.dims + ap.rank,
+            [](const auto& a, const auto& b) { return std::abs(a.stride) > std::abs(b.stride); });
+  return contiguous_bytes(program, sorted);
+}
+
 int64_t free_elements(const AccessPattern& ap) { return ap.free_size(); }
 
 bool on_psum(const Program& program, const AccessPattern& ap) {
@@ -54,6 +66,8 @@ struct HbmAccess {
   double end;
   bool is_write;
   Engine engine;
+  int32_t
+      group;  // nonzero: one transfer's pieces (a dma_transpose), which never wait on each other
 };
 
 // One on-chip access: partitions [first, last) × bytes [low, high) of SBUF or PSUM (absolute
@@ -63,6 +77,7 @@ struct ChipAccess {
   double end;
   bool is_write;
   Engine engine;
+  int32_t group;  // as HbmAccess::group
 
   bool meets(int64_t p0, int64_t p1, int64_t lo, int64_t hi) const {
     return first < p1 && p0 < last && low < hi && lo < high;
@@ -85,7 +100,10 @@ class DependencyTracker {
   }
 
   // Earliest start for an access by `engine`; `sync_ns` is added when it waits on another one.
-  double ready(const AccessPattern& ap, bool is_write, Engine engine, double sync_ns) const {
+  // Accesses of the same nonzero `group` (pieces of one transfer, disjoint by construction
+  // though their extents interleave) are not waited on.
+  double ready(const AccessPattern& ap, bool is_write, Engine engine, double sync_ns,
+               int32_t group = 0) const {
     if (!ap.valid()) return 0;
     int64_t low, high;
     extent(program_, ap, &low, &high);
@@ -98,6 +116,7 @@ class DependencyTracker {
       consider(hbm_floor_[ap.buffer], Engine::kCount);
       for (const auto& access : hbm_[ap.buffer]) {
         if (access.high <= low || access.low >= high) continue;
+        if (group != 0 && access.group == group) continue;
         if (access.is_write || is_write) consider(access.end, access.engine);
       }
       return ready_at;
@@ -108,6 +127,7 @@ class DependencyTracker {
     consider(chip_floor_[memory_index], Engine::kCount);
     for (const ChipAccess& access : chip_[memory_index]) {
       if (!access.meets(first, last, base + low, base + high)) continue;
+      if (group != 0 && access.group == group) continue;
       // Reads wait on writes (RAW); writes on both (WAW, WAR: any engine's read needs a sync).
       if (access.is_write) {
         consider(access.end, access.engine);
@@ -118,14 +138,15 @@ class DependencyTracker {
     return ready_at;
   }
 
-  void record(const AccessPattern& ap, bool is_write, Engine engine, double end) {
+  void record(const AccessPattern& ap, bool is_write, Engine engine, double end,
+              int32_t group = 0) {
     if (!ap.valid()) return;
     int64_t low, high;
     extent(program_, ap, &low, &high);
     const Memory memory = program_.buffers[ap.buffer].memory;
     if (memory == Memory::kHbm) {
       auto& accesses = hbm_[ap.buffer];
-      accesses.push_back({low, high, end, is_write, engine});
+      accesses.push_back({low, high, end, is_write, engine, group});
       if (accesses.size() > 512) {
         hbm_floor_[ap.buffer] = std::max(hbm_floor_[ap.buffer], accesses.front().end);
         accesses.pop_front();
@@ -136,7 +157,7 @@ class DependencyTracker {
     auto& accesses = chip_[memory_index];
     const int64_t base = layout_.base[ap.buffer];
     const int64_t first = ap.start_partition, last = first + ap.partitions();
-    const ChipAccess access{first, last, base + low, base + high, end, is_write, engine};
+    const ChipAccess access{first, last, base + low, base + high, end, is_write, engine, group};
     if (is_write) {
       accesses.erase(std::remove_if(accesses.begin(), accesses.end(),
                                     [&](const ChipAccess& old) {
@@ -146,8 +167,8 @@ class DependencyTracker {
     } else {
       // A read of the region an earlier read covered exactly extends that one.
       for (ChipAccess& old : accesses) {
-        if (!old.is_write && old.engine == engine && old.first == first && old.last == last &&
-            old.low == access.low && old.high == access.high) {
+        if (!old.is_write && old.engine == engine && old.group == group && old.first == first &&
+            old.last == last && old.low == access.low && old.high == access.high) {
           old.end = std::max(old.end, end);
           return;
         }
@@ -300,10 +321,19 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
         if (ins.src[s].valid()) read_bytes += ins.src[s].elements() * dtype_size(ins.src[s].dtype);
       }
       const int64_t bytes = std::max(read_bytes, dst.elements() * dtype_size(dst.dtype));
+      // A transfer moves in chunks contiguous on both sides, one descriptor each; a
+      // dma_transpose's engines reorder elements themselves, so only one side need be
+      // contiguous, and its per-partition pieces spread over every engine as one transfer.
+      const int64_t src_chunk = ins.dma_transpose ? contiguous_bytes_in_memory_order(program, src)
+                                                  : contiguous_bytes(program, src);
+      const int64_t dst_chunk = ins.dma_transpose ? contiguous_bytes_in_memory_order(program, dst)
+                                                  : contiguous_bytes(program, dst);
       const int64_t chunk = std::max<int64_t>(
-          1, std::min(contiguous_bytes(program, src), contiguous_bytes(program, dst)));
+          1, ins.dma_transpose ? std::max(src_chunk, dst_chunk) : std::min(src_chunk, dst_chunk));
       const int64_t descriptors = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
-      const double lanes = static_cast<double>(std::min<int64_t>(profile.dma_engines, descriptors));
+      const double lanes = static_cast<double>(
+          ins.dma_transpose ? profile.dma_engines
+                            : std::min<int64_t>(profile.dma_engines, descriptors));
       return index_ns + (descriptors * profile.dma_descriptor_ns +
                          bytes / profile.dma_bytes_per_ns_per_engine) /
                             lanes;
@@ -381,18 +411,27 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
   const double sync_ns = profile.semaphore_wait_cycles / profile.gpsimd_ghz;
   DmaCalendar dma;
   std::vector<std::pair<double, double>> dma_in_flight;
+  int32_t last_group = 0;          // the latest dma_transpose transfer's group
   double tensor_weights_free = 0;  // when the PE array can take the next stationary tensor
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     const Instruction& ins = program.instructions[i];
     // A barrier waits for the other cores, whose schedules are their own: no work here.
     if (ins.opcode == Opcode::kCoreBarrier) continue;
     const int engine = static_cast<int>(ins.engine);
+    // The per-partition DMAs of one dma_transpose (consecutive, same buffers) are one transfer.
+    const Instruction* previous = i > 0 ? &program.instructions[i - 1] : nullptr;
+    const bool continues_transfer =
+        ins.dma_transpose && previous != nullptr && previous->dma_transpose &&
+        previous->dst.buffer == ins.dst.buffer && previous->src[0].buffer == ins.src[0].buffer;
+    if (ins.dma_transpose && !continues_transfer) ++last_group;
+    const int32_t group = ins.dma_transpose ? last_group : 0;
     const double engine_was_free = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
     // When the operands are ready, with and without the semaphore wait on other engines.
     double ready = 0, ready_unsynced = 0;
     auto consider = [&](const AccessPattern& ap, bool is_write) {
-      ready = std::max(ready, tracker.ready(ap, is_write, ins.engine, sync_ns));
-      ready_unsynced = std::max(ready_unsynced, tracker.ready(ap, is_write, ins.engine, 0.0));
+      ready = std::max(ready, tracker.ready(ap, is_write, ins.engine, sync_ns, group));
+      ready_unsynced =
+          std::max(ready_unsynced, tracker.ready(ap, is_write, ins.engine, 0.0, group));
     };
     // An operand with a run-time offset may touch anything its offsets can reach.
     const AccessPattern dst_reach = indirect_reach(program, ins, ins.dst);
@@ -446,9 +485,9 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
       timeline.matmul_flops += 8 * ins.src[0].elements() * ins.src[1].free_size();
     }
     summary.instructions += 1;
-    tracker.record(dst_reach, true, ins.engine, end);
-    tracker.record(ins.dst2, true, ins.engine, end);
-    tracker.record(src_reach, false, ins.engine, end);
+    tracker.record(dst_reach, true, ins.engine, end, group);
+    tracker.record(ins.dst2, true, ins.engine, end, group);
+    tracker.record(src_reach, false, ins.engine, end, group);
     for (int s = 1; s < 4; ++s) tracker.record(ins.src[s], false, ins.engine, end);
     tracker.record(ins.indirect.index, false, ins.engine, end);
     timeline.instructions[i] = {start, end};

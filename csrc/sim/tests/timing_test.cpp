@@ -131,6 +131,40 @@ TEST(Timing, DmaIsOverheadBoundForSmallChunksAndFasterOnTrn3) {
   EXPECT_LT(dma_time(4096, "trn3"), large);
 }
 
+// dma_transpose of an on-chip [128, 4 x 128] bf16 tile, four 128 x 128 blocks, as AWS's
+// attention kernel issues it: one DMA per source partition p, writing column p of every block
+// (one element into every partition, four times). The pieces' extents interleave though their
+// elements do not; as plain copies each would wait for the one before (WAW on the extent) and
+// pay a descriptor per element. The transposing engines move them as one transfer.
+TEST(Timing, DmaTransposeMovesAtTheEnginesRateNotPerElement) {
+  auto transpose_time = [](bool transposing) {
+    ProgramBuilder b;
+    const int32_t src = b.tile("src", Memory::kSbuf, DType::kBFloat16, 128, 512);
+    const int32_t dst = b.tile("dst", Memory::kSbuf, DType::kBFloat16, 128, 512);
+    b.add(Opcode::kMemset, b.ap(src, {128, 512}), {});
+    for (int32_t p = 0; p < 128; ++p) {
+      // Walked as the transpose orders it: element j of each block, then the next block.
+      AccessPattern row = b.ap(src, {1, 128, 4}, 0, p);
+      row.dims[1].stride = 1;
+      row.dims[2].stride = 128;
+      AccessPattern columns = b.ap(dst, {128, 1, 4}, p);
+      columns.dims[2].stride = 128;
+      b.add(Opcode::kDmaCopy, columns, {row}).dma_transpose = transposing;
+    }
+    Simulator simulator(b.program(), core_profile("trn2"));
+    return simulator.timing().total_ns;
+  };
+  const CoreProfile& trn2 = core_profile("trn2");
+  const double tile_bytes = 128.0 * 512 * 2;
+  // As one transfer: a descriptor per 1 KiB source row, all 16 engines, one DMA's latency.
+  const double one_transfer =
+      (128 * trn2.dma_descriptor_ns + tile_bytes / trn2.dma_bytes_per_ns_per_engine) /
+      trn2.dma_engines;
+  const double transposed = transpose_time(true);
+  EXPECT_LT(transposed, one_transfer + trn2.dma_fixed_ns + 1000.0);
+  EXPECT_GT(transpose_time(false), 10 * transposed);
+}
+
 TEST(Timing, ChromeTraceHasOneTrackPerEngineAndOneSlicePerInstruction) {
   ProgramBuilder b;
   const int32_t in = b.hbm("in", DType::kFloat32, 64, true);

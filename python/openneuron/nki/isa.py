@@ -639,6 +639,13 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, name=None,
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=src, indirect=indirect)
 
 
+# Instruction flag: a DMA of dma_transpose. The DMA engines reorder the elements themselves
+# (AWS's hardware-DGE transpose), so the cost model takes the transfer's descriptors from its
+# contiguous side and spreads it over every DMA engine, the per-partition DMAs of an on-chip
+# source as one transfer; a plain copy with the same scatter pays a descriptor per element.
+_DMA_TRANSPOSE = 32
+
+
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
     """dst = src with its dimensions permuted by ``axes`` (default: the first and last
     swapped), by the DMA engines."""
@@ -663,7 +670,7 @@ def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
         src.offset,
         src.start_partition,
     )
-    return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view)
+    return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=view, flags=_DMA_TRANSPOSE)
 
 
 # The permutation dma_transpose applies when given no axes, by the source's rank.
@@ -734,7 +741,7 @@ def _on_chip_dma_transpose(dst, src, axes):
                 dst.offset + p * dst.strides[at],
                 dst.start_partition,
             )
-        emit(tr.DMA_COPY, tr.DMA, dst=dst_part, src0=src_row)
+        emit(tr.DMA_COPY, tr.DMA, dst=dst_part, src0=src_row, flags=_DMA_TRANSPOSE)
 
 
 def max8(dst, src, name=None, **_ignored):
