@@ -71,12 +71,13 @@ def test_sparse_ops_are_counted_and_refused_in_strict_mode():
     openneuron.clear_op_tracking()
     _sample("neuron").to_dense()
     assert "aten::_to_dense" in openneuron.get_fallback_ops()
+    was_strict = openneuron._C._is_strict()
     openneuron._C._set_strict(True)
     try:
         with pytest.raises(NotImplementedError, match="sparse tensors.*OPENNEURON_STRICT"):
             _sample("neuron").to_dense()
     finally:
-        openneuron._C._set_strict(False)
+        openneuron._C._set_strict(was_strict)
 
 
 @pytest.mark.parametrize("optimizer", ["SGD", "SparseAdam"])
@@ -95,3 +96,14 @@ def test_an_embedding_with_sparse_gradients_trains_as_on_the_cpu(optimizer):
             optim.step()
         results[device] = embedding.weight.detach().cpu()
     torch.testing.assert_close(results["neuron"], results["cpu"], rtol=1e-6, atol=1e-6)
+
+
+def test_a_cpu_device_argument_keeps_the_result_on_the_cpu():
+    result = torch.empty_like(_sample("neuron"), device="cpu")
+    assert result.device.type == "cpu" and result.is_sparse
+    assert torch.zeros_like(_sample("neuron")).device.type == "neuron"
+
+
+def test_a_cpu_tensor_does_not_mix_with_a_neuron_sparse_tensor():
+    with pytest.raises(RuntimeError, match="same device"):
+        _sample("neuron") + torch.ones(2, 3)

@@ -143,6 +143,22 @@ def test_record_stream_keeps_a_tensor_alive_for_its_other_stream():
     assert torch.all(overwrite.cpu() == -7.0)
 
 
+def test_record_stream_with_another_devices_stream_holds_the_block(restore_device, second_device):
+    # A neuron:0 tensor used by work on a neuron:1 stream: its block must not be handed out
+    # again until that stream's queued work has passed (it is looked up on the data's own
+    # device, not the stream's).
+    busy = torch.neuron.Stream(1)
+    with torch.neuron.device(1), torch.neuron.stream(busy):
+        torch.neuron._sleep(200_000_000)  # 200 ms of queued work on neuron:1
+    tensor = torch.empty(1 << 16, device="neuron:0")
+    address = tensor.data_ptr()
+    tensor.record_stream(busy)
+    del tensor
+    again = torch.empty(1 << 16, device="neuron:0")
+    assert again.data_ptr() != address
+    busy.synchronize()
+
+
 # --- synchronisation and events -----------------------------------------------------------------
 
 

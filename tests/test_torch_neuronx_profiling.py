@@ -160,7 +160,8 @@ def test_cpu_samples_see_a_busy_host_and_memory_samples_see_device_memory(tmp_pa
     cpu = _load(directory, "cpu_util.json")["samples"]
     memory = _load(directory, "host_mem.json")["samples"]
     assert len(cpu) >= 5 and len(memory) == len(cpu)
-    assert max(s["process_cpu_percent"] for s in cpu) > 40  # one Python thread spinning
+    # One Python thread spinning is 100% of a core; room left for a loaded host.
+    assert max(s["process_cpu_percent"] for s in cpu) > 25
     assert max(s["device_allocated_bytes"] for s in memory) >= 64 << 20
     assert all(s["resident_bytes"] > 0 for s in memory)
     times = [s["time_ns"] for s in cpu]
@@ -198,3 +199,18 @@ def test_distributed_module_names_the_backend_class(tmp_path, monkeypatch):
         assert isinstance(backend, ProcessGroupNeuron)
     finally:
         dist.destroy_process_group()
+
+
+def test_a_profile_without_the_device_activity_writes_no_neuron_files(tmp_path):
+    # The previous profile's device activity and samples must not leak into this one's files.
+    config = NeuronConfig(modes=ALL_MODES, profile_output_dir=tmp_path, sample_period_ms=2)
+    with profile(activities=ACTIVITIES, experimental_config=config):
+        _work_on_two_cores(2)
+    exporter = NeuronProfiler(config)
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        experimental_config=config,
+        on_trace_ready=exporter.export_trace,
+    ):
+        _work_on_two_cores(2)
+    assert os.listdir(exporter.output_dirs[0]) == ["trace.json"]

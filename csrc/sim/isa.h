@@ -285,9 +285,14 @@ struct Instruction {
   // kDmaCopy: never-written source bytes arrive never written instead of failing the read (a
   // core-to-core move, which carries whatever the tile holds).
   bool carries_unwritten = false;
-  // kDmaCopy: part of a dma_transpose, whose DMA engines reorder the elements themselves (the
-  // cost model reads descriptors off the contiguous side and spreads it over every engine).
+  // kDmaCopy of a dma_transpose, whose DMA engines reorder the elements themselves (the cost
+  // model counts descriptors on the contiguous side, in memory order).
   bool dma_transpose = false;
+  // kDmaCopy: one of several DMAs issued as one transfer (spread over every DMA engine), and
+  // whether it continues the previous instruction's transfer (it does not wait on it: the
+  // pieces touch disjoint elements though their extents interleave).
+  bool transfer_piece = false;
+  bool continues_transfer = false;
   int32_t reduce_dims = 1;
   float imm0 = 0.0f;
   float imm1 = 0.0f;

@@ -66,8 +66,7 @@ struct HbmAccess {
   double end;
   bool is_write;
   Engine engine;
-  int32_t
-      group;  // nonzero: one transfer's pieces (a dma_transpose), which never wait on each other
+  int32_t group;  // nonzero: one transfer's pieces, which never wait on each other
 };
 
 // One on-chip access: partitions [first, last) × bytes [low, high) of SBUF or PSUM (absolute
@@ -323,7 +322,7 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
       const int64_t bytes = std::max(read_bytes, dst.elements() * dtype_size(dst.dtype));
       // A transfer moves in chunks contiguous on both sides, one descriptor each; a
       // dma_transpose's engines reorder elements themselves, so only one side need be
-      // contiguous, and its per-partition pieces spread over every engine as one transfer.
+      // contiguous. The pieces of one transfer spread over every engine.
       const int64_t src_chunk = ins.dma_transpose ? contiguous_bytes_in_memory_order(program, src)
                                                   : contiguous_bytes(program, src);
       const int64_t dst_chunk = ins.dma_transpose ? contiguous_bytes_in_memory_order(program, dst)
@@ -332,8 +331,8 @@ double instruction_cost_ns(const Program& program, const Instruction& ins,
           1, ins.dma_transpose ? std::max(src_chunk, dst_chunk) : std::min(src_chunk, dst_chunk));
       const int64_t descriptors = std::max<int64_t>(1, (bytes + chunk - 1) / chunk);
       const double lanes = static_cast<double>(
-          ins.dma_transpose ? profile.dma_engines
-                            : std::min<int64_t>(profile.dma_engines, descriptors));
+          ins.transfer_piece ? profile.dma_engines
+                             : std::min<int64_t>(profile.dma_engines, descriptors));
       return index_ns + (descriptors * profile.dma_descriptor_ns +
                          bytes / profile.dma_bytes_per_ns_per_engine) /
                             lanes;
@@ -411,20 +410,16 @@ Timeline schedule(const Program& program, const CoreProfile& profile, const Layo
   const double sync_ns = profile.semaphore_wait_cycles / profile.gpsimd_ghz;
   DmaCalendar dma;
   std::vector<std::pair<double, double>> dma_in_flight;
-  int32_t last_group = 0;          // the latest dma_transpose transfer's group
+  int32_t last_group = 0;          // the latest multi-DMA transfer's group
   double tensor_weights_free = 0;  // when the PE array can take the next stationary tensor
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     const Instruction& ins = program.instructions[i];
     // A barrier waits for the other cores, whose schedules are their own: no work here.
     if (ins.opcode == Opcode::kCoreBarrier) continue;
     const int engine = static_cast<int>(ins.engine);
-    // The per-partition DMAs of one dma_transpose (consecutive, same buffers) are one transfer.
-    const Instruction* previous = i > 0 ? &program.instructions[i - 1] : nullptr;
-    const bool continues_transfer =
-        ins.dma_transpose && previous != nullptr && previous->dma_transpose &&
-        previous->dst.buffer == ins.dst.buffer && previous->src[0].buffer == ins.src[0].buffer;
-    if (ins.dma_transpose && !continues_transfer) ++last_group;
-    const int32_t group = ins.dma_transpose ? last_group : 0;
+    // The pieces of one transfer (a dma_transpose's per-partition DMAs) share a group.
+    if (ins.transfer_piece && !ins.continues_transfer) ++last_group;
+    const int32_t group = ins.transfer_piece ? last_group : 0;
     const double engine_was_free = ins.engine == Engine::kDma ? 0.0 : engine_free[engine];
     // When the operands are ready, with and without the semaphore wait on other engines.
     double ready = 0, ready_unsynced = 0;

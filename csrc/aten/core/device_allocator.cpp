@@ -29,7 +29,7 @@ void report_to_profiler(runtime::CachingAllocator& allocator, void* ptr, int64_t
 // makes), which copy-on-write lazy clones require; the deleter gets only that pointer, so it
 // offers it to each device's allocator, the one that last freed on this thread first.
 void free_device_memory(void* ptr) {
-  if (!ptr) return;
+  if (!ptr || !Runtime::is_initialized()) return;
   thread_local int last_device = 0;
   try {
     auto& rt = Runtime::get();
@@ -93,11 +93,19 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
 
   c10::DeleterFnPtr raw_deleter() const override { return &free_device_memory; }
 
-  // Storage copies (e.g. clone of a storage) run in order on the current stream.
+  // Storage copies (a storage's clone, a copy-on-write tensor's first write) run in order on
+  // the current stream, after the work queued on the source device's current stream (the
+  // source may live on another device than the current one).
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     OPENNEURON_RUNTIME_CALL({
-      auto& stream = runtime::current_stream(runtime::current_device());
-      runtime::copy_device_to_device(stream, dest, stream, src, count);
+      auto& rt = Runtime::get();
+      const int current = runtime::current_device();
+      int source_device = current;
+      for (int d = 0; d < rt.device_count(); ++d) {
+        if (rt.device(d).allocator().owns(src)) source_device = d;
+      }
+      runtime::copy_device_to_device(runtime::current_stream(current), dest,
+                                     runtime::current_stream(source_device), src, count);
     });
   }
 
@@ -112,12 +120,13 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
   }
 
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
-    // By pointer on the stream's device (the tensor's): a copy-on-write DataPtr's context is
-    // PyTorch's wrapper, not ours.
+    // By pointer on the data's own device (a copy-on-write DataPtr's context is PyTorch's
+    // wrapper, not ours); the stream may belong to another device.
     if (!data.get()) return;
     OPENNEURON_RUNTIME_CALL({
-      auto& device = Runtime::get().device(stream.device_index());
-      device.allocator().record_stream(data.get(), device.stream(stream.id()));
+      auto& rt = Runtime::get();
+      runtime::Stream& user = rt.device(stream.device_index()).stream(stream.id());
+      rt.device(data.device().index()).allocator().record_stream(data.get(), user);
     });
   }
 

@@ -87,11 +87,18 @@ void sparse_host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stac
     device = tensor.device();
   };
   std::vector<std::pair<at::Tensor, at::Tensor>> mutated;  // (device tensor, host copy)
+  std::vector<at::Tensor> host_arguments;  // CPU tensors passed in (an out= the op returns)
+  bool host_results = false;               // a factory's device= names the CPU
+  bool host_tensor = false;                // a CPU tensor of one or more dims was passed
   for (size_t i = 0; i < arguments.size(); ++i) {
     c10::IValue& value = (*stack)[first + i];
     if (value.isTensor()) {
       const at::Tensor original = value.toTensor();
       note_device(original);
+      if (original.defined() && original.is_cpu()) {
+        host_arguments.push_back(original);
+        if (original.dim() > 0) host_tensor = true;
+      }
       at::Tensor host = to_host(original);
       const c10::AliasInfo* alias = arguments[i].alias_info();
       if (on_device(original) && alias != nullptr && alias->isWrite()) {
@@ -105,11 +112,27 @@ void sparse_host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stac
         hosts.push_back(to_host(tensor));
       }
       value = c10::IValue(c10::List<at::Tensor>(hosts));
-    } else if (value.isDevice() && value.toDevice().is_privateuseone()) {
-      device = value.toDevice();
-      value = c10::IValue(c10::Device(c10::kCPU));
+    } else if (value.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> hosts;
+      for (const auto& tensor : value.toOptionalTensorList().vec()) {
+        if (tensor.has_value()) note_device(*tensor);
+        hosts.push_back(tensor.has_value() ? std::optional<at::Tensor>(to_host(*tensor))
+                                           : std::nullopt);
+      }
+      value = c10::IValue(hosts);
+    } else if (value.isDevice()) {
+      if (value.toDevice().is_privateuseone()) {
+        device = value.toDevice();
+        value = c10::IValue(c10::Device(c10::kCPU));
+      } else if (value.toDevice().is_cpu()) {
+        host_results = true;  // the caller asked for the CPU
+      }
     }
   }
+  // As on CUDA, a neuron tensor and a CPU tensor (other than a 0-dim one) do not mix.
+  TORCH_CHECK(!(device && host_tensor),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              *device, " and cpu! (in ", name, ")");
   op.callBoxed(stack);
   for (auto& [device_tensor, host] : mutated) write_back(device_tensor, host);
   const c10::Device target = device.value_or(c10::Device(c10::DeviceType::PrivateUse1, 0));
@@ -127,7 +150,10 @@ void sparse_host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stac
         break;
       }
     }
-    if (!returned_argument) value = c10::IValue(to_device(result, target));
+    for (const at::Tensor& argument : host_arguments) {
+      returned_argument = returned_argument || result.is_same(argument);
+    }
+    if (!returned_argument && !host_results) value = c10::IValue(to_device(result, target));
   }
 }
 

@@ -209,6 +209,12 @@ class NeuronActivityProfiler final : public libkineto::IActivityProfiler {
   // NeuronConfig writes one); one that cannot be read raises at the profile's start.
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
       const std::set<ActivityType>& requested, const libkineto::Config& config) override {
+    {
+      // Whatever this profile records replaces the last one's, nothing included.
+      std::lock_guard<std::mutex> lock(g_last_mutex);
+      g_last_activities.clear();
+      g_last_samples.clear();
+    }
     if (!requested.count(ActivityType::CONCURRENT_KERNEL) &&
         !requested.count(ActivityType::GPU_MEMCPY)) {
       return nullptr;  // a CPU-only profile: leave the device untraced

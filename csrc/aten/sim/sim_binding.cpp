@@ -81,6 +81,8 @@ Program decode(const std::string& source, const py::list& buffers,
     ins.negate = w[5] & 8;
     ins.carries_unwritten = w[5] & 16;
     ins.dma_transpose = w[5] & 32;
+    ins.transfer_piece = w[5] & 64;
+    ins.continues_transfer = w[5] & 128;
     ins.reduce_dims = static_cast<int32_t>(w[6]);
     ins.line = static_cast<int32_t>(w[7]);
     for (int k = 0; k < 4; ++k) ins.pattern[k] = w[8 + k];

@@ -149,7 +149,9 @@ TEST(Timing, DmaTransposeMovesAtTheEnginesRateNotPerElement) {
       row.dims[2].stride = 128;
       AccessPattern columns = b.ap(dst, {128, 1, 4}, p);
       columns.dims[2].stride = 128;
-      b.add(Opcode::kDmaCopy, columns, {row}).dma_transpose = transposing;
+      Instruction& piece = b.add(Opcode::kDmaCopy, columns, {row});
+      piece.dma_transpose = piece.transfer_piece = transposing;
+      piece.continues_transfer = transposing && p > 0;
     }
     Simulator simulator(b.program(), core_profile("trn2"));
     return simulator.timing().total_ns;

@@ -639,11 +639,14 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, name=None,
     return emit(tr.DMA_COPY, tr.DMA, dst=dst, src0=src, indirect=indirect)
 
 
-# Instruction flag: a DMA of dma_transpose. The DMA engines reorder the elements themselves
-# (AWS's hardware-DGE transpose), so the cost model takes the transfer's descriptors from its
-# contiguous side and spreads it over every DMA engine, the per-partition DMAs of an on-chip
-# source as one transfer; a plain copy with the same scatter pays a descriptor per element.
+# Instruction flags of dma_transpose's DMAs. The DMA engines reorder the elements themselves
+# (AWS's hardware-DGE transpose), so the cost model takes a transfer's descriptors from its
+# contiguous side (a plain copy with the same scatter pays a descriptor per element). An
+# on-chip source becomes one DMA per partition: those pieces are one transfer, spread over
+# every engine, each after the first marked as continuing it (no waiting on the one before).
 _DMA_TRANSPOSE = 32
+_TRANSFER_PIECE = 64
+_CONTINUES_TRANSFER = 128
 
 
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_ignored):
@@ -741,7 +744,8 @@ def _on_chip_dma_transpose(dst, src, axes):
                 dst.offset + p * dst.strides[at],
                 dst.start_partition,
             )
-        emit(tr.DMA_COPY, tr.DMA, dst=dst_part, src0=src_row, flags=_DMA_TRANSPOSE)
+        flags = _DMA_TRANSPOSE | _TRANSFER_PIECE | (_CONTINUES_TRANSFER if p > 0 else 0)
+        emit(tr.DMA_COPY, tr.DMA, dst=dst_part, src0=src_row, flags=flags)
 
 
 def max8(dst, src, name=None, **_ignored):

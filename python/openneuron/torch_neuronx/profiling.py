@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from torch._C._profiler import _ExperimentalConfig
+from torch.profiler import ProfilerActivity
 
 from openneuron import _C
 from openneuron.nki.kernel import default_profile
@@ -172,7 +173,9 @@ class NeuronProfiler:
         import openneuron.profiler as projection
 
         directory = self._new_directory()
-        modes = set(self.config.modes)
+        # Without the PrivateUse1 activity the Neuron side recorded nothing: only torch's trace.
+        traced_device = ProfilerActivity.PrivateUse1 in getattr(prof, "activities", ())
+        modes = set(self.config.modes) if traced_device else set()
         header = {
             "rank": _rank(),
             "pid": os.getpid(),
