@@ -97,7 +97,7 @@ def test_mxfp8_training_runs_natively_with_the_cpus_losses():
     openneuron.clear_op_tracking()
     on_device = train_mxfp8("neuron")
     assert openneuron.get_fallback_ops() == {}
-    # The same e8m0 scales and fp8 elements on both; measured equal to 1e-8 relative.
+    # The same e8m0 scales and fp8 elements on both; measured within 1e-7 relative.
     assert on_device == pytest.approx(train_mxfp8("cpu"), rel=1e-5)
     assert on_device[-1] < on_device[0] / 2  # it trains
 

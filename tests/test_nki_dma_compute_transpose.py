@@ -76,26 +76,20 @@ def test_an_on_chip_dma_transpose_is_timed_as_one_transfer_not_per_element():
     # The DMA engines reorder the elements themselves: a 128 x 128 bf16 SBUF transpose (128
     # DMAs, one per source partition, each scattering one element into every partition) is
     # timed near a contiguous tile copy of the same bytes, not as 16,384 element descriptors.
-    @nki.jit
-    def transposed(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-        flipped = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile, src=x)
-        nisa.dma_transpose(dst=flipped, src=tile)
-        nisa.dma_copy(dst=out, src=flipped)
-        return out
+    def moved_on_chip(move):
+        @nki.jit
+        def kernel(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            moved = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=x)
+            move(dst=moved, src=tile)
+            nisa.dma_copy(dst=out, src=moved)
+            return out
 
-    @nki.jit
-    def copied(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-        again = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile, src=x)
-        nisa.dma_copy(dst=again, src=tile)
-        nisa.dma_copy(dst=out, src=again)
-        return out
+        return kernel
 
+    transposed, copied = moved_on_chip(nisa.dma_transpose), moved_on_chip(nisa.dma_copy)
     x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128).astype(nl.bfloat16.numpy)
     result = nki.estimate(transposed, x, execute=True)
     np.testing.assert_array_equal(result.outputs, x.T)

@@ -26,11 +26,6 @@ namespace {
 
 std::atomic<int> g_strict{-1};  // -1: not yet read from the environment
 
-std::string full_name(const c10::OperatorHandle& op) {
-  const auto& name = op.schema().operator_name();
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
-
 bool is_generator_type(const c10::TypePtr& type) {
   if (type->kind() == c10::TypeKind::GeneratorType) return true;
   return type->kind() == c10::TypeKind::OptionalType &&
@@ -252,6 +247,11 @@ bool index_fill_shared_elements(const c10::OperatorHandle& op, torch::jit::Stack
 }
 
 }  // namespace
+
+std::string full_name(const c10::OperatorHandle& op) {
+  const auto& name = op.schema().operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
 
 void set_strict_mode(bool strict) { g_strict = strict ? 1 : 0; }
 

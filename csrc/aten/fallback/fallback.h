@@ -4,6 +4,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
 
+#include <string>
+
 namespace openneuron::bridge {
 
 // Boxed kernel registered for every op the device does not implement. Counts the run,
@@ -13,6 +15,9 @@ namespace openneuron::bridge {
 // has it, the op runs at the nearest wider dtype the CPU has and its results are rounded
 // once to the dtypes the op returns for the original inputs; recorded per (op, dtype).
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// The op's name as the fallback reports it: "aten::add.Tensor".
+std::string full_name(const c10::OperatorHandle& op);
 
 // Turns strict mode on or off for this process (initially OPENNEURON_STRICT).
 void set_strict_mode(bool strict);

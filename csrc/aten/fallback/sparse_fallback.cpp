@@ -58,11 +58,6 @@ void write_back(const at::Tensor& device_tensor, const at::Tensor& host) {
   impl->set_coalesced(moved.is_coalesced());
 }
 
-std::string full_name(const c10::OperatorHandle& op) {
-  const auto& name = op.schema().operator_name();
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
-
 }  // namespace
 
 void sparse_host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

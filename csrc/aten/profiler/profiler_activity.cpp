@@ -238,13 +238,16 @@ REGISTER_PRIVATEUSE1_PROFILER(NeuronActivityProfiler);
 
 }  // namespace
 
+// A copy of one of the last session's records, taken under their lock.
+template <typename T>
+std::vector<T> locked_copy(const std::vector<T>& records) {
+  std::lock_guard<std::mutex> lock(g_last_mutex);
+  return records;
+}
+
 void register_profiler_bindings(pybind11::module& module) {
   module.def("_last_device_activities", [] {
-    std::vector<Activity> activities;
-    {
-      std::lock_guard<std::mutex> lock(g_last_mutex);
-      activities = g_last_activities;
-    }
+    const std::vector<Activity> activities = locked_copy(g_last_activities);
     pybind11::list result;
     for (const Activity& a : activities) {
       pybind11::dict entry;
@@ -261,11 +264,7 @@ void register_profiler_bindings(pybind11::module& module) {
     return result;
   });
   module.def("_last_host_samples", [] {
-    std::vector<HostSample> samples;
-    {
-      std::lock_guard<std::mutex> lock(g_last_mutex);
-      samples = g_last_samples;
-    }
+    const std::vector<HostSample> samples = locked_copy(g_last_samples);
     pybind11::list result;
     for (const HostSample& s : samples) {
       pybind11::dict entry;
