@@ -77,13 +77,18 @@ CachingAllocator::Block* CachingAllocator::take_cached(size_t size, Stream& stre
     return nullptr;
   }
   Block* block = candidate->second;
-  blocks.erase(candidate);
+  block->cached_node = blocks.extract(candidate);
   return block;
 }
 
 void CachingAllocator::cache_block(Block* block) {
   block->other_streams.clear();
-  cached_[block->stream].emplace(block->size, block);
+  auto& blocks = cached_[block->stream];
+  if (block->cached_node.empty()) {
+    blocks.emplace(block->size, block);
+  } else {
+    blocks.insert(std::move(block->cached_node));
+  }
   int pool = pool_of(block->size);
   update_stat(&MemoryStats::active, pool, -1);
   update_stat(&MemoryStats::active_bytes, pool, -static_cast<int64_t>(block->size));
@@ -156,13 +161,17 @@ void* CachingAllocator::allocate(size_t bytes, Stream& stream) {
       ++stats_.num_ooms;
       throw OutOfMemoryError(describe_oom(bytes, size), bytes, capacity_ - reserved, capacity_);
     }
-    block = new Block{memory, size, 0, &stream, {}};
+    block = new Block{memory, size, 0, &stream, {}, {}, {}};
     ++stats_.num_device_alloc;
     update_stat(&MemoryStats::segment, pool, 1);
     update_stat(&MemoryStats::reserved_bytes, pool, static_cast<int64_t>(size));
   }
   block->requested = bytes;
-  live_.emplace(reinterpret_cast<uintptr_t>(block->ptr), block);
+  if (block->live_node.empty()) {
+    live_.emplace(reinterpret_cast<uintptr_t>(block->ptr), block);
+  } else {
+    live_.insert(std::move(block->live_node));
+  }
   update_stat(&MemoryStats::allocation, pool, 1);
   update_stat(&MemoryStats::active, pool, 1);
   update_stat(&MemoryStats::allocated_bytes, pool, static_cast<int64_t>(block->size));
@@ -185,7 +194,7 @@ bool CachingAllocator::release(void* ptr, Freed* freed) {
   auto found = live_.find(reinterpret_cast<uintptr_t>(ptr));
   if (found == live_.end()) return false;
   Block* block = found->second;
-  live_.erase(found);
+  block->live_node = live_.extract(found);
   if (freed) *freed = Freed{block->requested, block->stream->id()};
   const int pool = pool_of(block->size);
   update_stat(&MemoryStats::allocation, pool, -1);

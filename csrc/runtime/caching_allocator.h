@@ -79,6 +79,10 @@ class CachingAllocator {
     size_t requested;
     Stream* stream;  // the stream it was allocated for
     std::vector<Stream*> other_streams;
+    // The map nodes that held it last, kept so that taking a block from the cache and giving
+    // it back allocates nothing (small tensors come and go once per op).
+    std::multimap<size_t, Block*>::node_type cached_node;
+    std::map<uintptr_t, Block*>::node_type live_node;
   };
   struct PendingFree {
     Block* block;

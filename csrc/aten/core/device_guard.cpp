@@ -52,6 +52,8 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void uncheckedSetDevice(c10::Device device) const noexcept override {
+    // Every guard restores its device on exit, mostly the one still current: skip the check.
+    if (device.has_index() && device.index() == runtime::current_device()) return;
     try {
       runtime::set_current_device(index_or_current(device.index()));
     } catch (...) {

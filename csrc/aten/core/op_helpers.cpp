@@ -127,8 +127,12 @@ at::Tensor empty_elementwise_output(at::IntArrayRef shape,
     if (strides[d] != expected) row_major = false;
     expected *= shape[d];
   }
-  if (row_major) return at::empty(shape, options);
-  return at::empty_strided(shape, strides, options);
+  const at::ScalarType dtype = c10::typeMetaToScalarType(options.dtype());
+  if (!options.device().is_privateuseone()) {
+    return row_major ? at::empty(shape, options) : at::empty_strided(shape, strides, options);
+  }
+  if (row_major) return empty_device_tensor(shape, std::nullopt, dtype, options.device());
+  return empty_device_tensor(shape, strides, dtype, options.device());
 }
 
 Operand::Operand(const at::Tensor& tensor, at::IntArrayRef shape, at::ScalarType host_dtype) {

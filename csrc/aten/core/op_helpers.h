@@ -47,6 +47,12 @@ kernels::Scalar kernel_scalar(const at::Scalar& value);
 at::DimVector elementwise_output_strides(at::IntArrayRef shape,
                                          c10::ArrayRef<const at::Tensor*> operands);
 
+// A new neuron tensor, as empty.memory_format / empty_strided make one (row-major without
+// strides), without a trip through the dispatcher: ops make their outputs with it, as the
+// CPU's kernels make theirs. Honours deterministic filling of new memory.
+at::Tensor empty_device_tensor(at::IntArrayRef shape, at::OptionalIntArrayRef strides,
+                               at::ScalarType dtype, c10::Device device);
+
 // A new tensor of shape with those strides.
 at::Tensor empty_elementwise_output(at::IntArrayRef shape,
                                     c10::ArrayRef<const at::Tensor*> operands,

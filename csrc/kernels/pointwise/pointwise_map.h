@@ -83,13 +83,31 @@ void map_rows(const TensorView& out, const std::array<TensorView, N>& in, const 
       });
 }
 
+template <typename R, typename C, size_t N, typename Op, size_t... Is>
+void map_one(const TensorView& out, const std::array<TensorView, N>& in, const Op& op,
+             std::index_sequence<Is...>) {
+  C values[N > 0 ? N : 1];
+  for (size_t k = 0; k < N; ++k) {
+    load_row<C>(&values[k], static_cast<const char*>(in[k].data), 0, in[k].dtype, 1);
+  }
+  const R result = op(values[Is]...);
+  store_row<R>(static_cast<char*>(out.data), 0, out.dtype, &result, 1);
+}
+
 // out[i] = op(in[0][i], ..., in[N-1][i]) for every index of out. Inputs have out's ndim and sizes
 // (stride 0 where broadcast) and any dtype: they are read as C. Results of type R are converted to
 // out's dtype. out may alias an input exactly (in-place); partial overlap is not supported.
 template <typename R, typename C, size_t N, typename Op>
 void map(const TensorView& out, const std::array<TensorView, N>& in, const Op& op) {
-  if (out.numel() == 0) return;
+  const int64_t numel = out.numel();
+  if (numel == 0) return;
   const auto indices = std::make_index_sequence<N>{};
+  if (numel == 1) {
+    // One element (a loss, a step count): the same conversions and functor, without the row
+    // machinery, whose setup costs more than the element.
+    map_one<R, C, N>(out, in, op, indices);
+    return;
+  }
   if (out.ndim == 0) {
     map_rows<R, C, N>(out, in, op, indices);
     return;

@@ -7,11 +7,13 @@
 #include <ATen/ops/fill.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/relu.h>
+#include <ATen/ops/result_type_native.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/threshold_backward.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/MaybeOwned.h>
 
 #include <cstring>
 
@@ -35,7 +37,8 @@ namespace {
 enum class BinaryOp { Add, Sub, Mul, Div };
 
 at::ScalarType binary_result_type(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
-  at::ScalarType type = at::result_type(a, b);
+  // The native function itself: the dispatcher's round trip costs as much as a small add.
+  at::ScalarType type = at::native::result_type(a, b);
   if (op == BinaryOp::Sub) elementwise::check_subtraction_dtypes(a.scalar_type(), b.scalar_type());
   // True division of integers yields the default float type, as on every device.
   if (op == BinaryOp::Div && at::isIntegralType(type, /*includeBool=*/true)) {
@@ -108,15 +111,19 @@ bool binary_is_native(const at::Tensor& a, const at::Tensor& b, at::ScalarType r
   return usable(a) && usable(b) && is_native_compute_dtype(result);
 }
 
-at::Tensor in_compute_dtype(const at::Tensor& t, at::ScalarType result) {
-  return converted_first(t, result) ? t.to(result) : t;
+// Borrowed unless converted: copying a tensor that Python holds takes the GIL (PyTorch keeps its
+// Python object alive while C++ shares it), which costs more than a small op itself.
+c10::MaybeOwned<at::Tensor> in_compute_dtype(const at::Tensor& t, at::ScalarType result) {
+  return converted_first(t, result) ? c10::MaybeOwned<at::Tensor>::owned(t.to(result))
+                                    : c10::MaybeOwned<at::Tensor>::borrowed(t);
 }
 
 // `result` is binary_result_type(op, a, b), which the caller has already computed.
 at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a_in,
                              const at::Tensor& b_in, const at::Scalar& alpha,
                              at::ScalarType result) {
-  const at::Tensor a = in_compute_dtype(a_in, result), b = in_compute_dtype(b_in, result);
+  const auto a_owned = in_compute_dtype(a_in, result), b_owned = in_compute_dtype(b_in, result);
+  const at::Tensor &a = *a_owned, &b = *b_owned;
   const c10::Device device = check_same_device(name, {&a, &b});
   const c10::DeviceGuard guard(device);
   const auto shape = at::infer_size(a.sizes(), b.sizes());
@@ -129,7 +136,8 @@ at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a_
 at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a_in,
                         const at::Tensor& b_in, const at::Scalar& alpha, at::ScalarType result,
                         at::Tensor& out) {
-  const at::Tensor a = in_compute_dtype(a_in, result), b = in_compute_dtype(b_in, result);
+  const auto a_owned = in_compute_dtype(a_in, result), b_owned = in_compute_dtype(b_in, result);
+  const at::Tensor &a = *a_owned, &b = *b_owned;
   const c10::Device device = check_same_device(name, {&a, &b, &out});
   const c10::DeviceGuard guard(device);
   TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
@@ -381,7 +389,7 @@ bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10:
     const at::Tensor a = operand(0), b = operand(1);
     const at::ScalarType result = binary_result_type(binary.op, a, b);
     if (!binary_is_native(a, b, result)) return false;
-    for (at::Tensor& t : plan->operands) t = in_compute_dtype(t, result);
+    for (at::Tensor& t : plan->operands) t = *in_compute_dtype(t, result);
     plan->op = to_pointwise(binary.op);
     plan->result = plan->compute = result;
     at::Scalar alpha = args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1});

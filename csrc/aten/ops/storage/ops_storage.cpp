@@ -12,6 +12,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/core/device_allocator.h"
+#include "aten/core/op_helpers.h"
 #include "aten/core/op_tracking.h"
 #include "aten/core/runtime_errors.h"
 #include "aten/core/tensor_views.h"
@@ -69,6 +70,19 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   const c10::DeviceGuard guard(c10::device_or_default(device));
   return filled_if_deterministic(at::detail::empty_generic(
       size, device_allocator(), kNeuronKeys, c10::dtype_or_default(dtype), memory_format));
+}
+
+at::Tensor empty_device_tensor(at::IntArrayRef shape, at::OptionalIntArrayRef strides,
+                               at::ScalarType dtype, c10::Device device) {
+  // The allocator serves the current device: switch only when the output lives elsewhere.
+  std::optional<c10::DeviceGuard> guard;
+  if (!device.has_index() || device.index() != runtime::current_device()) guard.emplace(device);
+  if (strides.has_value()) {
+    return filled_if_deterministic(
+        at::detail::empty_strided_generic(shape, *strides, device_allocator(), kNeuronKeys, dtype));
+  }
+  return filled_if_deterministic(
+      at::detail::empty_generic(shape, device_allocator(), kNeuronKeys, dtype, std::nullopt));
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
