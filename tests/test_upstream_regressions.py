@@ -155,7 +155,9 @@ def test_elementwise_result_keeps_cpu_strides_of_size_one_dims():
     # neuron gave (3, 1, 1) (contiguous), unlike empty_like of the same input.
     def run(device):
         x = torch.empty_strided((4, 3, 2), (2, 1, 1), device=device)[:, :, ::2].fill_(1.0)
-        return torch.exp(x).stride(), torch.empty_like(x).stride()
+        y = torch.ones(4, 3, 1, device=device)  # row-major: alone, it would give (3, 1, 1)
+        return (torch.exp(x).stride(), torch.empty_like(x).stride(), (x + y).stride(),
+                (y * x).stride(), (y + y).stride(), torch.neg(y).stride())
 
     assert run(DEV) == run("cpu")
 

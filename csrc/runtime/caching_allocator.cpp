@@ -65,10 +65,16 @@ void CachingAllocator::update_stat(StatArray MemoryStats::* stat, int pool, int6
   }
 }
 
+std::multimap<size_t, CachingAllocator::Block*>& CachingAllocator::cached_for(Stream* stream) {
+  if (stream != last_stream_) {
+    last_cached_ = &cached_[stream];
+    last_stream_ = stream;
+  }
+  return *last_cached_;
+}
+
 CachingAllocator::Block* CachingAllocator::take_cached(size_t size, Stream& stream) {
-  auto found = cached_.find(&stream);
-  if (found == cached_.end()) return nullptr;
-  auto& blocks = found->second;
+  auto& blocks = cached_for(&stream);
   auto candidate = blocks.lower_bound(size);
   // Accept a somewhat larger block, but do not let a small request pin a huge one, and never
   // cross pools: stats are kept per pool, by the block's size.
@@ -83,7 +89,7 @@ CachingAllocator::Block* CachingAllocator::take_cached(size_t size, Stream& stre
 
 void CachingAllocator::cache_block(Block* block) {
   block->other_streams.clear();
-  auto& blocks = cached_[block->stream];
+  auto& blocks = cached_for(block->stream);
   if (block->cached_node.empty()) {
     blocks.emplace(block->size, block);
   } else {

@@ -103,6 +103,11 @@ class CachingAllocator {
   MemoryStats stats_;
   // Free blocks by stream, then by size.
   std::unordered_map<Stream*, std::multimap<size_t, Block*>> cached_;
+  // The last stream looked up there and its entry (entries are never erased, so it stays
+  // valid): most programs use one stream, and the lookup is on every allocation and free.
+  Stream* last_stream_ = nullptr;
+  std::multimap<size_t, Block*>* last_cached_ = nullptr;
+  std::multimap<size_t, Block*>& cached_for(Stream* stream);
   std::map<uintptr_t, Block*> live_;  // by address, so owns() can find interior pointers
   std::vector<PendingFree> pending_;
 };

@@ -115,20 +115,44 @@ void resize_elementwise_out(at::Tensor& out, at::IntArrayRef shape,
   }
 }
 
+namespace {
+
+// True when `strides` are row-major over `shape`, size-1 dims included (TensorIterator keeps
+// their strides exactly: an empty_like of the input must match an elementwise result's).
+bool row_major_strides(at::IntArrayRef shape, at::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+// Every operand has the whole shape, row-major: the result is row-major too, which the
+// general rule would find at several times the cost (it runs once per op).
+bool all_row_major_of_shape(at::IntArrayRef shape, c10::ArrayRef<const at::Tensor*> operands) {
+  bool any = false;
+  for (const at::Tensor* t : operands) {
+    if (!t->defined()) continue;
+    if (!t->sizes().equals(shape) || !row_major_strides(shape, t->strides())) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 at::Tensor empty_elementwise_output(at::IntArrayRef shape,
                                     c10::ArrayRef<const at::Tensor*> operands,
                                     const at::TensorOptions& options) {
-  const at::DimVector strides = elementwise_output_strides(shape, operands);
-  bool row_major = true;
-  int64_t expected = 1;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    // Size-1 dims count too: TensorIterator's strides for them are kept exactly (an empty_like
-    // of the input must match an elementwise result's strides).
-    if (strides[d] != expected) row_major = false;
-    expected *= shape[d];
-  }
+  const bool device_output = options.device().is_privateuseone();
   const at::ScalarType dtype = c10::typeMetaToScalarType(options.dtype());
-  if (!options.device().is_privateuseone()) {
+  if (device_output && all_row_major_of_shape(shape, operands)) {
+    return empty_device_tensor(shape, std::nullopt, dtype, options.device());
+  }
+  const at::DimVector strides = elementwise_output_strides(shape, operands);
+  const bool row_major = row_major_strides(shape, strides);
+  if (!device_output) {
     return row_major ? at::empty(shape, options) : at::empty_strided(shape, strides, options);
   }
   if (row_major) return empty_device_tensor(shape, std::nullopt, dtype, options.device());

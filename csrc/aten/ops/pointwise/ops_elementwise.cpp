@@ -126,7 +126,7 @@ at::Tensor binary_functional(const char* name, BinaryOp op, const at::Tensor& a_
   const at::Tensor &a = *a_owned, &b = *b_owned;
   const c10::Device device = check_same_device(name, {&a, &b});
   const c10::DeviceGuard guard(device);
-  const auto shape = at::infer_size(a.sizes(), b.sizes());
+  const at::DimVector shape = at::infer_size_dimvector(a.sizes(), b.sizes());
   at::Tensor out =
       empty_elementwise_output(shape, {&a, &b}, at::TensorOptions().dtype(result).device(device));
   launch_binary(name, op, a, b, alpha, out);
@@ -142,7 +142,7 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& a_in,
   const c10::DeviceGuard guard(device);
   TORCH_CHECK(at::canCast(result, out.scalar_type()), "result type ", result,
               " can't be cast to the desired output type ", out.scalar_type());
-  const auto shape = at::infer_size(a.sizes(), b.sizes());
+  const at::DimVector shape = at::infer_size_dimvector(a.sizes(), b.sizes());
   if (!out.is_same(a)) {
     resize_elementwise_out(out, shape, {&a, &b});
   } else {

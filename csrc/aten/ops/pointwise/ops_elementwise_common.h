@@ -150,7 +150,7 @@ inline at::Scalar rounded_to(const at::Scalar& value, at::ScalarType dtype) {
 void check_written_overlap(const at::Tensor& out, c10::ArrayRef<const at::Tensor*> operands);
 
 // The neuron device of an op's operands (and out, if defined); fails like PyTorch on a mix.
-c10::Device check_operand_devices(const char* name, const std::vector<at::Tensor>& operands,
+c10::Device check_operand_devices(const char* name, c10::ArrayRef<at::Tensor> operands,
                                   const at::Tensor& out);
 
 inline kernels::Scalar scalar_param(const c10::IValue& value, bool* present) {

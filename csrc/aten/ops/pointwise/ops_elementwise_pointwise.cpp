@@ -58,7 +58,7 @@ void check_softshrink_lambda(at::ScalarType dtype, const at::Scalar& lambd) {
 // the queued kernel could only write a value. A device divisor is read after its stream has run
 // the work queued before it, so the check costs a wait only when that work is pending.
 void check_integer_divisor(PointwiseOp op, at::ScalarType compute,
-                           const std::vector<at::Tensor>& operands) {
+                           c10::ArrayRef<at::Tensor> operands) {
   const bool divides = op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor ||
                        op == PointwiseOp::Remainder || op == PointwiseOp::Fmod;
   if (!divides || operands.size() != 2 || !at::isIntegralType(compute, /*includeBool=*/false)) {
@@ -96,7 +96,7 @@ bool rounds_cpu_scalars(PointwiseOp op) {
 // logit), as their CPU kernels make them before computing.
 void check_special_arguments(PointwiseOp op, at::ScalarType result, at::ScalarType compute,
                              c10::ArrayRef<c10::IValue> args,
-                             const std::vector<at::Tensor>& operands,
+                             c10::ArrayRef<at::Tensor> operands,
                              kernels::PointwiseParams* params) {
   if (op == PointwiseOp::SubAlpha) {
     // rsub(self, other, alpha) is other - alpha * self: sub's own checks and 16-bit rounding.
@@ -216,7 +216,7 @@ void elementwise::check_written_overlap(const at::Tensor& out,
 }
 
 c10::Device elementwise::check_operand_devices(const char* name,
-                                               const std::vector<at::Tensor>& operands,
+                                               c10::ArrayRef<at::Tensor> operands,
                                                const at::Tensor& out) {
   const at::Tensor* anchor = out.defined() ? &out : nullptr;
   for (const at::Tensor& t : operands) {
@@ -258,9 +258,9 @@ bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema
   const bool in_place = !has_out && !schema.name().empty() && schema.name().back() == '_';
 
   // Operands: tensors, Python scalars (as wrapped tensors) or None (clamp's absent bounds).
-  std::vector<at::Tensor>& operands = plan->operands;
-  std::vector<bool> promotes;
-  std::vector<bool> is_operand(num_args, false);
+  auto& operands = plan->operands;
+  c10::SmallVector<bool, 3> promotes;
+  c10::SmallVector<bool, 8> is_operand(num_args, false);
   bool scalar_second = false;
   for (size_t k = 0; k < spec.operand_args.size(); ++k) {
     const int pos = spec.operand_args[k];
@@ -432,7 +432,7 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
     host_fallback(op, stack);
     return;
   }
-  std::vector<at::Tensor>& operands = plan.operands;
+  auto& operands = plan.operands;
   const at::ScalarType result = plan.result;
 
   at::Tensor out;
@@ -482,8 +482,7 @@ void PointwiseKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKey
 
 void PointwiseKernel::launch(const PointwisePlan& plan, const at::Tensor& out) {
   const at::ScalarType host_dtype = host_scalar_dtype(plan.compute);
-  std::vector<Operand> inputs;
-  inputs.reserve(plan.operands.size());
+  c10::SmallVector<Operand, 3> inputs;  // copied into the work: no heap allocation per op
   for (const at::Tensor& t : plan.operands) inputs.emplace_back(t, out.sizes(), host_dtype);
   const kernels::TensorView out_view = view_of(out);
   const kernels::DType compute_kernel = kernel_dtype(plan.compute);

@@ -2,6 +2,8 @@
 // one-line PointwiseSpec: the registration table in register_elementwise.cpp is the op list.
 #pragma once
 
+#include <c10/util/SmallVector.h>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <cstdint>
@@ -54,8 +56,9 @@ struct PointwisePlan {
   at::ScalarType result;
   at::ScalarType compute;
   kernels::PointwiseParams params;
-  std::vector<at::Tensor> operands;
-  std::vector<int> operand_args;
+  // At most three operands; inline storage keeps planning free of heap allocations.
+  c10::SmallVector<at::Tensor, 3> operands;
+  c10::SmallVector<int, 3> operand_args;
 };
 bool plan_pointwise(const PointwiseSpec& spec, const c10::FunctionSchema& schema,
                     c10::ArrayRef<c10::IValue> args, PointwisePlan* plan);
