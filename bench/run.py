@@ -139,7 +139,7 @@ def dispatch_overhead(quick: bool) -> list[dict]:
 
         row[f"{device}_us_per_op"] = median_seconds(loop, device, repeats=5) / count * 1e6
     row["ratio"] = row["cpu_us_per_op"] / row["neuron_us_per_op"]
-    row["target"] = ">= 0.67 (neuron <= 1.5x CPU per op)"
+    row["target"] = ">= 1.0 (neuron <= CPU per op)"
     return [row]
 
 

@@ -10,13 +10,16 @@ namespace openneuron::runtime {
 Device::Device(int index, const RuntimeConfig& config)
     : index_(index),
       launch_blocking_(config.launch_blocking),
-      allocator_(index, config.device_memory_bytes) {}
+      allocator_(index, config.device_memory_bytes) {
+  streams_[0] = std::make_unique<Stream>(index_, 0, launch_blocking_);
+}
 
 Stream& Device::stream(int64_t id) {
   if (id < 0 || id > kPoolSize) {
     throw Error("neuron:" + std::to_string(index_) + " has no stream with id " +
                 std::to_string(id) + "; ids run from 0 to " + std::to_string(kPoolSize));
   }
+  if (id == 0) return default_stream();
   std::lock_guard<std::mutex> lock(streams_mutex_);
   auto& slot = streams_[id];
   if (!slot) slot = std::make_unique<Stream>(index_, id, launch_blocking_);

@@ -22,7 +22,8 @@ class Device {
 
   int index() const { return index_; }
   CachingAllocator& allocator() { return allocator_; }
-  Stream& default_stream() { return stream(0); }
+  // Made with the device, so reaching it (on every op) takes no lock.
+  Stream& default_stream() { return *streams_[0]; }
 
   // The stream with this id; throws Error for an id outside [0, kPoolSize].
   Stream& stream(int64_t id);
@@ -44,7 +45,8 @@ class Device {
   const bool launch_blocking_;
   CachingAllocator allocator_;
   std::mutex streams_mutex_;
-  std::array<std::unique_ptr<Stream>, kPoolSize + 1> streams_;  // created on first use
+  // The default stream at construction, the others on first use.
+  std::array<std::unique_ptr<Stream>, kPoolSize + 1> streams_;
   std::atomic<int> next_pool_index_{0};
 };
 
