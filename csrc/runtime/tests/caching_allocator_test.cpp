@@ -139,6 +139,35 @@ TEST_F(CachingAllocatorTest, FreedBlockIsNotReusedOnAnotherStream) {
   allocator.free(on_a);
 }
 
+TEST_F(CachingAllocatorTest, BlocksKeepTheirPlacesThroughManyReuses) {
+  // Freed and reused again and again (as every op's small output is), on two streams, the
+  // blocks keep being found by address (owns, blocks) and by stream and size (reuse).
+  CachingAllocator allocator(0, kGiB);
+  struct Use {
+    size_t bytes;
+    Stream* stream;
+    void* ptr;
+  } uses[] = {{1000, &stream_a_, nullptr}, {5000, &stream_b_, nullptr},
+              {3000, &stream_a_, nullptr}, {3 * kMiB, &stream_b_, nullptr}};
+  for (auto& use : uses) use.ptr = allocator.allocate(use.bytes, *use.stream);
+  for (int round = 0; round < 50; ++round) {
+    for (int k : {2, 0, 3, 1}) {
+      allocator.free(uses[k].ptr);
+      EXPECT_FALSE(allocator.owns(uses[k].ptr)) << "round " << round;
+    }
+    for (int k : {1, 3, 0, 2}) {
+      EXPECT_EQ(allocator.allocate(uses[k].bytes, *uses[k].stream), uses[k].ptr)
+          << "round " << round << " use " << k;
+      EXPECT_TRUE(allocator.owns(static_cast<char*>(uses[k].ptr) + 10));
+    }
+  }
+  EXPECT_EQ(allocator.stats().num_device_alloc, 4);
+  EXPECT_EQ(allocator.blocks().size(), 4u);
+  expect_pools_add_up(allocator.stats());
+  for (auto& use : uses) allocator.free(use.ptr);
+  expect_nothing_live(allocator.stats());
+}
+
 TEST_F(CachingAllocatorTest, SmallRequestDoesNotTakeAMuchLargerBlock) {
   CachingAllocator allocator(0, kGiB);
   void* big = allocator.allocate(64 * 1024, stream_a_);
