@@ -147,8 +147,10 @@ TEST_F(CachingAllocatorTest, BlocksKeepTheirPlacesThroughManyReuses) {
     size_t bytes;
     Stream* stream;
     void* ptr;
-  } uses[] = {{1000, &stream_a_, nullptr}, {5000, &stream_b_, nullptr},
-              {3000, &stream_a_, nullptr}, {3 * kMiB, &stream_b_, nullptr}};
+  } uses[] = {{1000, &stream_a_, nullptr},
+              {5000, &stream_b_, nullptr},
+              {3000, &stream_a_, nullptr},
+              {3 * kMiB, &stream_b_, nullptr}};
   for (auto& use : uses) use.ptr = allocator.allocate(use.bytes, *use.stream);
   for (int round = 0; round < 50; ++round) {
     for (int k : {2, 0, 3, 1}) {

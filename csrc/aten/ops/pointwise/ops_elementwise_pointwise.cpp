@@ -95,8 +95,7 @@ bool rounds_cpu_scalars(PointwiseOp op) {
 // The checks and parameter roundings of the special-function ops (rsub, heaviside, polygamma,
 // logit), as their CPU kernels make them before computing.
 void check_special_arguments(PointwiseOp op, at::ScalarType result, at::ScalarType compute,
-                             c10::ArrayRef<c10::IValue> args,
-                             c10::ArrayRef<at::Tensor> operands,
+                             c10::ArrayRef<c10::IValue> args, c10::ArrayRef<at::Tensor> operands,
                              kernels::PointwiseParams* params) {
   if (op == PointwiseOp::SubAlpha) {
     // rsub(self, other, alpha) is other - alpha * self: sub's own checks and 16-bit rounding.
@@ -215,8 +214,7 @@ void elementwise::check_written_overlap(const at::Tensor& out,
   }
 }
 
-c10::Device elementwise::check_operand_devices(const char* name,
-                                               c10::ArrayRef<at::Tensor> operands,
+c10::Device elementwise::check_operand_devices(const char* name, c10::ArrayRef<at::Tensor> operands,
                                                const at::Tensor& out) {
   const at::Tensor* anchor = out.defined() ? &out : nullptr;
   for (const at::Tensor& t : operands) {

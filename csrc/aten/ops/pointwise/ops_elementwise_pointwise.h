@@ -2,9 +2,8 @@
 // one-line PointwiseSpec: the registration table in register_elementwise.cpp is the op list.
 #pragma once
 
-#include <c10/util/SmallVector.h>
-
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <string>
