@@ -145,18 +145,16 @@ bool all_row_major_of_shape(at::IntArrayRef shape, c10::ArrayRef<const at::Tenso
 at::Tensor empty_elementwise_output(at::IntArrayRef shape,
                                     c10::ArrayRef<const at::Tensor*> operands,
                                     const at::TensorOptions& options) {
-  const bool device_output = options.device().is_privateuseone();
-  const at::ScalarType dtype = c10::typeMetaToScalarType(options.dtype());
-  if (device_output && all_row_major_of_shape(shape, operands)) {
-    return empty_device_tensor(shape, std::nullopt, dtype, options.device());
+  std::optional<at::DimVector> strides;  // none: row-major
+  if (!all_row_major_of_shape(shape, operands)) {
+    at::DimVector computed = elementwise_output_strides(shape, operands);
+    if (!row_major_strides(shape, computed)) strides = std::move(computed);
   }
-  const at::DimVector strides = elementwise_output_strides(shape, operands);
-  const bool row_major = row_major_strides(shape, strides);
-  if (!device_output) {
-    return row_major ? at::empty(shape, options) : at::empty_strided(shape, strides, options);
+  if (!options.device().is_privateuseone()) {
+    return strides ? at::empty_strided(shape, *strides, options) : at::empty(shape, options);
   }
-  if (row_major) return empty_device_tensor(shape, std::nullopt, dtype, options.device());
-  return empty_device_tensor(shape, strides, dtype, options.device());
+  return empty_device_tensor(shape, strides ? at::OptionalIntArrayRef(*strides) : std::nullopt,
+                             c10::typeMetaToScalarType(options.dtype()), options.device());
 }
 
 Operand::Operand(const at::Tensor& tensor, at::IntArrayRef shape, at::ScalarType host_dtype) {

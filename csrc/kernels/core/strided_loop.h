@@ -80,8 +80,6 @@ void for_each_row(int ndim, const int64_t* sizes, const std::array<char*, N>& ba
 
   RowPointers<N> row{bases, {}};
   if (loop_ndim == 0) {
-    // One element: a dense row of one, so row functions take their direct (unconverted) path.
-    for (size_t k = 0; k < N; ++k) row.strides[k] = static_cast<int64_t>(element_sizes[k]);
     row_fn(static_cast<const RowPointers<N>&>(row), int64_t{1});
     return;
   }

@@ -103,13 +103,9 @@ void map(const TensorView& out, const std::array<TensorView, N>& in, const Op& o
   if (numel == 0) return;
   const auto indices = std::make_index_sequence<N>{};
   if (numel == 1) {
-    // One element (a loss, a step count): the same conversions and functor, without the row
-    // machinery, whose setup costs more than the element.
+    // One element (a loss, a step count; every 0-dim tensor): the same conversions and
+    // functor, without the row machinery, whose setup costs more than the element.
     map_one<R, C, N>(out, in, op, indices);
-    return;
-  }
-  if (out.ndim == 0) {
-    map_rows<R, C, N>(out, in, op, indices);
     return;
   }
   std::array<TensorView, N + 1> views;

@@ -389,7 +389,9 @@ bool plan_typed_elementwise(const std::string& overload_name, c10::ArrayRef<c10:
     const at::Tensor a = operand(0), b = operand(1);
     const at::ScalarType result = binary_result_type(binary.op, a, b);
     if (!binary_is_native(a, b, result)) return false;
-    for (at::Tensor& t : plan->operands) t = *in_compute_dtype(t, result);
+    for (at::Tensor& t : plan->operands) {
+      if (converted_first(t, result)) t = t.to(result);
+    }
     plan->op = to_pointwise(binary.op);
     plan->result = plan->compute = result;
     at::Scalar alpha = args.size() > 2 ? args[2].toScalar() : at::Scalar(int64_t{1});
