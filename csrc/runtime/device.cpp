@@ -32,14 +32,16 @@ Stream& Device::next_pool_stream() {
   return stream(1 + index);
 }
 
-void Device::halt_streams(std::chrono::milliseconds timeout) {
+std::array<Stream*, Device::kPoolSize + 1> Device::existing_streams() {
   std::array<Stream*, kPoolSize + 1> existing{};
-  {
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
-  }
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
+  return existing;
+}
+
+void Device::halt_streams(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (Stream* stream : existing) {
+  for (Stream* stream : existing_streams()) {
     if (stream == nullptr) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -48,22 +50,15 @@ void Device::halt_streams(std::chrono::milliseconds timeout) {
 }
 
 void Device::wait_idle() {
-  std::array<Stream*, kPoolSize + 1> existing{};
-  {
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
-  }
-  for (Stream* stream : existing) {
+  for (Stream* stream : existing_streams()) {
     if (stream) stream->wait_idle();
   }
 }
 
 void Device::synchronize() {
-  wait_idle();
-  std::array<Stream*, kPoolSize + 1> existing{};
-  {
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    for (size_t i = 0; i < streams_.size(); ++i) existing[i] = streams_[i].get();
+  const auto existing = existing_streams();
+  for (Stream* stream : existing) {
+    if (stream) stream->finish();  // every stream first: one stream's error must not skip a wait
   }
   for (Stream* stream : existing) {
     if (stream) stream->synchronize();  // idle now: raises a captured error, if any

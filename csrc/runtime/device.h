@@ -31,7 +31,8 @@ class Device {
   // A pool stream, round robin, for callers asking for a "new" stream.
   Stream& next_pool_stream();
 
-  // Waits for every stream of the device; throws the first queued error found.
+  // Waits for every stream of the device (Stream::finish: work no thread runs yet runs on the
+  // caller); throws the first queued error found.
   void synchronize();
 
   // Waits for every stream of the device without raising queued errors (they stay for the
@@ -44,6 +45,8 @@ class Device {
   const int index_;
   const bool launch_blocking_;
   CachingAllocator allocator_;
+  // The streams created so far (null where none was), read under streams_mutex_.
+  std::array<Stream*, kPoolSize + 1> existing_streams();
   std::mutex streams_mutex_;
   // The default stream at construction, the others on first use.
   std::array<std::unique_ptr<Stream>, kPoolSize + 1> streams_;

@@ -264,13 +264,36 @@ void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
   --idle_waiters_;
 }
 
-void Stream::synchronize() {
+void Stream::run_queued_here_locked(std::unique_lock<std::mutex>& lock) {
+  while (!queue_.empty() && !busy() && !halted_) {
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    queued_.store(queue_.size(), std::memory_order_release);
+    running_.store(true, std::memory_order_release);
+    lock.unlock();
+    run_task(task);  // as the worker would; a woken worker finds the stream busy and sleeps
+    lock.lock();
+    running_.store(false, std::memory_order_release);
+    if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();
+  }
+}
+
+void Stream::finish() {
   submit_gathered();
   flush_pending();
   queue_batch();
-  spin_until_idle();
   std::unique_lock<std::mutex> lock(mutex_);
+  run_queued_here_locked(lock);
+  if (queue_.empty() && !busy()) return;
+  lock.unlock();
+  spin_until_idle();
+  lock.lock();
   wait_idle_locked(lock);
+}
+
+void Stream::synchronize() {
+  finish();
+  std::unique_lock<std::mutex> lock(mutex_);
   if (!first_error_.empty()) {
     std::string message = std::move(first_error_);
     first_error_.clear();

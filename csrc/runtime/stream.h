@@ -111,7 +111,13 @@ class Stream {
   // the last synchronize(), if any (and forgets it, so the stream stays usable).
   void synchronize();
 
-  // Blocks until idle without raising captured errors (for the allocator and events).
+  // Blocks until idle without raising captured errors. Queued work that nothing runs yet
+  // (the worker asleep) runs on the calling thread, which would only wait for it: this spares
+  // the worker's wake-up and the caller's. For callers that hold no lock a task may need.
+  void finish();
+
+  // Blocks until idle without raising captured errors, running nothing on the calling thread
+  // (for the allocator and events, which may hold locks that queued work takes).
   void wait_idle();
 
   // True when no queued work is pending or running.
@@ -161,6 +167,9 @@ class Stream {
   // Spins briefly until nothing is queued or running (no guarantee: callers still wait).
   void spin_until_idle() const;
   void wait_idle_locked(std::unique_lock<std::mutex>& lock);
+  // Runs queued tasks on the calling thread, in order, while no other thread runs one; returns
+  // when the queue is empty or the worker (or an inline caller) is busy. Called with mutex_ held.
+  void run_queued_here_locked(std::unique_lock<std::mutex>& lock);
   void record_failure(const char* op_name, const char* what);
   // Records a finished item that began at `start_ns` with the tracer.
   void record_activity(const char* op_name, const TraceInfo& trace, uint64_t correlation,

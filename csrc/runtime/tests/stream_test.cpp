@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -286,6 +287,81 @@ TEST(StreamTest, SmallAndQueuedWorkFromManyThreadsKeepsEachThreadsOrder) {
   for (int t = 0; t < kThreads; ++t) {
     ASSERT_EQ(seen[t].size(), static_cast<size_t>(kItems));
     for (int i = 0; i < kItems; ++i) ASSERT_EQ(seen[t][i], i) << "thread " << t << " reordered";
+  }
+}
+
+// A caller that waits for queued work nobody has started runs it itself (the worker sleeps
+// between ops, and waking it costs more than the caller's idle wait saves). Whether the worker
+// wakes first is a race, so the test counts: over many enqueue-then-wait rounds the caller wins
+// some, and wait_idle(), which may hold locks queued work needs, wins none.
+TEST(StreamTest, SynchronizeRunsWorkNoThreadHasStartedOnTheCallingThread) {
+  Stream stream(0, 0, false);
+  constexpr int kRounds = 200;
+  int on_caller = 0, runs = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    std::thread::id ran_on;
+    stream.enqueue("mark", [&] {
+      ran_on = std::this_thread::get_id();
+      ++runs;
+    });
+    stream.synchronize();
+    if (ran_on == std::this_thread::get_id()) ++on_caller;
+  }
+  EXPECT_EQ(runs, kRounds);
+  EXPECT_GT(on_caller, 0) << "synchronize never ran queued work itself";
+  for (int i = 0; i < kRounds; ++i) {
+    std::thread::id ran_on;
+    stream.enqueue("mark", [&] { ran_on = std::this_thread::get_id(); });
+    stream.wait_idle();
+    ASSERT_NE(ran_on, std::this_thread::get_id()) << "wait_idle ran queued work on its caller";
+  }
+}
+
+TEST(StreamTest, WorkRunByTheWaitingCallerKeepsItsErrorForSynchronize) {
+  Stream stream(0, 0, false);
+  for (int i = 0; i < 50; ++i) {
+    stream.enqueue("aten::bad", [] { throw std::runtime_error("bad shape"); });
+    stream.finish();  // runs it here or waits for the worker: either way it does not raise
+    EXPECT_EQ(synchronize_error(stream), "neuron:0 queued op 'aten::bad' failed: bad shape");
+  }
+}
+
+// Callers that finish() while others enqueue share the queue with the worker: nothing runs
+// twice, two items never overlap, and each producer's order holds.
+TEST(StreamTest, WaitingCallersAndTheWorkerTakeQueuedWorkInOrder) {
+  Stream stream(0, 0, false);
+  constexpr int kProducers = 2, kItems = 2000;
+  std::vector<std::vector<int>> seen(kProducers);
+  std::atomic<int> running{0}, overlaps{0};
+  std::atomic<bool> producing{true};
+  std::thread waiter([&] {
+    while (producing) stream.finish();
+  });
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kProducers; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kItems; ++i) {
+        stream.enqueue("item", [&, t, i] {
+          if (running.fetch_add(1) != 0) ++overlaps;
+          seen[t].push_back(i);
+          // A few microseconds of work, so an item taken while another runs would overlap it.
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(3);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+          running.fetch_sub(1);
+        });
+        if (i % 7 == 0) stream.synchronize();
+      }
+    });
+  }
+  for (auto& producer : producers) producer.join();
+  producing = false;
+  waiter.join();
+  stream.synchronize();
+  EXPECT_EQ(overlaps, 0) << "two items of one stream ran at the same time";
+  for (int t = 0; t < kProducers; ++t) {
+    ASSERT_EQ(seen[t].size(), static_cast<size_t>(kItems));
+    for (int i = 0; i < kItems; ++i) ASSERT_EQ(seen[t][i], i) << "producer " << t << " reordered";
   }
 }
 
