@@ -80,21 +80,32 @@ void run_blocks(const std::vector<Block>& blocks, Run&& run) {
 }
 
 // out[g] rows [row_begin, row_end) = a[row range, s:e] @ b[s:e, :], summed block by block of
-// the inner range in fp32 and rounded once into out.
+// the inner range in fp32 and rounded once into out. A range of one block (an expert's tokens,
+// usually) is one product straight into out: gemm rounds its fp32 sum once, as the copy would.
 void inner_grouped_block(const TensorView& out_g, const TensorView& a, const TensorView& b,
                          int64_t inner_begin, int64_t inner_end) {
+  if (inner_end - inner_begin <= kBlock) {
+    gemm(out_g, slice_view(a, 1, inner_begin, inner_end), slice_view(b, 0, inner_begin, inner_end),
+         nullptr, 1, 0);
+    return;
+  }
   const int64_t rows = out_g.sizes[0];
   const int64_t cols = out_g.sizes[1];
   thread_local std::vector<float> sum, part;
-  sum.assign(static_cast<size_t>(rows * cols), 0.0f);
+  sum.resize(static_cast<size_t>(rows * cols));
   part.resize(static_cast<size_t>(rows * cols));
+  const TensorView sum_view = dense_view_like(sum.data(), DType::Float32, out_g);
   const TensorView part_view = dense_view_like(part.data(), DType::Float32, out_g);
   for (int64_t first = inner_begin; first < inner_end; first += kBlock) {
     const int64_t last = std::min(inner_end, first + kBlock);
-    gemm(part_view, slice_view(a, 1, first, last), slice_view(b, 0, first, last), nullptr, 1, 0);
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    const bool first_block = first == inner_begin;  // the first block's product starts the sum
+    gemm(first_block ? sum_view : part_view, slice_view(a, 1, first, last),
+         slice_view(b, 0, first, last), nullptr, 1, 0);
+    if (!first_block) {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    }
   }
-  copy(out_g, dense_view_like(sum.data(), DType::Float32, out_g));
+  copy(out_g, sum_view);
 }
 
 }  // namespace
