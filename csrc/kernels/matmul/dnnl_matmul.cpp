@@ -158,14 +158,70 @@ struct Problem {
   TensorView out, a, b;
 };
 
-// The product restricted to rows (2-D) or batches (3-D) [begin, begin + length).
+// The product restricted to [begin, begin + length) of out's dim `dim`: batches (3-D), rows
+// or columns.
 Problem piece(const TensorView& out, const TensorView& a, const TensorView& b, int dim,
               int64_t begin, int64_t length) {
   const int64_t end = begin + length;
+  if (dim == out.ndim - 1) {
+    return {slice_view(out, dim, begin, end), a, slice_view(b, dim, begin, end)};
+  }
   Problem part{slice_view(out, dim, begin, end), slice_view(a, dim, begin, end), b};
   const bool batch_split = out.ndim == 3 && dim == 0;
   if (batch_split && b.strides[0] != 0) part.b = slice_view(b, 0, begin, end);
   return part;
+}
+
+// A product with fewer rows than this per thread is split by columns, in multiples of
+// kColumnBlock (the width oneDNN's kernels block by).
+constexpr int64_t kMinSplitRows = 64;
+constexpr int64_t kColumnBlock = 64;
+
+// How a product is cut into pieces for the kernel threads: along out's dim `dim`, in chunks of
+// `chunk`, one primitive per piece (none when some piece has no fast oneDNN kernel).
+struct Split {
+  int dim = 0;
+  int64_t extent = 0;
+  int64_t chunk = 0;
+  // Column pieces of more than one row are not dense, and oneDNN's fast kernels want a dense
+  // destination: each is computed into its thread's buffer, then copied into place.
+  bool staged = false;
+  std::vector<std::shared_ptr<const Primitive>> primitives;
+
+  // Piece `index` of the product.
+  Problem piece_at(const TensorView& out, const TensorView& a, const TensorView& b,
+                   int64_t index) const {
+    const int64_t begin = index * chunk;
+    return piece(out, a, b, dim, begin, std::min(chunk, extent - begin));
+  }
+};
+
+// Products from 2M multiply-adds are split. With the threshold at 32M, a 512x256x128 fp32
+// product (an attention projection) ran on one core at 0.55x torch's speed; split, 1.0x.
+constexpr int64_t kMinSplitWork = int64_t{1} << 21;
+
+Split plan_split(const TensorView& out, const TensorView& a, const TensorView& b, double alpha,
+                 bool accumulate, double beta, int dim, int64_t work) {
+  Split split;
+  split.dim = dim;
+  split.extent = out.sizes[dim];
+  const int64_t parts =
+      work < kMinSplitWork ? 1 : std::min<int64_t>(kernel_thread_count(), split.extent);
+  split.chunk = (split.extent + parts - 1) / parts;
+  const bool columns = dim == out.ndim - 1;
+  if (columns) split.chunk = (split.chunk + kColumnBlock - 1) / kColumnBlock * kColumnBlock;
+  split.staged = columns && out.sizes[out.ndim - 2] > 1;
+  const int64_t pieces = (split.extent + split.chunk - 1) / split.chunk;
+  for (int64_t index = 0; index < pieces; ++index) {
+    const Problem part = split.piece_at(out, a, b, index);
+    const TensorView dst =
+        split.staged ? dense_view_like(nullptr, part.out.dtype, part.out) : part.out;
+    std::shared_ptr<const Primitive> primitive =
+        cache().find_or_create(dst, part.a, part.b, alpha, accumulate, beta, index);
+    if (!primitive->optimised) return Split{};
+    split.primitives.push_back(std::move(primitive));
+  }
+  return split;
 }
 
 }  // namespace
@@ -193,37 +249,42 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
   const int64_t k = a.sizes[out.ndim - 1];
   const int64_t batches = out.ndim == 3 ? out.sizes[0] : 1;
   const int64_t work = batches * out.sizes[rows_dim] * out.sizes[out.ndim - 1] * k;
-  // Split batches when there are enough of them, rows otherwise; small products stay whole.
-  const int split_dim = batches >= kernel_thread_count() ? 0 : rows_dim;
-  const int64_t extent = out.sizes[split_dim];
-  // Products from 2M multiply-adds are split. With the threshold at 32M, a 512x256x128 fp32
-  // product (an attention projection) ran on one core at 0.55x torch's speed; split, 1.0x.
-  const int64_t parts =
-      work < (int64_t{1} << 21) ? 1 : std::min<int64_t>(kernel_thread_count(), extent);
-  const int64_t chunk = (extent + parts - 1) / parts;
-
-  // Every distinct piece shape must have an optimised primitive before anything is written.
-  std::vector<std::shared_ptr<const Primitive>> primitives;
-  for (int64_t begin = 0; begin < extent; begin += chunk) {
-    const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
-    std::shared_ptr<const Primitive> primitive = cache().find_or_create(
-        part.out, part.a, part.b, alpha, accumulate, beta, static_cast<int64_t>(primitives.size()));
-    if (!primitive->optimised) return false;
-    primitives.push_back(primitive);
+  // Split batches when there are enough of them, else rows, else (few rows: a decode step's
+  // tokens) columns, so that each thread reads its own part of b instead of all of it. Column
+  // pieces need a b whose column slices oneDNN's fast kernels take (a transposed weight's do,
+  // a row-major b's do not): otherwise the rows are split.
+  const int threads = kernel_thread_count();
+  const int cols_dim = out.ndim - 1;
+  Split split;
+  const bool few_rows = out.sizes[rows_dim] < kMinSplitRows * threads &&
+                        out.sizes[cols_dim] >= kColumnBlock * threads;
+  if (batches >= threads) {
+    split = plan_split(out, a, b, alpha, accumulate, beta, 0, work);
+  } else if (!accumulate && few_rows) {
+    split = plan_split(out, a, b, alpha, accumulate, beta, cols_dim, work);
   }
+  if (split.primitives.empty())
+    split = plan_split(out, a, b, alpha, accumulate, beta, rows_dim, work);
+  if (split.primitives.empty()) return false;
   if (accumulate && bias->data != out.data) copy(out, *bias);  // the sum post-op adds beta * out
 
   std::atomic<bool> failed{false};
+  const auto& primitives = split.primitives;
   parallel_for(0, static_cast<int64_t>(primitives.size()), 1, [&](int64_t first, int64_t last) {
     const OneOpenMPThread one_openmp_thread;
     dnnl::engine& engine = dnnl_engine();
     dnnl::stream& stream = dnnl_thread_stream();
     for (int64_t index = first; index < last; ++index) {
-      const int64_t begin = index * chunk;
-      const Problem part = piece(out, a, b, split_dim, begin, std::min(chunk, extent - begin));
+      const Problem part = split.piece_at(out, a, b, index);
+      const TensorView dst =
+          split.staged ? dense_view_like(dnnl_thread_buffer(DnnlBuffer::kMatmulColumnPiece,
+                                                            static_cast<size_t>(part.out.numel()) *
+                                                                element_size(part.out.dtype)),
+                                         part.out.dtype, part.out)
+                       : part.out;
       memory a_memory(describe(part.a), engine, part.a.data);
       memory b_memory(describe(part.b), engine, part.b.data);
-      memory out_memory(describe(part.out), engine, part.out.data);
+      memory out_memory(describe(dst), engine, dst.data);
       const Primitive& primitive = *primitives[index];
       // Each thread brings its own scratchpad: a library-managed one is shared by concurrent
       // executions and serialises them.
@@ -236,6 +297,7 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
                                           {DNNL_ARG_DST, out_memory},
                                           {DNNL_ARG_SCRATCHPAD, scratchpad}});
         stream.wait();
+        if (split.staged) copy(part.out, dst);
       } catch (const dnnl::error&) {
         failed = true;
       }

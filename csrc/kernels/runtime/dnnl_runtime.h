@@ -24,6 +24,7 @@ enum class DnnlBuffer {
   kConvScratchpad,
   kMatmulScratchpad,
   kMatmulLeftOperand,
+  kMatmulColumnPiece,
   kScaledLeftOperand,
   kScaledRightOperand,
   kScaledAccumulator,

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,50 @@ TEST(DnnlMatmul, SplitsLargeProductsAcrossThreadsCorrectly) {
       double expected = 0;
       for (int64_t k = 0; k < 256; ++k) expected += get(a.view, {i, k}) * get(w.view, {k, j});
       EXPECT_TRUE(testing::close(DType::Float32, get(out.view, {i, j}), expected)) << i << "," << j;
+    }
+  }
+}
+
+// A product with few rows (a decode step's tokens) is split by columns when b is a transposed
+// weight (each thread reads its own part of the weight; a piece of more than one row is
+// computed in a buffer and copied into place), by rows when b is row-major. Either way oneDNN
+// runs every piece (no fallback to BLAS) and every element matches the reference.
+TEST(DnnlMatmul, FewRowsSplitByColumnsOrRowsMatchTheReference) {
+  SKIP_WITHOUT_BRGEMM();
+  const ForcedGemmLibrary onednn(GemmLibrary::kOneDnn);
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    for (int64_t rows : {1, 3, 9}) {
+      for (bool transposed_weight : {true, false}) {
+        std::mt19937 rng(static_cast<unsigned>(rows));
+        constexpr int64_t k = 8192, n = 320;  // one row: 2.6M multiply-adds, split in two
+        auto a = make_tensor(dtype, {rows, k});
+        auto weight = make_tensor(dtype, {n, k});  // a linear layer's [out, in]
+        auto b_row_major = make_tensor(dtype, {k, n});
+        testing::fill_random(a.view, rng, -1, 1);
+        testing::fill_random(weight.view, rng, -1, 1);
+        testing::fill_random(b_row_major.view, rng, -1, 1);
+        const TensorView b =
+            transposed_weight ? testing::permute(weight.view, {1, 0}) : b_row_major.view;
+        auto out = make_tensor(dtype, {rows, n});
+        ASSERT_TRUE(dnnl_gemm(out.view, a.view, b, nullptr, 1.0, 0.0))
+            << "rows " << rows << (transposed_weight ? ", transposed weight" : ", row-major b");
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double expected = 0, magnitude = 0;
+            for (int64_t kk = 0; kk < k; ++kk) {
+              const double product = get(a.view, {i, kk}) * get(b, {kk, j});
+              expected += product;
+              magnitude += std::fabs(product);
+            }
+            // fp32 accumulation of 8,192 products: 2^-20 of their magnitude allows for its
+            // rounding, beyond the output dtype's own.
+            const double error = std::fabs(get(out.view, {i, j}) - expected);
+            ASSERT_LE(error, testing::tolerance(dtype, expected) + magnitude / (1 << 20))
+                << "rows " << rows << (transposed_weight ? ", transposed weight" : ", row-major b")
+                << " [" << i << "," << j << "]";
+          }
+        }
+      }
     }
   }
 }
