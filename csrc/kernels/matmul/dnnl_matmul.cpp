@@ -183,8 +183,8 @@ struct Split {
   int dim = 0;
   int64_t extent = 0;
   int64_t chunk = 0;
-  // Column pieces of more than one row are not dense, and oneDNN's fast kernels want a dense
-  // destination: each is computed into its thread's buffer, then copied into place.
+  // Column pieces (two or more) of more than one row are not dense, and oneDNN's fast kernels want
+  // a dense destination: each is computed into its thread's buffer, then copied into place.
   bool staged = false;
   std::vector<std::shared_ptr<const Primitive>> primitives;
 
@@ -199,19 +199,23 @@ struct Split {
 // Products from 2M multiply-adds are split. With the threshold at 32M, a 512x256x128 fp32
 // product (an attention projection) ran on one core at 0.55x torch's speed; split, 1.0x.
 constexpr int64_t kMinSplitWork = int64_t{1} << 21;
+// So are products that read at least 1 MiB of b: with few rows they are bound by that read
+// (a decode step's 1024x1024 bf16 projection: 1M multiply-adds, 2 MiB of weight).
+constexpr int64_t kMinSplitBytes = int64_t{1} << 20;
 
 Split plan_split(const TensorView& out, const TensorView& a, const TensorView& b, double alpha,
                  bool accumulate, double beta, int dim, int64_t work) {
   Split split;
   split.dim = dim;
   split.extent = out.sizes[dim];
-  const int64_t parts =
-      work < kMinSplitWork ? 1 : std::min<int64_t>(kernel_thread_count(), split.extent);
+  const int64_t b_bytes = b.sizes[b.ndim - 2] * b.sizes[b.ndim - 1] * element_size(b.dtype);
+  const bool small = work < kMinSplitWork && b_bytes < kMinSplitBytes;
+  const int64_t parts = small ? 1 : std::min<int64_t>(kernel_thread_count(), split.extent);
   split.chunk = (split.extent + parts - 1) / parts;
   const bool columns = dim == out.ndim - 1;
   if (columns) split.chunk = (split.chunk + kColumnBlock - 1) / kColumnBlock * kColumnBlock;
-  split.staged = columns && out.sizes[out.ndim - 2] > 1;
   const int64_t pieces = (split.extent + split.chunk - 1) / split.chunk;
+  split.staged = columns && pieces > 1 && out.sizes[out.ndim - 2] > 1;
   for (int64_t index = 0; index < pieces; ++index) {
     const Problem part = split.piece_at(out, a, b, index);
     const TensorView dst =
