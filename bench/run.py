@@ -9,6 +9,7 @@ are medians of repeated runs; nothing here is a test, and no timing fails a buil
 """
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -263,6 +264,63 @@ def workloads(quick: bool) -> list[dict]:
     return rows
 
 
+def decode(quick: bool) -> list[dict]:
+    """Greedy decoding with the KV cache (transformers' generate) of a Llama-style decoder from a
+    config (random weights, 4 layers of 1024, 8192-token vocabulary) in bf16 and fp32: new tokens
+    per second after a 32-token prompt. Each new token is a chain of small products with one row
+    (the token) against every weight, so this times the few-row GEMM path and the per-op cost."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    new_tokens, repeats = (16, 3) if quick else (48, 7)
+    return [decode_row(dtype, new_tokens, repeats) for dtype in (torch.bfloat16, torch.float32)]
+
+
+def decode_row(dtype: torch.dtype, new_tokens: int, repeats: int) -> dict:
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=8192,
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_hidden_layers=4,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        max_position_embeddings=512,
+    )
+    model = transformers.LlamaForCausalLM(config).to(dtype).eval()
+    model.generation_config.pad_token_id = 0
+    prompt = torch.randint(0, 8192, (1, 32), generator=torch.Generator().manual_seed(1))
+    models = {"cpu": model, "neuron": copy.deepcopy(model).to("neuron")}
+    tokens: dict[str, torch.Tensor] = {}
+
+    def generate(device: str) -> None:
+        with torch.no_grad():
+            out = models[device].generate(
+                prompt.to(device),
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+            )
+        tokens[device] = out.cpu()
+
+    name = str(dtype).replace("torch.", "")
+    row = {"case": f"Llama 4x1024 greedy decode, {new_tokens} new tokens, {name}"}
+    row["isa"] = isa_label()
+    before = library_calls()
+    seconds = side_by_side_seconds(
+        {device: lambda device=device: generate(device) for device in models}, repeats=repeats
+    )
+    row["neuron_library"] = libraries_since(before)
+    for device in ("cpu", "neuron"):
+        row[f"{device}_tokens_per_s"] = new_tokens / seconds[device]
+    row["ratio"] = row["neuron_tokens_per_s"] / row["cpu_tokens_per_s"]
+    # bf16 rounds once per op here (fp32 inside), the CPU at other points, so near-ties between
+    # random-weight logits may pick other tokens; fp32 must pick the same ones.
+    row["same_tokens"] = bool(torch.equal(tokens["cpu"], tokens["neuron"]))
+    row["target"] = ">= 1.0"
+    return row
+
+
 def print_table(title: str, rows: list[dict]) -> None:
     print(f"\n## {title}")
     if not rows:
@@ -317,7 +375,7 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
-    parser.add_argument("--sections", default="dispatch,gemm,grouped_mm,bandwidth,workloads")
+    parser.add_argument("--sections", default="dispatch,gemm,grouped_mm,bandwidth,workloads,decode")
     parser.add_argument(
         "--markdown", type=Path, help="also write the tables as Markdown (docs/performance.md)"
     )
@@ -339,6 +397,7 @@ def main() -> None:
         "grouped_mm": grouped_mm,
         "bandwidth": bandwidth,
         "workloads": workloads,
+        "decode": decode,
     }
     results = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "sections": {}}
     print(f"machine: {results['machine']}")
