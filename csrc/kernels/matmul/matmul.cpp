@@ -13,6 +13,7 @@
 #include "kernels/core/element_types.h"
 #include "kernels/matmul/blas_gemm.h"
 #include "kernels/matmul/dnnl_matmul.h"
+#include "kernels/matmul/few_row_gemm.h"
 #include "kernels/matmul/matrix_view.h"
 #include "kernels/pointwise/cast.h"
 
@@ -226,6 +227,8 @@ void gemm(const TensorView& out, const TensorView& a, const TensorView& b_mat,
           const TensorView* bias, double alpha, double beta) {
   check_shapes(out, a, b_mat, bias);
   if (dnnl_gemm(out, a, b_mat, bias, alpha, beta)) return;
+  // 16-bit products BLAS would read through whole widened copies: a few rows read b in place.
+  if (few_row_gemm(out, a, b_mat, bias, alpha, beta)) return;
   if (out.dtype == DType::Float64) {
     run_gemm<double>(out, a, b_mat, bias, alpha, beta);
   } else {
