@@ -204,13 +204,13 @@ constexpr int64_t kMinSplitWork = int64_t{1} << 21;
 constexpr int64_t kMinSplitBytes = int64_t{1} << 20;
 
 Split plan_split(const TensorView& out, const TensorView& a, const TensorView& b, double alpha,
-                 bool accumulate, double beta, int dim, int64_t work) {
+                 bool accumulate, double beta, int dim, int64_t work, int threads) {
   Split split;
   split.dim = dim;
   split.extent = out.sizes[dim];
   const int64_t b_bytes = b.sizes[b.ndim - 2] * b.sizes[b.ndim - 1] * element_size(b.dtype);
   const bool small = work < kMinSplitWork && b_bytes < kMinSplitBytes;
-  const int64_t parts = small ? 1 : std::min<int64_t>(kernel_thread_count(), split.extent);
+  const int64_t parts = small ? 1 : std::min<int64_t>(threads, split.extent);
   split.chunk = (split.extent + parts - 1) / parts;
   const bool columns = dim == out.ndim - 1;
   if (columns) split.chunk = (split.chunk + kColumnBlock - 1) / kColumnBlock * kColumnBlock;
@@ -257,18 +257,19 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
   // tokens) columns, so that each thread reads its own part of b instead of all of it. Column
   // pieces need a b whose column slices oneDNN's fast kernels take (a transposed weight's do,
   // a row-major b's do not): otherwise the rows are split.
-  const int threads = kernel_thread_count();
+  // Inside a parallel region (a grouped product's blocks) pieces would run one by one: none.
+  const int threads = available_kernel_threads();
   const int cols_dim = out.ndim - 1;
   Split split;
   const bool few_rows = out.sizes[rows_dim] < kMinSplitRows * threads &&
                         out.sizes[cols_dim] >= kColumnBlock * threads;
   if (batches >= threads) {
-    split = plan_split(out, a, b, alpha, accumulate, beta, 0, work);
-  } else if (!accumulate && few_rows) {
-    split = plan_split(out, a, b, alpha, accumulate, beta, cols_dim, work);
+    split = plan_split(out, a, b, alpha, accumulate, beta, 0, work, threads);
+  } else if (few_rows) {
+    split = plan_split(out, a, b, alpha, accumulate, beta, cols_dim, work, threads);
   }
   if (split.primitives.empty())
-    split = plan_split(out, a, b, alpha, accumulate, beta, rows_dim, work);
+    split = plan_split(out, a, b, alpha, accumulate, beta, rows_dim, work, threads);
   if (split.primitives.empty()) return false;
   if (accumulate && bias->data != out.data) copy(out, *bias);  // the sum post-op adds beta * out
 
@@ -286,6 +287,7 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
                                                                 element_size(part.out.dtype)),
                                          part.out.dtype, part.out)
                        : part.out;
+      if (split.staged && accumulate) copy(dst, part.out);  // the sum post-op reads out
       memory a_memory(describe(part.a), engine, part.a.data);
       memory b_memory(describe(part.b), engine, part.b.data);
       memory out_memory(describe(dst), engine, dst.data);

@@ -149,6 +149,8 @@ int kernel_thread_count() {
   return count;
 }
 
+int available_kernel_threads() { return t_inside_parallel_region ? 1 : kernel_thread_count(); }
+
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& body) {
   const int64_t total = end - begin;

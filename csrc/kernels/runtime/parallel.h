@@ -9,6 +9,10 @@ namespace openneuron::kernels {
 // Number of threads parallel_for uses (the host's cores, or OPENNEURON_NUM_THREADS).
 int kernel_thread_count();
 
+// Threads a parallel_for started here would use: kernel_thread_count(), or 1 inside a
+// parallel_for body (nested calls run inline).
+int available_kernel_threads();
+
 // Calls body(chunk_begin, chunk_end) over disjoint chunks covering [begin, end), in
 // parallel when the range holds at least 2 * grain indices, else inline. Blocks until
 // every chunk is done. Calls made from inside a body run inline (no nested parallelism).

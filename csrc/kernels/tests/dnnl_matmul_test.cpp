@@ -169,6 +169,38 @@ TEST(DnnlMatmul, FewRowsSplitByColumnsOrRowsMatchTheReference) {
   }
 }
 
+// addmm's form (out = beta * bias + alpha * a @ b) on column pieces staged through a buffer:
+// each piece starts from its slice of the bias, as the sum post-op requires.
+TEST(DnnlMatmul, FewRowsWithBiasSplitByColumnsMatchTheReference) {
+  SKIP_WITHOUT_BRGEMM();
+  const ForcedGemmLibrary onednn(GemmLibrary::kOneDnn);
+  std::mt19937 rng(11);
+  constexpr int64_t rows = 3, k = 8192, n = 320;
+  auto a = make_tensor(DType::Float32, {rows, k});
+  auto weight = make_tensor(DType::Float32, {n, k});
+  auto bias = make_tensor(DType::Float32, {rows, n});
+  for (auto* t : {&a, &weight, &bias}) testing::fill_random(t->view, rng, -1, 1);
+  const TensorView b = testing::permute(weight.view, {1, 0});
+  auto out = make_tensor(DType::Float32, {rows, n});
+  const uint64_t before = calls(LibraryCall::kOneDnnMatmul);
+  ASSERT_TRUE(dnnl_gemm(out.view, a.view, b, &bias.view, 0.5, 2.0));
+  EXPECT_EQ(calls(LibraryCall::kOneDnnMatmul), before + 1);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double product = 0, magnitude = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double term = get(a.view, {i, kk}) * get(b, {kk, j});
+        product += term;
+        magnitude += std::fabs(term);
+      }
+      const double expected = 0.5 * product + 2.0 * get(bias.view, {i, j});
+      ASSERT_LE(std::fabs(get(out.view, {i, j}) - expected),
+                testing::tolerance(DType::Float32, expected) + magnitude / (1 << 20))
+          << "[" << i << "," << j << "]";
+    }
+  }
+}
+
 TEST(DnnlMatmul, DeclinesDtypesItDoesNotHandle) {
   auto a = make_tensor(DType::Float16, {4, 4});
   auto out = make_tensor(DType::Float16, {4, 4});
