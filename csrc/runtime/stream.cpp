@@ -220,16 +220,20 @@ void Stream::run_worker() {
       worker_sleeping_ = false;
       continue;
     }
-    Task task = std::move(queue_.front());
-    queue_.pop_front();
-    queued_.store(queue_.size(), std::memory_order_release);
-    running_.store(true, std::memory_order_release);
-    lock.unlock();
-    run_task(task);  // captured state is released outside the lock
-    lock.lock();
-    running_.store(false, std::memory_order_release);
-    if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();
+    run_front_task_locked(lock);
   }
+}
+
+void Stream::run_front_task_locked(std::unique_lock<std::mutex>& lock) {
+  Task task = std::move(queue_.front());
+  queue_.pop_front();
+  queued_.store(queue_.size(), std::memory_order_release);
+  running_.store(true, std::memory_order_release);
+  lock.unlock();
+  run_task(task);  // captured state is released outside the lock
+  lock.lock();
+  running_.store(false, std::memory_order_release);
+  if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();
 }
 
 void Stream::wait_idle() {
@@ -265,17 +269,8 @@ void Stream::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
 }
 
 void Stream::run_queued_here_locked(std::unique_lock<std::mutex>& lock) {
-  while (!queue_.empty() && !busy() && !halted_) {
-    Task task = std::move(queue_.front());
-    queue_.pop_front();
-    queued_.store(queue_.size(), std::memory_order_release);
-    running_.store(true, std::memory_order_release);
-    lock.unlock();
-    run_task(task);  // as the worker would; a woken worker finds the stream busy and sleeps
-    lock.lock();
-    running_.store(false, std::memory_order_release);
-    if ((queue_.empty() && idle_waiters_ > 0) || halted_) became_idle_.notify_all();
-  }
+  // As the worker would; a worker woken meanwhile finds the stream busy and sleeps again.
+  while (!queue_.empty() && !busy() && !halted_) run_front_task_locked(lock);
 }
 
 void Stream::finish() {

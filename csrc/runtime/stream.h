@@ -170,6 +170,9 @@ class Stream {
   // Runs queued tasks on the calling thread, in order, while no other thread runs one; returns
   // when the queue is empty or the worker (or an inline caller) is busy. Called with mutex_ held.
   void run_queued_here_locked(std::unique_lock<std::mutex>& lock);
+  // Takes the front task, marks the stream busy and runs it with mutex_ released, then marks it
+  // idle and wakes idle waiters if the queue is empty. Called with mutex_ held, queue non-empty.
+  void run_front_task_locked(std::unique_lock<std::mutex>& lock);
   void record_failure(const char* op_name, const char* what);
   // Records a finished item that began at `start_ns` with the tracer.
   void record_activity(const char* op_name, const TraceInfo& trace, uint64_t correlation,

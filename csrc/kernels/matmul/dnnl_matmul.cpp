@@ -145,11 +145,16 @@ PrimitiveCache& cache() {
   return *instance;
 }
 
+// A dense view shaped like `view` in the calling thread's buffer for `role` (valid until the
+// thread next asks for that role).
+TensorView thread_dense_like(DnnlBuffer role, const TensorView& view) {
+  const size_t bytes = static_cast<size_t>(view.numel()) * element_size(view.dtype);
+  return dense_view_like(dnnl_thread_buffer(role, bytes), view.dtype, view);
+}
+
 // A row-major copy of `view` in a buffer the calling thread reuses (valid until its next call).
 TensorView row_major_copy(const TensorView& view) {
-  const size_t bytes = static_cast<size_t>(view.numel()) * element_size(view.dtype);
-  const TensorView dense =
-      dense_view_like(dnnl_thread_buffer(DnnlBuffer::kMatmulLeftOperand, bytes), view.dtype, view);
+  const TensorView dense = thread_dense_like(DnnlBuffer::kMatmulLeftOperand, view);
   copy(dense, view);
   return dense;
 }
@@ -282,11 +287,7 @@ bool dnnl_gemm(const TensorView& out, const TensorView& a_in, const TensorView& 
     for (int64_t index = first; index < last; ++index) {
       const Problem part = split.piece_at(out, a, b, index);
       const TensorView dst =
-          split.staged ? dense_view_like(dnnl_thread_buffer(DnnlBuffer::kMatmulColumnPiece,
-                                                            static_cast<size_t>(part.out.numel()) *
-                                                                element_size(part.out.dtype)),
-                                         part.out.dtype, part.out)
-                       : part.out;
+          split.staged ? thread_dense_like(DnnlBuffer::kMatmulColumnPiece, part.out) : part.out;
       if (split.staged && accumulate) copy(dst, part.out);  // the sum post-op reads out
       memory a_memory(describe(part.a), engine, part.a.data);
       memory b_memory(describe(part.b), engine, part.b.data);
